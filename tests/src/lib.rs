@@ -1,0 +1,1 @@
+//! Placeholder crate: filled in by its own issue.
