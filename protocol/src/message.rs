@@ -271,7 +271,7 @@ impl<'a> Message<'a> {
 
 /// Writes a message header for `total` bytes (header included); returns 3.
 pub fn write_header(msg_id: u8, total: usize, out: &mut [u8]) -> Result<usize, EncodeError> {
-    if total > MAX_MESSAGE_LEN || total < 3 || msg_id & 0x80 != 0 {
+    if !(3..=MAX_MESSAGE_LEN).contains(&total) || msg_id & 0x80 != 0 {
         return Err(EncodeError::TooLong);
     }
     if out.len() < total {
