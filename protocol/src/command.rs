@@ -318,22 +318,7 @@ impl Command {
                 c.encode(&mut buf)
             }
             simple => {
-                buf[0] = match simple {
-                    Command::Reset => byte::RESET,
-                    Command::SendClock => byte::SEND_CLOCK,
-                    Command::SendBoard => byte::SEND_BOARD,
-                    Command::SendUpdate => byte::SEND_UPDATE,
-                    Command::SendUpdateBoard => byte::SEND_UPDATE_BOARD,
-                    Command::SendUpdateNice => byte::SEND_UPDATE_NICE,
-                    Command::ReturnSerialNumber => byte::RETURN_SERIAL_NUMBER,
-                    Command::ReturnLongSerialNumber => byte::RETURN_LONG_SERIAL_NUMBER,
-                    Command::ReturnBusAddress => byte::RETURN_BUS_ADDRESS,
-                    Command::SendTrademark => byte::SEND_TRADEMARK,
-                    Command::SendVersion => byte::SEND_VERSION,
-                    Command::SendBatteryStatus => byte::SEND_BATTERY_STATUS,
-                    Command::SendEeMoves => byte::SEND_EE_MOVES,
-                    Command::Clock(_) => unreachable_clock(),
-                };
+                buf[0] = simple.single_byte().ok_or(EncodeError::ByteOutOfRange)?;
                 1
             }
         };
@@ -343,6 +328,26 @@ impl Command {
         let dst = out.get_mut(..n).ok_or(EncodeError::BufferTooSmall { needed: n })?;
         dst.copy_from_slice(&buf[..n]);
         Ok(n)
+    }
+
+    /// The command's byte, for the one-byte commands (`None` for clock messages).
+    pub const fn single_byte(&self) -> Option<u8> {
+        Some(match self {
+            Command::Reset => byte::RESET,
+            Command::SendClock => byte::SEND_CLOCK,
+            Command::SendBoard => byte::SEND_BOARD,
+            Command::SendUpdate => byte::SEND_UPDATE,
+            Command::SendUpdateBoard => byte::SEND_UPDATE_BOARD,
+            Command::SendUpdateNice => byte::SEND_UPDATE_NICE,
+            Command::ReturnSerialNumber => byte::RETURN_SERIAL_NUMBER,
+            Command::ReturnLongSerialNumber => byte::RETURN_LONG_SERIAL_NUMBER,
+            Command::ReturnBusAddress => byte::RETURN_BUS_ADDRESS,
+            Command::SendTrademark => byte::SEND_TRADEMARK,
+            Command::SendVersion => byte::SEND_VERSION,
+            Command::SendBatteryStatus => byte::SEND_BATTERY_STATUS,
+            Command::SendEeMoves => byte::SEND_EE_MOVES,
+            Command::Clock(_) => return None,
+        })
     }
 
     fn from_byte(b: u8) -> Option<Command> {
@@ -363,12 +368,6 @@ impl Command {
             _ => return None,
         })
     }
-}
-
-// `Command::Clock` is handled before the simple-byte match; this keeps the match total
-// without a panic path.
-const fn unreachable_clock() -> u8 {
-    byte::CLOCK_MESSAGE
 }
 
 /// What a board makes of the bytes the host sent.
