@@ -31,5 +31,28 @@ pub unsafe extern "C" fn dgt_count_messages(bytes: *const u8, len: usize) -> usi
     count
 }
 
-// The tracker crate; replaced by a real call into it once it has an API.
-extern crate dgt_core;
+/// Feeds a buffer of board bytes through the decoder into a 600-ply tracker and returns
+/// how many moves it confirmed: the whole path from bytes to moves, with no heap.
+///
+/// # Safety
+/// `bytes` must point to `len` readable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dgt_track(bytes: *const u8, len: usize, now_ms: u64) -> usize {
+    // SAFETY: the caller promises `len` readable bytes at `bytes`.
+    let input = unsafe { core::slice::from_raw_parts(bytes, len) };
+    let mut decoder: Decoder = Decoder::new();
+    let mut tracker: dgt_core::Tracker<600> = dgt_core::Tracker::default();
+    let mut confirmed = 0;
+    let mut sink = |e: dgt_core::Event| {
+        if let dgt_core::Event::MoveConfirmed(_) = e {
+            confirmed += 1;
+        }
+    };
+    decoder.feed(input, |d| {
+        if let Decoded::Message(m) = d {
+            tracker.feed(&m, now_ms, &mut sink);
+        }
+    });
+    tracker.tick(now_ms + 10_000, &mut sink);
+    confirmed
+}

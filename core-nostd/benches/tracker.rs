@@ -1,0 +1,230 @@
+//! Tracker benchmarks: board events per second replaying the World Cup corpus as clean
+//! board and clock messages; the time from a clock press to the confirmed move (median and
+//! p99); the tracker's size.
+
+use std::hint::black_box;
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, Criterion, Throughput};
+use dgt_core::{Config, Event, Tracker};
+use dgt_protocol::{
+    BoardDump, ClockStatus, ClockTime, ClockTimes, DgtSquare, FieldUpdate, Orientation, PieceCode, SideFlags,
+    SideReading,
+};
+use pgn_reader::{Reader, SanPlus, Visitor};
+use shakmaty::{Board, CastlingSide, Chess, Color, Move, Piece, Position, Role, Square};
+
+const CORPUS: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/worldcup2025-dgt-livechess.pgn");
+
+#[derive(Clone, Copy)]
+enum Input {
+    Dump(BoardDump),
+    Field(FieldUpdate),
+    Clock(ClockTimes),
+}
+
+struct Sans;
+
+impl Visitor for Sans {
+    type Tags = ();
+    type Movetext = Vec<SanPlus>;
+    type Output = Vec<SanPlus>;
+    fn begin_tags(&mut self) -> ControlFlow<Self::Output> {
+        ControlFlow::Continue(())
+    }
+    fn begin_movetext(&mut self, _: ()) -> ControlFlow<Self::Output, Self::Movetext> {
+        ControlFlow::Continue(Vec::new())
+    }
+    fn san(&mut self, m: &mut Vec<SanPlus>, san: SanPlus) -> ControlFlow<Self::Output> {
+        m.push(san);
+        ControlFlow::Continue(())
+    }
+    fn end_game(&mut self, m: Vec<SanPlus>) -> Vec<SanPlus> {
+        m
+    }
+}
+
+fn clock(white: u32, black: u32, running: Option<Color>) -> ClockTimes {
+    let r = |s| SideReading { time: ClockTime::from_seconds(s), flags: SideFlags::default() };
+    // White is the left display; the running side's lever is high.
+    let mut status = 0;
+    if running.is_some() {
+        status |= 1;
+    }
+    if running == Some(Color::Black) {
+        status |= 2;
+    }
+    ClockTimes { left: r(white), right: r(black), status: ClockStatus(status) }
+}
+
+fn field(sq: Square, p: Option<Piece>) -> Input {
+    Input::Field(FieldUpdate::new(DgtSquare::from_square(sq, Orientation::Normal), PieceCode::from_option(p)))
+}
+
+/// One game as timed messages: a start dump, clock readings, and clean field updates.
+fn game_inputs(sans: &[SanPlus]) -> Vec<(Input, u64)> {
+    let mut out = Vec::new();
+    let mut t = 0u64;
+    let mut dump = BoardDump::EMPTY;
+    for (sq, p) in Board::new().iter() {
+        dump.set(DgtSquare::from_square(sq, Orientation::Normal), PieceCode::from_piece(p));
+    }
+    out.push((Input::Dump(dump), t));
+    let (mut w, mut b) = (5400u32, 5400u32);
+    out.push((Input::Clock(clock(w, b, None)), t));
+    out.push((Input::Clock(clock(w, b, Some(Color::White))), t));
+    let mut pos = Chess::default();
+    for san in sans {
+        let Ok(m) = san.san.to_move(&pos) else { break };
+        let us = pos.turn();
+        t += 1000;
+        let (mine, theirs) = if us == Color::White { (&mut w, &mut b) } else { (&mut b, &mut w) };
+        *mine = mine.saturating_sub(5);
+        let _ = theirs;
+        out.push((Input::Clock(clock(w, b, Some(us))), t));
+        let piece = |role| Some(Piece { color: us, role });
+        match m {
+            Move::Normal { from, to, role, promotion, .. } => {
+                out.push((field(from, None), t + 100));
+                out.push((field(to, piece(promotion.unwrap_or(role))), t + 200));
+            }
+            Move::EnPassant { from, to } => {
+                out.push((field(from, None), t + 100));
+                out.push((field(to, piece(Role::Pawn)), t + 200));
+                out.push((field(Square::from_coords(to.file(), from.rank()), None), t + 300));
+            }
+            Move::Castle { king, rook } => {
+                let side = m.castling_side().unwrap_or(CastlingSide::KingSide);
+                out.push((field(king, None), t + 100));
+                out.push((field(side.king_to(us), piece(Role::King)), t + 150));
+                out.push((field(rook, None), t + 200));
+                out.push((field(side.rook_to(us), piece(Role::Rook)), t + 250));
+            }
+            Move::Put { .. } => {}
+        }
+        if us == Color::White {
+            w += 30;
+        } else {
+            b += 30;
+        }
+        t += 400;
+        out.push((Input::Clock(clock(w, b, Some(!us))), t));
+        pos.play_unchecked(m);
+    }
+    out
+}
+
+fn feed(tracker: &mut Tracker<600>, input: &Input, now: u64, sink: &mut impl FnMut(Event)) {
+    match input {
+        Input::Dump(d) => tracker.feed_dump(d, now, sink),
+        Input::Field(f) => tracker.feed_field(*f, now, sink),
+        Input::Clock(c) => tracker.feed_clock(c, now, sink),
+    }
+}
+
+fn replay(games: &[Vec<(Input, u64)>]) -> usize {
+    let mut confirmed = 0usize;
+    for g in games {
+        let mut tracker: Tracker<600> = Tracker::new(Config::default());
+        let mut sink = |e: Event| {
+            if matches!(e, Event::MoveConfirmed(_)) {
+                confirmed += 1;
+            }
+        };
+        let mut next_tick = 0;
+        for (input, now) in g {
+            feed(&mut tracker, input, *now, &mut sink);
+            if *now >= next_tick {
+                tracker.tick(*now, &mut sink);
+                next_tick = now + 100;
+            }
+        }
+        black_box(&tracker);
+    }
+    confirmed
+}
+
+/// A tracker with White's move on the board (provisional) and the press reading to feed.
+fn before_press(games: &[Vec<(Input, u64)>], plies: usize) -> (Tracker<600>, ClockTimes, u64) {
+    let g = &games[0];
+    let mut tracker: Tracker<600> = Tracker::new(Config::default());
+    let mut sink = |_e: Event| {};
+    let mut clocks_seen = 0;
+    for (i, (input, now)) in g.iter().enumerate() {
+        if let Input::Clock(c) = input {
+            // Readings: 2 at the start, then 2 per ply (running, press).
+            clocks_seen += 1;
+            if clocks_seen == 2 + 2 * plies + 2 {
+                return (tracker, *c, *now);
+            }
+        }
+        feed(&mut tracker, input, *now, &mut sink);
+        let _ = i;
+    }
+    panic!("game too short");
+}
+
+fn main() {
+    println!("size_of::<Tracker<600>>() = {} bytes", std::mem::size_of::<Tracker<600>>());
+    let file = std::fs::File::open(CORPUS).expect("corpus");
+    let mut reader = Reader::new(file);
+    let mut games = Vec::new();
+    while let Some(g) = reader.read_game(&mut Sans).expect("read") {
+        games.push(game_inputs(&g));
+    }
+    let events: usize = games.iter().map(Vec::len).sum();
+    let fields = games.iter().flatten().filter(|(i, _)| matches!(i, Input::Field(_))).count();
+    println!("corpus: {} games, {events} board and clock messages ({fields} field updates)", games.len());
+
+    // Press-to-confirm latency, measured directly for percentiles.
+    let (base, press, now) = before_press(&games, 20);
+    let mut samples = Vec::with_capacity(20_000);
+    for _ in 0..20_000 {
+        let mut t = base.clone();
+        let mut n = 0;
+        let start = Instant::now();
+        t.feed_clock(&press, now, &mut |e: Event| {
+            if matches!(e, Event::MoveConfirmed(_)) {
+                n += 1;
+            }
+        });
+        samples.push(start.elapsed());
+        assert_eq!(n, 1, "the press confirms one move");
+    }
+    samples.sort();
+    let pct = |p: f64| samples[((samples.len() as f64 - 1.0) * p) as usize];
+    println!(
+        "press -> confirmed move: median {:?}, p99 {:?}, max {:?}",
+        pct(0.5),
+        pct(0.99),
+        samples.last().copied().unwrap_or(Duration::ZERO)
+    );
+    let start = Instant::now();
+    let confirmed = replay(&games);
+    let el = start.elapsed();
+    println!("one replay: {confirmed} moves confirmed, {:.0} messages/s", events as f64 / el.as_secs_f64());
+
+    let mut c = Criterion::default().configure_from_args();
+    let mut group = c.benchmark_group("tracker");
+    group.throughput(Throughput::Elements(events as u64));
+    group.sample_size(10);
+    group.bench_function("replay_corpus_messages", |b| b.iter(|| black_box(replay(&games))));
+    group.finish();
+    let mut group = c.benchmark_group("confirm");
+    group.bench_function("press_to_confirmed_move", |b| {
+        b.iter_batched(
+            || base.clone(),
+            |mut t| {
+                t.feed_clock(&press, now, &mut |e: Event| {
+                    black_box(e);
+                });
+                t
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+    c.final_summary();
+}

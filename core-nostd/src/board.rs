@@ -1,0 +1,151 @@
+//! The physical board: what the e-board last reported, square by square.
+
+use dgt_protocol::{BoardDump, DgtSquare, Orientation, PieceCode};
+use shakmaty::{Bitboard, Board, Role, Square};
+
+/// The board model built from dumps and field updates.
+#[derive(Clone, Debug)]
+pub(crate) struct PhysBoard {
+    /// Piece codes by board index (masked to the low nibble).
+    raw: [u8; 64],
+    /// The chess pieces, in game coordinates for `orientation`.
+    pub board: Board,
+    /// Squares holding a magic piece, in game coordinates.
+    pub magic: Bitboard,
+    /// How board indices map to game squares.
+    pub orientation: Orientation,
+    /// A dump has been received since start (field updates alone prove nothing).
+    pub known: bool,
+}
+
+impl PhysBoard {
+    pub const fn new() -> PhysBoard {
+        PhysBoard {
+            raw: [0; 64],
+            board: Board::empty(),
+            magic: Bitboard(0),
+            orientation: Orientation::Normal,
+            known: false,
+        }
+    }
+
+    /// Applies one square; returns true when it changed anything.
+    pub fn set(&mut self, index: DgtSquare, code: PieceCode) -> bool {
+        let i = usize::from(index.index());
+        if self.raw[i] == code.code() {
+            return false;
+        }
+        self.raw[i] = code.code();
+        let sq = index.to_square(self.orientation);
+        self.put(sq, code);
+        true
+    }
+
+    fn put(&mut self, sq: Square, code: PieceCode) {
+        self.board.discard_piece_at(sq);
+        self.magic.discard(sq);
+        if let Some(p) = code.piece() {
+            self.board.set_piece_at(sq, p);
+        } else if code.is_magic() {
+            self.magic.add(sq);
+        }
+    }
+
+    /// Replaces everything with a dump; returns true when it changed anything.
+    pub fn load(&mut self, dump: &BoardDump) -> bool {
+        self.known = true;
+        let mut changed = false;
+        for sq in DgtSquare::ALL {
+            changed |= self.set(sq, dump.piece(sq));
+        }
+        changed
+    }
+
+    /// Re-reads the raw codes for another orientation.
+    pub fn set_orientation(&mut self, orientation: Orientation) {
+        if orientation == self.orientation {
+            return;
+        }
+        self.orientation = orientation;
+        self.board = Board::empty();
+        self.magic = Bitboard(0);
+        for sq in DgtSquare::ALL {
+            let code = PieceCode::from_nibble(self.raw[usize::from(sq.index())]);
+            self.put(sq.to_square(orientation), code);
+        }
+    }
+
+    /// The code of the magic piece on a square, if any.
+    pub fn magic_code(&self, sq: Square) -> Option<PieceCode> {
+        let code = PieceCode::from_nibble(
+            self.raw[usize::from(DgtSquare::from_square(sq, self.orientation).index())],
+        );
+        code.is_magic().then_some(code)
+    }
+
+    /// The current board as a dump (board indices), for callers and tests.
+    pub fn dump(&self) -> BoardDump {
+        BoardDump { raw: self.raw }
+    }
+}
+
+/// A 32-bit fingerprint of a placement, for finding earlier positions quickly.
+pub(crate) fn placement_hash(board: &Board) -> u32 {
+    let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut mix = |v: u64| {
+        h ^= v;
+        h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        h ^= h >> 31;
+    };
+    mix(board.white().0);
+    for role in Role::ALL {
+        mix(board.by_role(role).0);
+    }
+    (h >> 32) as u32
+}
+
+/// The standard start position seen the other way round, in game coordinates.
+pub(crate) fn rotated(board: &Board) -> Board {
+    let mut b = board.clone();
+    b.rotate_180();
+    b
+}
+
+/// The four centre squares.
+pub(crate) const CENTRE: Bitboard = Bitboard::CENTER;
+
+/// The kings-in-centre convention: both kings (exactly one each) on d4, d5, e4 or e5.
+pub(crate) fn kings_in_centre(board: &Board) -> Option<crate::GameResult> {
+    let wk = board.kings() & board.white();
+    let bk = board.kings() & board.black();
+    let (Some(w), Some(b)) = (wk.single_square(), bk.single_square()) else { return None };
+    if !CENTRE.contains(w) || !CENTRE.contains(b) {
+        return None;
+    }
+    Some(match (w.is_light(), b.is_light()) {
+        (true, true) => crate::GameResult::WhiteWins,
+        (false, false) => crate::GameResult::BlackWins,
+        _ => crate::GameResult::Draw,
+    })
+}
+
+/// The result a magic piece signals.
+pub(crate) fn magic_result(code: PieceCode) -> Option<crate::GameResult> {
+    match code {
+        PieceCode::MagicDraw => Some(crate::GameResult::Draw),
+        PieceCode::MagicWhiteWins => Some(crate::GameResult::WhiteWins),
+        PieceCode::MagicBlackWins => Some(crate::GameResult::BlackWins),
+        _ => None,
+    }
+}
+
+/// Which Chess960 start position (Scharnagl number) a board shows, if any.
+pub(crate) fn chess960_number(board: &Board) -> Option<u16> {
+    let pawns_ok = board.pawns() & board.white() == Bitboard::from_rank(shakmaty::Rank::Second)
+        && board.pawns() & board.black() == Bitboard::from_rank(shakmaty::Rank::Seventh)
+        && board.occupied().count() == 32;
+    if !pawns_ok {
+        return None;
+    }
+    (0..960u16).find(|&n| Board::chess960(u32::from(n)) == *board)
+}

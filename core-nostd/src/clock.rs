@@ -1,0 +1,261 @@
+//! Clock bookkeeping: which display is White's, presses, the increment, `%clk`/`%emt`.
+
+use dgt_protocol::{ClockSide, ClockTimes};
+use shakmaty::Color;
+
+use crate::config::{Config, WhiteClockSide};
+use crate::event::ClockState;
+
+/// Largest per-move increment inferred from presses, seconds.
+const MAX_INC: usize = 60;
+
+/// A lever flip seen on the clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Press {
+    /// Who pressed (whose side went down).
+    pub by: Color,
+    /// The reading that showed the flip.
+    pub reading: ClockTimes,
+    /// Seconds added to the presser's display by the press (`None` when not observed).
+    pub jump: Option<i64>,
+}
+
+/// Clock state of one board.
+#[derive(Clone, Debug)]
+pub(crate) struct Clocks {
+    /// The latest valid reading.
+    pub last: Option<ClockTimes>,
+    /// When it arrived.
+    pub last_ms: u64,
+    /// Which display is White's, once known.
+    white_side: Option<ClockSide>,
+    /// The mapping is fixed (a move was confirmed with it).
+    fixed: bool,
+    /// Each colour's time when the game started, seconds.
+    pub initial: [Option<u32>; 2],
+    /// Each colour's `%clk` at its last confirmed ply.
+    pub prev_clk: [Option<u32>; 2],
+    /// Each display's time at the last reading in which it ran.
+    last_running: [Option<u32>; 2],
+    /// Presses seen since the game started.
+    pub presses: u32,
+    /// How often each increment (0..=60 s) was seen at a press.
+    inc_hist: [u8; MAX_INC + 1],
+    /// A flag fall was reported in this game.
+    pub flag_reported: bool,
+}
+
+fn side_index(side: ClockSide) -> usize {
+    match side {
+        ClockSide::Left => 0,
+        ClockSide::Right => 1,
+    }
+}
+
+fn color_index(c: Color) -> usize {
+    match c {
+        Color::White => 0,
+        Color::Black => 1,
+    }
+}
+
+impl Clocks {
+    pub const fn new() -> Clocks {
+        Clocks {
+            last: None,
+            last_ms: 0,
+            white_side: None,
+            fixed: false,
+            initial: [None; 2],
+            prev_clk: [None; 2],
+            last_running: [None; 2],
+            presses: 0,
+            inc_hist: [0; MAX_INC + 1],
+            flag_reported: false,
+        }
+    }
+
+    /// Forgets everything that belongs to the previous game (keeps the last reading).
+    pub fn new_game(&mut self, config: &Config, to_move: Color) {
+        let last = self.last;
+        let last_ms = self.last_ms;
+        *self = Clocks::new();
+        self.last = last;
+        self.last_ms = last_ms;
+        if let WhiteClockSide::Fixed(side) = config.white_clock {
+            self.white_side = Some(side);
+            self.fixed = true;
+        }
+        if let Some(r) = last {
+            self.learn_mapping(&r, to_move);
+            self.take_initial(&r);
+        }
+    }
+
+    /// The display of a colour.
+    pub fn side_of(&self, config: &Config, color: Color) -> ClockSide {
+        let white = match (self.white_side, config.white_clock) {
+            (Some(s), _) => s,
+            (None, WhiteClockSide::Fixed(s)) => s,
+            (None, WhiteClockSide::FromLever { fallback }) => fallback,
+        };
+        match color {
+            Color::White => white,
+            Color::Black => white.other(),
+        }
+    }
+
+    fn owner(&self, config: &Config, side: ClockSide) -> Color {
+        if self.side_of(config, Color::White) == side { Color::White } else { Color::Black }
+    }
+
+    fn learn_mapping(&mut self, r: &ClockTimes, to_move: Color) {
+        if self.fixed {
+            return;
+        }
+        // The side whose lever is high is the side to move (White at a normal start).
+        let high = r.high_side();
+        self.white_side = Some(if to_move == Color::White { high } else { high.other() });
+    }
+
+    fn take_initial(&mut self, r: &ClockTimes) {
+        if self.presses > 0 {
+            return;
+        }
+        if let Some(white) = self.white_side {
+            for (color, side) in [(Color::White, white), (Color::Black, white.other())] {
+                let i = color_index(color);
+                // Keep the value from before the clock started running down.
+                if self.initial[i].is_none() || !r.status.running() {
+                    self.initial[i] = Some(r.side(side).time.total_seconds());
+                }
+            }
+        }
+    }
+
+    /// Takes a reading; returns the press it shows, if any.
+    pub fn reading(
+        &mut self,
+        config: &Config,
+        r: &ClockTimes,
+        now: u64,
+        in_game: bool,
+        to_move: Color,
+        confirmed_plies: usize,
+    ) -> Option<Press> {
+        let prev = self.last;
+        self.last = Some(*r);
+        self.last_ms = now;
+        let flipped = prev.is_some_and(|p| p.high_side() != r.high_side());
+        if in_game && !flipped && !self.fixed && confirmed_plies == 0 && self.presses == 0 {
+            self.learn_mapping(r, to_move);
+        }
+        if in_game && !flipped {
+            self.take_initial(r);
+        }
+        let mut press = None;
+        if let Some(prev) = prev {
+            let went_down = prev.high_side();
+            if went_down != r.high_side() && in_game {
+                let by = self.owner(config, went_down);
+                let after = i64::from(r.side(went_down).time.total_seconds());
+                let jump = self.last_running[side_index(went_down)].map(|before| after - i64::from(before));
+                if let Some(j) = jump
+                    && (0..=MAX_INC as i64).contains(&j)
+                {
+                    let slot = &mut self.inc_hist[j as usize];
+                    *slot = slot.saturating_add(1);
+                }
+                self.presses += 1;
+                press = Some(Press { by, reading: *r, jump });
+            }
+        }
+        if let Some(side) = r.running_side() {
+            self.last_running[side_index(side)] = Some(r.side(side).time.total_seconds());
+            self.last_running[side_index(side.other())] = None;
+        }
+        press
+    }
+
+    /// Fixes the mapping (a move was confirmed with it).
+    pub fn fix_mapping(&mut self) {
+        if self.white_side.is_some() {
+            self.fixed = true;
+        }
+    }
+
+    /// The increment, seconds: configured, else the most likely value seen at presses.
+    pub fn increment(&self, config: &Config, move_number: u32) -> u32 {
+        if let Some(tc) = config.time_control {
+            return tc.period_for_move(move_number).increment;
+        }
+        // The most frequent jump; ties go to the larger value, because a press read a
+        // second late shows one second less.
+        let mut best = (0u8, 0usize);
+        for (v, &n) in self.inc_hist.iter().enumerate() {
+            if n > 0 && n >= best.0 {
+                best = (n, v);
+            }
+        }
+        best.1 as u32
+    }
+
+    /// Time added at this press on top of the increment (a new period), seconds.
+    pub fn bonus(&self, config: &Config, move_number: u32, jump: Option<i64>) -> u32 {
+        if let Some(tc) = config.time_control {
+            return tc.bonus_after_move(move_number);
+        }
+        let inc = i64::from(self.increment(config, move_number));
+        match jump {
+            Some(j) if j - inc >= 60 => (((j - inc + 30) / 60) * 60) as u32,
+            _ => 0,
+        }
+    }
+
+    /// The displayed time of a colour in a reading.
+    pub fn time_of(&self, config: &Config, r: &ClockTimes, color: Color) -> u32 {
+        r.side(self.side_of(config, color)).time.total_seconds()
+    }
+
+    /// The colour-mapped state of a reading.
+    pub fn state(&self, config: &Config) -> ClockState {
+        let Some(r) = self.last else { return ClockState::default() };
+        let w = r.side(self.side_of(config, Color::White));
+        let b = r.side(self.side_of(config, Color::Black));
+        ClockState {
+            white: Some(w.time.total_seconds()),
+            black: Some(b.time.total_seconds()),
+            running: r.running_side().map(|s| self.owner(config, s)),
+            white_flag: w.flags.flag || w.flags.final_flag,
+            black_flag: b.flags.flag || b.flags.final_flag,
+        }
+    }
+
+    /// The colour whose flag the reading shows fallen (final flag, or flag at zero).
+    pub fn fallen_flag(&self, config: &Config, r: &ClockTimes) -> Option<Color> {
+        for color in [Color::White, Color::Black] {
+            let s = r.side(self.side_of(config, color));
+            if s.flags.final_flag || (s.flags.flag && s.time.total_seconds() == 0) {
+                return Some(color);
+            }
+        }
+        None
+    }
+
+    /// Records a confirmed ply's `%clk` and returns its `%emt` by clock arithmetic.
+    pub fn account(
+        &mut self,
+        config: &Config,
+        color: Color,
+        move_number: u32,
+        clk: u32,
+        jump: Option<i64>,
+    ) -> Option<u32> {
+        let i = color_index(color);
+        let prev = self.prev_clk[i].or(self.initial[i]);
+        self.prev_clk[i] = Some(clk);
+        let prev = i64::from(prev?);
+        let credited = i64::from(self.increment(config, move_number) + self.bonus(config, move_number, jump));
+        Some((prev + credited - i64::from(clk)).max(0) as u32)
+    }
+}

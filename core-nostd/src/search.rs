@@ -1,0 +1,223 @@
+//! Matching a physical board against legal successors of a position.
+//!
+//! The one-ply fast path derives candidate moves from the squares that differ and checks
+//! them with shakmaty's targeted legality test, so a clean move costs no full move
+//! generation. The deep search (iterative deepening up to [`MAX_DEPTH`] plies) prunes
+//! every branch whose remaining plies cannot possibly change the squares still differing.
+
+use shakmaty::{Bitboard, Board, CastlingSide, Chess, Color, Move, Position, Role};
+
+/// The deepest search supported.
+pub const MAX_DEPTH: usize = 4;
+
+/// A sequence of plies found by the search.
+pub(crate) type Path = heapless::Vec<Move, MAX_DEPTH>;
+
+/// The squares whose content differs between two boards.
+pub fn board_diff(a: &Board, b: &Board) -> Bitboard {
+    let mut d = (a.white() ^ b.white()) | (a.black() ^ b.black());
+    for role in Role::ALL {
+        d |= a.by_role(role) ^ b.by_role(role);
+    }
+    d
+}
+
+/// Squares a non-castling move changes.
+fn touched(m: Move) -> Bitboard {
+    match m {
+        Move::Normal { from, to, .. } => Bitboard::from_square(from) | Bitboard::from_square(to),
+        Move::EnPassant { from, to } => {
+            let victim = shakmaty::Square::from_coords(to.file(), from.rank());
+            Bitboard::from_square(from) | Bitboard::from_square(to) | Bitboard::from_square(victim)
+        }
+        Move::Castle { king, rook } => {
+            Bitboard::from_square(king) | Bitboard::from_square(rook) // refined by playing
+        }
+        Move::Put { to, .. } => Bitboard::from_square(to),
+    }
+}
+
+/// True when a board could be a legal chess position's placement: one king per side.
+pub fn has_two_kings(board: &Board) -> bool {
+    (board.kings() & board.white()).count() == 1 && (board.kings() & board.black()).count() == 1
+}
+
+fn reaches(pos: &Chess, m: Move, target: &Board) -> bool {
+    let mut p = pos.clone();
+    p.play_unchecked(m);
+    p.board() == target
+}
+
+/// The single legal move from `pos` whose result is `target`, given `diff`, the squares
+/// where `pos` and `target` differ.
+pub fn one_ply(pos: &Chess, target: &Board, diff: Bitboard) -> Option<Move> {
+    let n = diff.count();
+    if !(2..=4).contains(&n) {
+        return None;
+    }
+    let us = pos.turn();
+    for to in diff & target.by_color(us) {
+        let Some(role) = target.role_at(to) else { continue };
+        for m in pos.san_candidates(role, to) {
+            if touched(m) == diff && reaches(pos, m, target) {
+                return Some(m);
+            }
+        }
+        if role != Role::Pawn && Bitboard::BACKRANKS.contains(to) {
+            for m in pos.san_candidates(Role::Pawn, to) {
+                if m.promotion() == Some(role) && touched(m) == diff && reaches(pos, m, target) {
+                    return Some(m);
+                }
+            }
+        }
+    }
+    if pos.castles().has_color(us) {
+        for side in [CastlingSide::KingSide, CastlingSide::QueenSide] {
+            if pos.castles().has(us, side) {
+                for m in pos.castling_moves(side) {
+                    if reaches(pos, m, target) {
+                        return Some(m);
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+fn count(bb: Bitboard) -> i32 {
+    bb.count() as i32
+}
+
+/// Cheap necessary conditions for `target` to be reachable from `pos` in `depth` plies.
+fn material_allows(pos: &Chess, target: &Board, depth: u8) -> bool {
+    let b = pos.board();
+    let lost_w = count(b.white()) - count(target.white());
+    let lost_b = count(b.black()) - count(target.black());
+    let depth = i32::from(depth);
+    // Each ply captures at most one piece of the side not moving.
+    let (cap_w, cap_b) = match pos.turn() {
+        Color::White => (depth / 2, (depth + 1) / 2),
+        Color::Black => ((depth + 1) / 2, depth / 2),
+    };
+    (0..=cap_w).contains(&lost_w) && (0..=cap_b).contains(&lost_b)
+}
+
+fn dfs(pos: &Chess, target: &Board, depth: u8, path: &mut Path) -> bool {
+    let diff = board_diff(pos.board(), target);
+    if diff.is_empty() {
+        return true;
+    }
+    if depth == 0 {
+        return false;
+    }
+    if depth == 1 {
+        return match one_ply(pos, target, diff) {
+            Some(m) => path.push(m).is_ok(),
+            None => false,
+        };
+    }
+    if diff.count() > 4 * usize::from(depth) || !material_allows(pos, target, depth) {
+        return false;
+    }
+    let rest = depth - 1;
+    for m in pos.legal_moves() {
+        let mut p = pos.clone();
+        p.play_unchecked(m);
+        let nd = board_diff(p.board(), target).count();
+        if nd > 4 * usize::from(rest) || (rest == 1 && nd == 1) {
+            continue;
+        }
+        if path.push(m).is_err() {
+            return false;
+        }
+        if dfs(&p, target, rest, path) {
+            return true;
+        }
+        path.pop();
+    }
+    false
+}
+
+/// True when a ply of the line is undone by the same side's next ply (a piece out and back).
+pub(crate) fn has_out_and_back(path: &[Move]) -> bool {
+    path.windows(3).any(|w| match (w[0], w[2]) {
+        (Move::Normal { from: a, to: b, .. }, Move::Normal { from: c, to: d, .. }) => a == d && b == c,
+        _ => false,
+    })
+}
+
+/// The shortest sequence of at most `max_depth` legal plies from `pos` that leaves exactly
+/// `target` on the board (empty when it already does).
+pub(crate) fn find_line(pos: &Chess, target: &Board, max_depth: u8) -> Option<Path> {
+    if !has_two_kings(target) {
+        return None;
+    }
+    let max_depth = max_depth.min(MAX_DEPTH as u8);
+    for depth in 0..=max_depth {
+        let mut path = Path::new();
+        if material_allows(pos, target, depth) && dfs(pos, target, depth, &mut path) {
+            return Some(path);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shakmaty::{Square, uci::UciMove};
+
+    fn play(pos: &Chess, uci: &str) -> Chess {
+        let m = UciMove::from_ascii(uci.as_bytes()).ok().and_then(|u| u.to_move(pos).ok());
+        let Some(m) = m else { panic!("illegal {uci}") };
+        let mut p = pos.clone();
+        p.play_unchecked(m);
+        p
+    }
+
+    #[test]
+    fn finds_three_plies_and_prefers_the_shortest() {
+        let start = Chess::default();
+        let after = play(&play(&play(&start, "e2e4"), "e7e5"), "g1f3");
+        let line = find_line(&start, after.board(), 3).expect("found");
+        assert_eq!(line.len(), 3);
+        let same = find_line(&start, start.board(), 3).expect("found");
+        assert!(same.is_empty());
+    }
+
+    #[test]
+    fn out_and_back_knight_is_a_three_ply_line() {
+        let start = Chess::default();
+        let after = play(&play(&play(&start, "g1f3"), "g8f6"), "f3g1");
+        let line = find_line(&start, after.board(), 3).expect("found");
+        assert_eq!(line.len(), 3);
+        assert!(find_line(&start, after.board(), 2).is_none());
+    }
+
+    #[test]
+    fn castling_and_en_passant_in_one_ply() {
+        let pos = play(&play(&play(&play(&Chess::default(), "e2e4"), "a7a6"), "e4e5"), "d7d5");
+        let target = play(&pos, "e5d6");
+        let d = board_diff(pos.board(), target.board());
+        assert_eq!(d.count(), 3);
+        assert!(matches!(one_ply(&pos, target.board(), d), Some(Move::EnPassant { .. })));
+        let mut p = Chess::default();
+        for u in ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6"] {
+            p = play(&p, u);
+        }
+        let castled = play(&p, "e1g1");
+        let d = board_diff(p.board(), castled.board());
+        let m = one_ply(&p, castled.board(), d);
+        assert_eq!(m, Some(Move::Castle { king: Square::E1, rook: Square::H1 }));
+    }
+
+    #[test]
+    fn nothing_explains_a_pawn_jumping_three_squares() {
+        let start = Chess::default();
+        let mut b = start.board().clone();
+        b.discard_piece_at(Square::E2);
+        b.set_piece_at(Square::E5, shakmaty::Piece { color: Color::White, role: Role::Pawn });
+        assert!(find_line(&start, &b, 3).is_none());
+    }
+}

@@ -1,0 +1,267 @@
+//! Test helpers: a simulated board and clock driven by "hand actions", feeding a tracker.
+#![allow(dead_code)]
+
+use dgt_core::{Config, Event, GameResult, Tracker};
+use dgt_protocol::{
+    BoardDump, ClockSide, ClockStatus, ClockTime, ClockTimes, DgtSquare, FieldUpdate, Orientation, PieceCode,
+    SideFlags, SideReading,
+};
+use shakmaty::{Board, Chess, Color, Move, Piece, Position, Role, Square, uci::UciMove};
+
+/// A simulated DGT clock (times in seconds).
+#[derive(Clone, Debug)]
+pub struct SimClock {
+    pub white: u32,
+    pub black: u32,
+    pub running: Option<Color>,
+    /// The side whose lever is high when stopped.
+    pub high: Color,
+    pub white_side: ClockSide,
+    pub white_flag: bool,
+    pub black_flag: bool,
+}
+
+impl SimClock {
+    pub fn new(white: u32, black: u32, white_side: ClockSide) -> SimClock {
+        SimClock {
+            white,
+            black,
+            running: None,
+            high: Color::White,
+            white_side,
+            white_flag: false,
+            black_flag: false,
+        }
+    }
+
+    pub fn reading(&self) -> ClockTimes {
+        let side = |c: Color| if c == Color::White { self.white_side } else { self.white_side.other() };
+        let high_color = self.running.unwrap_or(self.high);
+        let high_side = side(high_color);
+        let mut status = 0u8;
+        if self.running.is_some() {
+            status |= 0x01;
+        }
+        if high_side == ClockSide::Right {
+            status |= 0x02;
+        }
+        let reading = |secs: u32, flag: bool| SideReading {
+            time: ClockTime::from_seconds(secs),
+            flags: SideFlags { final_flag: flag, time_per_move: true, flag },
+        };
+        let w = reading(self.white, self.white_flag);
+        let b = reading(self.black, self.black_flag);
+        let (left, right) = if self.white_side == ClockSide::Left { (w, b) } else { (b, w) };
+        ClockTimes { right, left, status: ClockStatus(status) }
+    }
+}
+
+/// A simulated board, clock and tracker, with a list of everything the tracker said.
+pub struct Sim {
+    pub tracker: Tracker<600>,
+    pub events: Vec<Event>,
+    pub now: u64,
+    /// How the board sits (what the pieces' squares map to on the wire).
+    pub orientation: Orientation,
+    /// What is physically on each game square.
+    pub board: Board,
+    pub clock: Option<SimClock>,
+    /// Milliseconds between two consecutive field updates.
+    pub step_ms: u64,
+}
+
+fn code(p: Option<Piece>) -> PieceCode {
+    PieceCode::from_option(p)
+}
+
+impl Sim {
+    pub fn new(config: Config) -> Sim {
+        Sim {
+            tracker: Tracker::new(config),
+            events: Vec::new(),
+            now: 1_000,
+            orientation: Orientation::Normal,
+            board: Board::empty(),
+            clock: None,
+            step_ms: 40,
+        }
+    }
+
+    /// A tracker with a start position on the board (via a dump), no clock.
+    pub fn started(config: Config, orientation: Orientation) -> Sim {
+        let mut s = Sim::new(config);
+        s.orientation = orientation;
+        s.board = Board::new();
+        s.dump();
+        s
+    }
+
+    /// Adds a clock with both sides at `secs`, lever high on White's side, stopped.
+    pub fn with_clock(mut self, secs: u32, white_side: ClockSide) -> Sim {
+        self.clock = Some(SimClock::new(secs, secs, white_side));
+        self.send_clock();
+        self
+    }
+
+    pub fn dump(&mut self) {
+        let mut d = BoardDump::EMPTY;
+        for (sq, p) in self.board.iter() {
+            d.set(DgtSquare::from_square(sq, self.orientation), PieceCode::from_piece(p));
+        }
+        let now = self.now;
+        let events = &mut self.events;
+        self.tracker.feed_dump(&d, now, &mut |e| events.push(e));
+    }
+
+    /// Sends a field update for a game square with what the board now holds there.
+    pub fn put(&mut self, sq: Square, p: Option<Piece>) {
+        self.put_code(sq, code(p));
+    }
+
+    pub fn put_code(&mut self, sq: Square, c: PieceCode) {
+        self.board.discard_piece_at(sq);
+        if let Some(p) = c.piece() {
+            self.board.set_piece_at(sq, p);
+        }
+        self.now += self.step_ms;
+        let u = FieldUpdate::new(DgtSquare::from_square(sq, self.orientation), c);
+        let now = self.now;
+        let events = &mut self.events;
+        self.tracker.feed_field(u, now, &mut |e| events.push(e));
+    }
+
+    /// Lifts the piece from a square; returns it.
+    pub fn lift(&mut self, sq: Square) -> Option<Piece> {
+        let p = self.board.piece_at(sq);
+        self.put(sq, None);
+        p
+    }
+
+    /// Moves a piece by hand, lift then place.
+    pub fn slide(&mut self, from: Square, to: Square) {
+        let p = self.lift(from);
+        self.put(to, p);
+    }
+
+    /// Lets time pass, ticking every 50 ms.
+    pub fn wait(&mut self, ms: u64) {
+        let end = self.now + ms;
+        while self.now < end {
+            self.now = (self.now + 50).min(end);
+            let now = self.now;
+            let events = &mut self.events;
+            self.tracker.tick(now, &mut |e| events.push(e));
+        }
+    }
+
+    pub fn send_clock(&mut self) {
+        if let Some(c) = &self.clock {
+            let r = c.reading();
+            let now = self.now;
+            let events = &mut self.events;
+            self.tracker.feed_clock(&r, now, &mut |e| events.push(e));
+        }
+    }
+
+    /// Starts the clock with White's time running.
+    pub fn start_clock(&mut self) {
+        if let Some(c) = &mut self.clock {
+            c.running = Some(c.high);
+        }
+        self.send_clock();
+    }
+
+    /// The running player presses: their display shows `secs_used` less (one reading while
+    /// it runs), then the press adds `inc` and starts the other side.
+    pub fn press(&mut self, secs_used: u32, inc: u32) {
+        if let Some(c) = &mut self.clock {
+            let mover = c.running.unwrap_or(c.high);
+            let t = if mover == Color::White { &mut c.white } else { &mut c.black };
+            *t = t.saturating_sub(secs_used);
+        }
+        self.now += 10;
+        self.send_clock();
+        if let Some(c) = &mut self.clock {
+            let mover = c.running.unwrap_or(c.high);
+            let t = if mover == Color::White { &mut c.white } else { &mut c.black };
+            *t += inc;
+            c.running = Some(!mover);
+            c.high = !mover;
+        }
+        self.now += 10;
+        self.send_clock();
+    }
+
+    /// Plays a move cleanly: "from" empty, then "to" (castling: king then rook; e.p.: the
+    /// captured pawn last).
+    pub fn play(&mut self, m: Move, turn: Color) {
+        match m {
+            Move::Normal { from, to, promotion, role, .. } => {
+                self.lift(from);
+                let piece = Piece { color: turn, role: promotion.unwrap_or(role) };
+                self.put(to, Some(piece));
+            }
+            Move::EnPassant { from, to } => {
+                self.slide(from, to);
+                self.put(Square::from_coords(to.file(), from.rank()), None);
+            }
+            Move::Castle { king, rook } => {
+                let side = m.castling_side().unwrap_or(shakmaty::CastlingSide::KingSide);
+                self.lift(king);
+                self.put(side.king_to(turn), Some(Piece { color: turn, role: Role::King }));
+                self.lift(rook);
+                self.put(side.rook_to(turn), Some(Piece { color: turn, role: Role::Rook }));
+            }
+            Move::Put { .. } => {}
+        }
+    }
+
+    /// Plays a UCI move from a position; returns the new position.
+    pub fn play_uci(&mut self, pos: &Chess, uci: &str) -> Chess {
+        let m = parse_uci(pos, uci);
+        self.play(m, pos.turn());
+        let mut p = pos.clone();
+        p.play_unchecked(m);
+        p
+    }
+
+    pub fn confirmed_ucis(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.tracker.for_each_move(dgt_core::View::Confirmed, |m| out.push(m.uci.to_string()));
+        out
+    }
+
+    pub fn confirmed_events(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::MoveConfirmed(m) => Some(m.uci.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn count<F: Fn(&Event) -> bool>(&self, f: F) -> usize {
+        self.events.iter().filter(|e| f(e)).count()
+    }
+
+    pub fn result(&self) -> Option<GameResult> {
+        self.tracker.result().map(|r| r.0)
+    }
+
+    pub fn clear_events(&mut self) {
+        self.events.clear();
+    }
+}
+
+pub fn parse_uci(pos: &Chess, uci: &str) -> Move {
+    let m = UciMove::from_ascii(uci.as_bytes()).ok().and_then(|u| u.to_move(pos).ok());
+    match m {
+        Some(m) => m,
+        None => panic!("illegal test move {uci}"),
+    }
+}
+
+pub fn piece(color: Color, role: Role) -> Option<Piece> {
+    Some(Piece { color, role })
+}
