@@ -8,6 +8,8 @@ use crate::event::ClockState;
 
 /// Largest per-move increment inferred from presses, seconds.
 const MAX_INC: usize = 60;
+/// Smallest time a new period adds, seconds (anything less is an increment or jitter).
+const MIN_PERIOD_SECS: u32 = 60;
 
 /// A lever flip seen on the clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +45,13 @@ pub(crate) struct Clocks {
     inc_hist: [u8; MAX_INC + 1],
     /// A flag fall was reported in this game.
     pub flag_reported: bool,
+    /// Each display showed its flag at zero in the latest reading.
+    at_zero: [bool; 2],
+    /// How often each display ran out of time (a period ended), this game.
+    expired: [u8; 2],
+    /// Seconds each display gained while running (a new period's time added at a flag,
+    /// not at a press), not yet credited to a `%emt`.
+    added_running: [u32; 2],
 }
 
 fn side_index(side: ClockSide) -> usize {
@@ -72,6 +81,9 @@ impl Clocks {
             presses: 0,
             inc_hist: [0; MAX_INC + 1],
             flag_reported: false,
+            at_zero: [false; 2],
+            expired: [0; 2],
+            added_running: [0; 2],
         }
     }
 
@@ -171,7 +183,17 @@ impl Clocks {
             }
         }
         if let Some(side) = r.running_side() {
-            self.last_running[side_index(side)] = Some(r.side(side).time.total_seconds());
+            let now_secs = r.side(side).time.total_seconds();
+            // Time that appears on a running display (no press) is a period's time added
+            // when the previous period ran out: the player gets it on top of the increment.
+            if in_game
+                && let Some(before) = self.last_running[side_index(side)]
+                && now_secs >= before + MIN_PERIOD_SECS
+            {
+                let slot = &mut self.added_running[side_index(side)];
+                *slot = slot.saturating_add(now_secs - before);
+            }
+            self.last_running[side_index(side)] = Some(now_secs);
             self.last_running[side_index(side.other())] = None;
         }
         press
@@ -203,7 +225,13 @@ impl Clocks {
     /// Time added at this press on top of the increment (a new period), seconds.
     pub fn bonus(&self, config: &Config, move_number: u32, jump: Option<i64>) -> u32 {
         if let Some(tc) = config.time_control {
-            return tc.bonus_after_move(move_number);
+            let bonus = tc.bonus_after_move(move_number);
+            // A clock without a move counter adds the period's time at the flag instead
+            // (seen as `added_running`); the press itself then shows no such jump.
+            return match jump {
+                Some(j) if bonus > 0 && j < i64::from(bonus / 2) => 0,
+                _ => bonus,
+            };
         }
         let inc = i64::from(self.increment(config, move_number));
         match jump {
@@ -231,15 +259,29 @@ impl Clocks {
         }
     }
 
-    /// The colour whose flag the reading shows fallen (final flag, or flag at zero).
-    pub fn fallen_flag(&self, config: &Config, r: &ClockTimes) -> Option<Color> {
+    /// The colour whose flag the reading shows fallen: the final flag (blocked at zero), or
+    /// the flag at zero unless the configured time control gives that player another
+    /// period (its moves were made; a clock without a move counter adds the period's time
+    /// at the flag). `moves_made` is each colour's completed moves (White, Black).
+    pub fn fallen_flag(&mut self, config: &Config, r: &ClockTimes, moves_made: [u32; 2]) -> Option<Color> {
+        let mut fallen = None;
         for color in [Color::White, Color::Black] {
-            let s = r.side(self.side_of(config, color));
-            if s.flags.final_flag || (s.flags.flag && s.time.total_seconds() == 0) {
-                return Some(color);
+            let side = self.side_of(config, color);
+            let s = r.side(side);
+            let at_zero = s.flags.flag && s.time.total_seconds() == 0;
+            let si = side_index(side);
+            if at_zero && !self.at_zero[si] {
+                self.expired[si] = self.expired[si].saturating_add(1);
+            }
+            self.at_zero[si] = at_zero;
+            let continues = config.time_control.is_some_and(|tc| {
+                tc.continues_after(u32::from(self.expired[si]), moves_made[color_index(color)])
+            });
+            if fallen.is_none() && (s.flags.final_flag || (at_zero && !continues)) {
+                fallen = Some(color);
             }
         }
-        None
+        fallen
     }
 
     /// Records a confirmed ply's `%clk` and returns its `%emt` by clock arithmetic.
@@ -255,7 +297,10 @@ impl Clocks {
         let prev = self.prev_clk[i].or(self.initial[i]);
         self.prev_clk[i] = Some(clk);
         let prev = i64::from(prev?);
-        let credited = i64::from(self.increment(config, move_number) + self.bonus(config, move_number, jump));
+        let side = side_index(self.side_of(config, color));
+        let added = core::mem::take(&mut self.added_running[side]);
+        let credited = i64::from(self.increment(config, move_number) + self.bonus(config, move_number, jump))
+            + i64::from(added);
         Some((prev + credited - i64::from(clk)).max(0) as u32)
     }
 }

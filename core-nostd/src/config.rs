@@ -87,6 +87,24 @@ impl TimeControl {
         }
         0
     }
+
+    /// Whether a player whose clock has run out `expired` times (`expired` periods ended)
+    /// after completing `moves_made` moves gets the next period's time rather than losing:
+    /// a next period exists and the moves of every period that ended were made.
+    pub(crate) fn continues_after(&self, expired: u32, moves_made: u32) -> bool {
+        let periods = self.periods();
+        if expired == 0 || expired as usize >= periods.len() {
+            return expired == 0;
+        }
+        let mut required = 0u32;
+        for p in &periods[..expired as usize] {
+            if p.moves == 0 {
+                return false;
+            }
+            required += u32::from(p.moves);
+        }
+        moves_made >= required
+    }
 }
 
 impl fmt::Display for TimeControl {

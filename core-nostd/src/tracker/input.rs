@@ -1,0 +1,180 @@
+//! Input handling: decoded messages and the passage of time, routed to start/end
+//! detection, board matching and finality.
+
+use dgt_protocol::{BoardDump, Bwtime, ClockTimes, FieldUpdate, Message};
+use shakmaty::{Color, Position};
+
+use super::{CLOCK_STALE_MS, GameState, Tracker};
+use crate::event::{EndReason, Event, EventSink, GameResult};
+
+impl<const PLIES: usize> Tracker<PLIES> {
+    /// Takes any decoded message; those that do not concern the game are ignored.
+    pub fn feed<S: EventSink + ?Sized>(&mut self, msg: &Message<'_>, now_ms: u64, sink: &mut S) {
+        match msg {
+            Message::BoardDump(d) => self.feed_dump(d, now_ms, sink),
+            Message::FieldUpdate(f) => self.feed_field(*f, now_ms, sink),
+            Message::Bwtime(Bwtime::Times(t)) => self.feed_clock(t, now_ms, sink),
+            _ => {}
+        }
+    }
+
+    /// A full board scan: a stable reading, evaluated at once.
+    pub fn feed_dump<S: EventSink + ?Sized>(&mut self, dump: &BoardDump, now_ms: u64, sink: &mut S) {
+        let first = !self.phys.known;
+        if self.phys.load(dump) || first {
+            self.board_changed(now_ms, true, sink);
+        } else if self.dirty || self.unexplained_since.is_some() {
+            self.deep_eval(now_ms, sink);
+        }
+    }
+
+    /// One square changed.
+    pub fn feed_field<S: EventSink + ?Sized>(&mut self, update: FieldUpdate, now_ms: u64, sink: &mut S) {
+        if !self.phys.known {
+            self.request_dump(now_ms, sink);
+        }
+        if self.phys.set(update.square, update.piece()) {
+            self.board_changed(now_ms, false, sink);
+        }
+    }
+
+    /// A clock reading (BWTIME times). Readings with the "no clock" bit are ignored.
+    pub fn feed_clock<S: EventSink + ?Sized>(&mut self, times: &ClockTimes, now_ms: u64, sink: &mut S) {
+        if times.status.no_clock() {
+            return;
+        }
+        let in_game = self.state == GameState::Active;
+        let to_move = self.confirmed_pos.turn();
+        let press = self.clocks.reading(&self.config, times, now_ms, in_game, to_move, self.confirmed);
+        let state = self.clocks.state(&self.config);
+        if state != self.last_clock_state {
+            self.last_clock_state = state;
+            sink.event(Event::Clock(state));
+        }
+        if !in_game {
+            return;
+        }
+        if self.config.flag_fall_ends_game
+            && !self.clocks.flag_reported
+            && let Some(loser) = self.clocks.fallen_flag(&self.config, times, self.moves_made())
+        {
+            self.clocks.flag_reported = true;
+            // A move not completed by a press before the flag fell does not count.
+            self.retract_to(self.confirmed, sink);
+            let winner = !loser;
+            let result = if self.confirmed_pos.has_insufficient_material(winner) {
+                GameResult::Draw
+            } else {
+                GameResult::win_for(winner)
+            };
+            self.end_game(result, EndReason::FlagFall, sink);
+            return;
+        }
+        let Some(press) = press else { return };
+        if self.dirty {
+            self.deep_eval(now_ms, sink);
+        }
+        // An earlier press still waiting for the board is settled first.
+        self.resolve_pending(now_ms, true, sink);
+        if self.state != GameState::Active {
+            return;
+        }
+        if self.at_tip
+            && let Some(upto) = self.last_ply_by(press.by)
+        {
+            self.confirm_through(upto, Some(&press), now_ms, sink);
+            return;
+        }
+        self.pending_press[usize::from(press.by == Color::Black)] = Some((press, now_ms));
+    }
+
+    /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.
+    pub fn tick<S: EventSink + ?Sized>(&mut self, now_ms: u64, sink: &mut S) {
+        if self.state != GameState::Active {
+            return;
+        }
+        let still = now_ms.saturating_sub(self.last_change_ms);
+        if self.dirty && still >= u64::from(self.config.settle_ms) {
+            self.deep_eval(now_ms, sink);
+        }
+        if self.state != GameState::Active {
+            return;
+        }
+        self.resolve_pending(now_ms, false, sink);
+        let prov = self.records.len() - self.confirmed;
+        if self.at_tip && prov > 0 {
+            let terminal = self.tip.is_checkmate() || self.tip.is_stalemate();
+            let running = self.clock_running(now_ms) && !terminal;
+            let quiet = if running { self.config.unpressed_ms } else { self.config.quiet_ms };
+            if let Some(j) = self.undone_by_provisional()
+                && still >= u64::from(self.config.chain_confirm_ms)
+            {
+                // The arbiter's view: the position returned to an earlier one.
+                self.takeback_to(j, sink);
+            } else if still >= u64::from(quiet) {
+                // Quiet time: everything stands, except a king just put on a centre square
+                // (it may be half of a kings-in-centre result), which waits for the next move.
+                let keep_last = !terminal && self.last_is_king_to_centre();
+                let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
+                self.confirm_through(upto, None, now_ms, sink);
+            } else if prov >= 2 && still >= u64::from(self.config.chain_confirm_ms) {
+                // A forgotten press: the plies that followed prove the earlier ones.
+                self.confirm_through(self.records.len() - 1, None, now_ms, sink);
+            }
+        }
+        if let Some(since) = self.unexplained_since
+            && self.mismatch.is_none()
+            && now_ms.saturating_sub(since) >= u64::from(self.config.mismatch_ms)
+        {
+            let squares = self.nearest_diff();
+            self.mismatch = Some(squares);
+            sink.event(Event::PositionMismatch { squares });
+            self.request_dump(now_ms, sink);
+        }
+    }
+
+    pub(super) fn clock_running(&self, now: u64) -> bool {
+        match self.clocks.last {
+            Some(r) => r.status.running() && now.saturating_sub(self.clocks.last_ms) <= CLOCK_STALE_MS,
+            None => false,
+        }
+    }
+
+    pub(super) fn request_dump<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
+        let due = match self.last_dump_request {
+            Some(t) => now.saturating_sub(t) >= u64::from(self.config.dump_request_interval_ms),
+            None => true,
+        };
+        if due {
+            self.last_dump_request = Some(now);
+            sink.event(Event::RequestBoardDump);
+        }
+    }
+
+    pub(super) fn board_changed<S: EventSink + ?Sized>(&mut self, now: u64, stable: bool, sink: &mut S) {
+        self.last_change_ms = now;
+        self.dirty = true;
+        if self.at_tip {
+            self.tip_left_ms = now;
+        }
+        self.at_tip = false;
+        match self.state {
+            GameState::Idle | GameState::Over => {
+                self.try_start(now, sink);
+                return;
+            }
+            GameState::WaitingForPosition => {
+                self.try_armed(now, sink);
+                return;
+            }
+            GameState::Active => {}
+        }
+        if self.try_new_game(now, sink) || self.check_board_result(now, sink) {
+            return;
+        }
+        self.fast_eval(now, sink);
+        if stable && self.dirty {
+            self.deep_eval(now, sink);
+        }
+    }
+}

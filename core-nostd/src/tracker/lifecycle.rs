@@ -1,0 +1,221 @@
+//! Start and end detection: when a game begins (and from what), and when it is over.
+
+use dgt_protocol::Orientation;
+use shakmaty::{Bitboard, Board, CastlingMode, Chess, FromSetup, Move, Position, Role, Setup};
+
+use super::{GameState, MAX_PROVISIONAL, Tracker};
+use crate::board::{self, CENTRE, placement_hash};
+use crate::event::{EndReason, Event, EventSink, GameResult, StartKind};
+
+impl<const PLIES: usize> Tracker<PLIES> {
+    /// The standard start position on the board: `Some(orientation)`.
+    pub(super) fn standard_start(&self) -> Option<Orientation> {
+        let start = Board::new();
+        if self.phys.magic.any() {
+            None
+        } else if self.phys.board == start {
+            Some(self.phys.orientation)
+        } else if board::rotated(&self.phys.board) == start {
+            Some(self.phys.orientation.flipped())
+        } else {
+            None
+        }
+    }
+
+    pub(super) fn try_start<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
+        if let Some(o) = self.standard_start() {
+            self.start_game(Chess::default(), CastlingMode::Standard, o, StartKind::Standard, now, sink);
+            return;
+        }
+        if self.config.chess960 && !self.phys.magic.any() {
+            for o in [self.phys.orientation, self.phys.orientation.flipped()] {
+                let b = if o == self.phys.orientation {
+                    self.phys.board.clone()
+                } else {
+                    board::rotated(&self.phys.board)
+                };
+                if let Some(n) = board::chess960_number(&b) {
+                    let mut setup = Setup::initial();
+                    setup.castling_rights = b.rooks() & Bitboard::BACKRANKS;
+                    setup.board = b;
+                    if let Ok(pos) = Chess::from_setup(setup, CastlingMode::Chess960) {
+                        self.start_game(pos, CastlingMode::Chess960, o, StartKind::Chess960(n), now, sink);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn try_armed<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
+        let target = self.start.board().clone();
+        let o = if self.phys.board == target && !self.phys.magic.any() {
+            Some(self.phys.orientation)
+        } else if board::rotated(&self.phys.board) == target && !self.phys.magic.any() {
+            Some(self.phys.orientation.flipped())
+        } else {
+            None
+        };
+        if let Some(o) = o {
+            let pos = self.start.clone();
+            self.start_game(pos, self.castling_mode, o, StartKind::Fen, now, sink);
+        }
+    }
+
+    pub(super) fn try_new_game<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
+        let Some(o) = self.standard_start() else { return false };
+        let same_start = self.kind == StartKind::Standard && o == self.phys.orientation;
+        if same_start && self.confirmed <= usize::from(self.config.takeback_to_start_max_plies) {
+            return false;
+        }
+        // The start position as a legal move of the game (1. Nf3 Nf6 2. Ng1 Ng8) is a
+        // repetition, not a reset of the board.
+        if same_start && self.explains_in_one_ply(&self.phys.board) {
+            return false;
+        }
+        self.start_game(Chess::default(), CastlingMode::Standard, o, StartKind::Standard, now, sink);
+        true
+    }
+
+    pub(super) fn reset_game(&mut self, pos: Chess, mode: CastlingMode, kind: StartKind) {
+        self.start_hash = placement_hash(pos.board());
+        self.start = pos.clone();
+        self.confirmed_pos = pos.clone();
+        self.tip = pos;
+        self.castling_mode = mode;
+        self.kind = kind;
+        self.records.clear();
+        self.confirmed = 0;
+        self.result = None;
+        self.unexplained_since = None;
+        self.mismatch = None;
+        self.pending_press = [None, None];
+        self.full_reported = false;
+    }
+
+    pub(super) fn start_game<S: EventSink + ?Sized>(
+        &mut self,
+        pos: Chess,
+        mode: CastlingMode,
+        orientation: Orientation,
+        kind: StartKind,
+        now: u64,
+        sink: &mut S,
+    ) {
+        self.reset_game(pos, mode, kind);
+        self.phys.set_orientation(orientation);
+        self.state = GameState::Active;
+        self.last_confirmed_seen_ms = now;
+        self.clocks.new_game(&self.config, self.start.turn());
+        sink.event(Event::GameStarted { orientation, kind });
+        let state = self.clocks.state(&self.config);
+        if state != self.last_clock_state {
+            self.last_clock_state = state;
+            sink.event(Event::Clock(state));
+        }
+        self.dirty = true;
+        self.fast_eval(now, sink);
+    }
+
+    /// Results shown on the board: magic pieces and kings in the centre.
+    pub(super) fn check_board_result<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
+        if let Some(sq) = self.phys.magic.first()
+            && let Some(result) = self.phys.magic_code(sq).and_then(board::magic_result)
+        {
+            self.settle_line_at_end(now, false, sink);
+            self.end_game(result, EndReason::MagicPiece, sink);
+            return true;
+        }
+        if let Some(result) = board::kings_in_centre(&self.phys.board) {
+            self.settle_line_at_end(now, true, sink);
+            self.end_game(result, EndReason::KingsInCentre, sink);
+            return true;
+        }
+        false
+    }
+
+    /// At a result signalled on the board: king moves onto the centre (half of the
+    /// signal) and what follows are withdrawn; the rest stands if the board showed it for
+    /// a while before the signal began, else it is withdrawn too.
+    pub(super) fn settle_line_at_end<S: EventSink + ?Sized>(
+        &mut self,
+        now: u64,
+        drop_king_centre: bool,
+        sink: &mut S,
+    ) {
+        let mut end_time = if self.at_tip { now } else { self.tip_left_ms };
+        if drop_king_centre {
+            let mut pos = self.confirmed_pos.clone();
+            for i in self.confirmed..self.records.len() {
+                let Some(m) = self.records[i].to_move(&pos) else { break };
+                if is_king_to_centre(m) {
+                    end_time = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+                    self.retract_to(i, sink);
+                    break;
+                }
+                pos.play_unchecked(m);
+            }
+        }
+        let prov = self.records.len() - self.confirmed;
+        if prov == 0 {
+            return;
+        }
+        let last_seen = self.seen_ms[(prov - 1).min(MAX_PROVISIONAL - 1)];
+        if end_time.saturating_sub(last_seen) >= u64::from(self.config.chain_confirm_ms) {
+            self.confirm_through(self.records.len(), None, now, sink);
+        } else {
+            self.retract_to(self.confirmed, sink);
+        }
+    }
+
+    pub(super) fn last_is_king_to_centre(&self) -> bool {
+        let n = self.records.len();
+        if n == 0 || n <= self.confirmed {
+            return false;
+        }
+        let Some(before) = self.position_at(n - 1) else { return false };
+        self.records[n - 1].to_move(&before).is_some_and(is_king_to_centre)
+    }
+
+    /// Mate or stalemate after a confirmed ply ends the game. (A dead position does not: the
+    /// players may play on, and the board cannot know whether the arbiter stepped in.)
+    pub(super) fn check_position_end<S: EventSink + ?Sized>(&mut self, sink: &mut S) -> bool {
+        let pos = &self.confirmed_pos;
+        let end = if pos.is_checkmate() {
+            Some((GameResult::win_for(!pos.turn()), EndReason::Checkmate))
+        } else if pos.is_stalemate() {
+            Some((GameResult::Draw, EndReason::Stalemate))
+        } else {
+            None
+        };
+        match end {
+            Some((result, reason)) => {
+                self.retract_to(self.confirmed, sink);
+                self.end_game(result, reason, sink);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(super) fn end_game<S: EventSink + ?Sized>(
+        &mut self,
+        result: GameResult,
+        reason: EndReason,
+        sink: &mut S,
+    ) {
+        self.result = Some((result, reason));
+        self.state = GameState::Over;
+        self.pending_press = [None, None];
+        self.dirty = false;
+        self.unexplained_since = None;
+        if self.mismatch.take().is_some() {
+            sink.event(Event::PositionRecovered);
+        }
+        sink.event(Event::GameEnded { result, reason });
+    }
+}
+
+fn is_king_to_centre(m: Move) -> bool {
+    matches!(m, Move::Normal { role: Role::King, to, .. } if CENTRE.contains(to))
+}

@@ -1,0 +1,185 @@
+//! The line of plies: provisional plies added and withdrawn, and finality (which plies
+//! are confirmed, when, and with which `%clk`/`%emt`).
+
+use shakmaty::{Chess, Color, Move, Position, san::SanPlus};
+
+use super::record::{PlyRecord, to16};
+use super::{MAX_PROVISIONAL, Tracker};
+use crate::board::placement_hash;
+use crate::clock::Press;
+use crate::event::{Event, EventSink, MoveInfo};
+
+impl<const PLIES: usize> Tracker<PLIES> {
+    /// The position after `k` plies of the record list (replayed).
+    pub(super) fn position_at(&self, k: usize) -> Option<Chess> {
+        let (mut pos, from) = if k >= self.confirmed {
+            (self.confirmed_pos.clone(), self.confirmed)
+        } else {
+            (self.start.clone(), 0)
+        };
+        for rec in &self.records[from..k] {
+            let m = rec.to_move(&pos)?;
+            pos.play_unchecked(m);
+        }
+        Some(pos)
+    }
+
+    pub(super) fn extend<S: EventSink + ?Sized>(&mut self, moves: &[Move], now: u64, sink: &mut S) {
+        for &m in moves {
+            if self.records.len() - self.confirmed >= MAX_PROVISIONAL {
+                // Proven by the plies that followed it.
+                self.confirm_through(self.confirmed + 1, None, now, sink);
+            }
+            let mut after = self.tip.clone();
+            after.play_unchecked(m);
+            if self.records.push(PlyRecord::new(m, placement_hash(after.board()))).is_err() {
+                if !self.full_reported {
+                    self.full_reported = true;
+                    sink.event(Event::CapacityFull);
+                }
+                return;
+            }
+            let idx = self.records.len() - 1 - self.confirmed;
+            self.seen_ms[idx.min(MAX_PROVISIONAL - 1)] = now;
+            let info = MoveInfo {
+                ply: self.records.len() as u16,
+                color: self.tip.turn(),
+                uci: m.to_uci(self.castling_mode),
+                san: SanPlus::from_move(self.tip.clone(), m),
+                clk: None,
+                emt: None,
+            };
+            self.tip = after;
+            sink.event(Event::MoveProvisional(info));
+        }
+    }
+
+    /// Withdraws provisional plies until `len` remain (never confirmed ones).
+    pub(super) fn retract_to<S: EventSink + ?Sized>(&mut self, len: usize, sink: &mut S) {
+        let len = len.max(self.confirmed);
+        if self.records.len() <= len {
+            return;
+        }
+        while self.records.len() > len {
+            let ply = self.records.len() as u16;
+            self.records.pop();
+            sink.event(Event::MoveRetracted { ply });
+        }
+        if let Some(pos) = self.position_at(len) {
+            self.tip = pos;
+        }
+    }
+
+    /// Completed moves of (White, Black) in the confirmed line, counted from the start
+    /// position's move number (as time controls count them).
+    pub(super) fn moves_made(&self) -> [u32; 2] {
+        let pos = &self.confirmed_pos;
+        let before = pos.fullmoves().get().saturating_sub(1);
+        [before + u32::from(pos.turn() == Color::Black), before]
+    }
+
+    /// Index one past the last provisional ply made by `color`.
+    pub(super) fn last_ply_by(&self, color: Color) -> Option<usize> {
+        let mut turn = self.confirmed_pos.turn();
+        let mut found = None;
+        for i in self.confirmed..self.records.len() {
+            if turn == color {
+                found = Some(i + 1);
+            }
+            turn = !turn;
+        }
+        found
+    }
+
+    /// Applies presses that came before the board showed the move, oldest first, once the
+    /// board is still (or at once when `immediate`).
+    pub(super) fn resolve_pending<S: EventSink + ?Sized>(&mut self, now: u64, immediate: bool, sink: &mut S) {
+        let mut order = [0usize, 1];
+        if let [Some((_, a)), Some((_, b))] = self.pending_press
+            && b < a
+        {
+            order = [1, 0];
+        }
+        for i in order {
+            let Some((press, t)) = self.pending_press[i] else { continue };
+            if now.saturating_sub(t) > u64::from(self.config.press_window_ms) {
+                self.pending_press[i] = None;
+                continue;
+            }
+            let settled = now.saturating_sub(self.last_change_ms) >= u64::from(self.config.settle_ms);
+            if self.at_tip
+                && !self.dirty
+                && (settled || immediate)
+                && let Some(upto) = self.last_ply_by(press.by)
+            {
+                self.pending_press[i] = None;
+                self.confirm_through(upto, Some(&press), now, sink);
+            }
+        }
+    }
+
+    /// Confirms provisional plies until `upto` are confirmed.
+    pub(super) fn confirm_through<S: EventSink + ?Sized>(
+        &mut self,
+        upto: usize,
+        press: Option<&Press>,
+        now: u64,
+        sink: &mut S,
+    ) {
+        let upto = upto.min(self.records.len());
+        // The press belongs to the last ply of the presser within the range.
+        let press_ply = press.and_then(|p| {
+            let mut turn = self.confirmed_pos.turn();
+            let mut last = None;
+            for i in self.confirmed..upto {
+                if turn == p.by {
+                    last = Some(i);
+                }
+                turn = !turn;
+            }
+            last
+        });
+        while self.confirmed < upto {
+            let i = self.confirmed;
+            let pos = self.confirmed_pos.clone();
+            let Some(m) = self.records[i].to_move(&pos) else { break };
+            let color = pos.turn();
+            let move_number = pos.fullmoves().get();
+            let seen = self.seen_ms[0];
+            let (clk, emt) = match (press, self.clocks.last) {
+                (Some(p), _) if press_ply == Some(i) => {
+                    let clk = self.clocks.time_of(&self.config, &p.reading, color);
+                    (Some(clk), self.clocks.account(&self.config, color, move_number, clk, p.jump))
+                }
+                (_, Some(r)) => {
+                    let clk = self.clocks.time_of(&self.config, &r, color);
+                    (Some(clk), self.clocks.account(&self.config, color, move_number, clk, None))
+                }
+                (_, None) => {
+                    let ms = seen.saturating_sub(self.last_confirmed_seen_ms);
+                    (None, Some(((ms + 500) / 1000) as u32))
+                }
+            };
+            self.records[i].clk = to16(clk);
+            self.records[i].emt = to16(emt);
+            let info = MoveInfo {
+                ply: (i + 1) as u16,
+                color,
+                uci: m.to_uci(self.castling_mode),
+                san: SanPlus::from_move(pos, m),
+                clk,
+                emt,
+            };
+            self.confirmed_pos.play_unchecked(m);
+            self.confirmed += 1;
+            self.seen_ms.copy_within(1.., 0);
+            self.last_confirmed_seen_ms = seen;
+            self.clocks.fix_mapping();
+            sink.event(Event::MoveConfirmed(info));
+            if self.check_position_end(sink) {
+                return;
+            }
+        }
+        let _ = now;
+    }
+}

@@ -1,0 +1,161 @@
+//! Matching the physical board against the line: one-ply fast path, deep search,
+//! takebacks, and the squares reported when nothing explains the board.
+
+use shakmaty::{Bitboard, Board, Color, Position};
+
+use super::{GameState, Tracker};
+use crate::board::placement_hash;
+use crate::event::{Event, EventSink};
+use crate::search::{self, board_diff, has_two_kings, one_ply};
+
+impl<const PLIES: usize> Tracker<PLIES> {
+    pub(super) fn on_match<S: EventSink + ?Sized>(&mut self, sink: &mut S) {
+        self.dirty = false;
+        self.at_tip = true;
+        self.unexplained_since = None;
+        if self.mismatch.take().is_some() {
+            sink.event(Event::PositionRecovered);
+        }
+    }
+
+    /// One-ply explanations from the tip and from each provisional base.
+    pub(super) fn fast_eval<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
+        if self.phys.magic.any() {
+            return;
+        }
+        let target = self.phys.board.clone();
+        let d = board_diff(self.tip.board(), &target);
+        if d.is_empty() {
+            self.on_match(sink);
+            return;
+        }
+        if let Some(m) = one_ply(&self.tip, &target, d) {
+            self.extend(&[m], now, sink);
+            self.on_match(sink);
+            return;
+        }
+        let prov = self.records.len() - self.confirmed;
+        for k in (0..prov).rev() {
+            let Some(pos) = self.position_at(self.confirmed + k) else { return };
+            let d = board_diff(pos.board(), &target);
+            let found = if d.is_empty() { Some(None) } else { one_ply(&pos, &target, d).map(Some) };
+            if let Some(m) = found {
+                self.retract_to(self.confirmed + k, sink);
+                if let Some(m) = m {
+                    self.extend(&[m], now, sink);
+                }
+                self.on_match(sink);
+                return;
+            }
+        }
+    }
+
+    /// Deep search from the tip and each provisional base, then takebacks.
+    pub(super) fn deep_eval<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
+        self.dirty = false;
+        if self.state != GameState::Active {
+            return;
+        }
+        let target = self.phys.board.clone();
+        if !self.phys.magic.any() && has_two_kings(&target) {
+            let depth = self.config.search_depth.max(1);
+            let prov = self.records.len() - self.confirmed;
+            for k in (0..=prov).rev() {
+                let Some(pos) = self.position_at(self.confirmed + k) else { break };
+                if let Some(path) = search::find_line(&pos, &target, depth) {
+                    self.retract_to(self.confirmed + k, sink);
+                    self.extend(&path, now, sink);
+                    self.on_match(sink);
+                    return;
+                }
+            }
+            if let Some(j) = self.find_earlier(&target) {
+                self.takeback_to(j, sink);
+                self.on_match(sink);
+                return;
+            }
+        }
+        if self.unexplained_since.is_none() {
+            self.unexplained_since = Some(now);
+        }
+    }
+
+    /// True when the tip, or one legal ply from it or from a provisional base, shows `target`.
+    pub(super) fn explains_in_one_ply(&self, target: &Board) -> bool {
+        (self.confirmed..=self.records.len()).any(|k| {
+            self.position_at(k).is_some_and(|pos| {
+                let d = board_diff(pos.board(), target);
+                d.is_empty() || one_ply(&pos, target, d).is_some()
+            })
+        })
+    }
+
+    /// The latest confirmed earlier position (plies kept) whose placement is `target`.
+    pub(super) fn find_earlier(&self, target: &Board) -> Option<usize> {
+        let h = placement_hash(target);
+        let mut found = None;
+        for j in (0..self.confirmed).rev() {
+            let hj = if j == 0 { self.start_hash } else { self.records[j - 1].hash };
+            if hj == h && self.position_at(j).is_some_and(|p| p.board() == target) {
+                found = Some(j);
+                break;
+            }
+        }
+        found
+    }
+
+    pub(super) fn takeback_to<S: EventSink + ?Sized>(&mut self, j: usize, sink: &mut S) {
+        self.retract_to(self.confirmed, sink);
+        let Some(pos) = self.position_at(j) else { return };
+        self.records.truncate(j);
+        self.confirmed = j;
+        self.confirmed_pos = pos.clone();
+        self.tip = pos;
+        // %emt of the next moves counts from the remaining plies' clocks.
+        let mut prev = [None, None];
+        let mut turn = self.start.turn();
+        for rec in &self.records {
+            prev[usize::from(turn == Color::Black)] = rec.clk().or(prev[usize::from(turn == Color::Black)]);
+            turn = !turn;
+        }
+        self.clocks.prev_clk = prev;
+        sink.event(Event::Takeback { to_ply: j as u16 });
+    }
+
+    /// When the unpressed plies exactly undo the confirmed plies before them (the board is
+    /// back at the position `n` confirmed plies ago after `n` provisional plies), the
+    /// plies the line would confirm are a takeback done in playing order, not moves:
+    /// returns the number of plies that remain.
+    pub(super) fn undone_by_provisional(&self) -> Option<usize> {
+        let prov = self.records.len() - self.confirmed;
+        let j = self.confirmed.checked_sub(prov)?;
+        if prov == 0 || self.tip.board() != self.position_at(j)?.board() {
+            return None;
+        }
+        Some(j)
+    }
+
+    /// The squares differing from the nearest explainable position: the tip, a provisional
+    /// base, or a one-ply successor of the tip.
+    pub(super) fn nearest_diff(&self) -> Bitboard {
+        let target = &self.phys.board;
+        let mut best = board_diff(self.tip.board(), target) | self.phys.magic;
+        for k in self.confirmed..self.records.len() {
+            if let Some(p) = self.position_at(k) {
+                let d = board_diff(p.board(), target) | self.phys.magic;
+                if d.count() < best.count() {
+                    best = d;
+                }
+            }
+        }
+        for m in self.tip.legal_moves() {
+            let mut p = self.tip.clone();
+            p.play_unchecked(m);
+            let d = board_diff(p.board(), target) | self.phys.magic;
+            if d.count() < best.count() {
+                best = d;
+            }
+        }
+        best
+    }
+}

@@ -1,0 +1,304 @@
+//! The tracker: board and clock messages in, certain moves out.
+//!
+//! The type, its public API (input, operator, queries) and its state live here; the
+//! machinery is split by concern:
+//! - `input`: messages and time in; where each reading goes next.
+//! - `matching`: the physical board against the line (fast and deep search,
+//!   takebacks, mismatches).
+//! - `line`: the provisional and confirmed plies, and when a ply becomes final.
+//! - `lifecycle`: game start (standard, Chess960, operator position) and end (mate,
+//!   stalemate, kings in the centre, magic pieces, flag fall, operator).
+//! - `record`: the compact per-ply record.
+
+mod input;
+mod lifecycle;
+mod line;
+mod matching;
+mod record;
+
+use record::PlyRecord;
+
+use dgt_protocol::{BoardDump, Orientation};
+use shakmaty::{
+    Bitboard, CastlingMode, Chess, Color, EnPassantMode, FromSetup, Position, Setup, fen::Fen, san::SanPlus,
+};
+
+use crate::board::{PhysBoard, placement_hash};
+use crate::clock::{Clocks, Press};
+use crate::config::Config;
+use crate::event::{ClockState, EndReason, EventSink, GameResult, MoveInfo, StartKind};
+
+/// Most provisional plies kept at once; older ones are proven by those that follow.
+const MAX_PROVISIONAL: usize = 8;
+/// A running clock that has sent nothing for this long is treated as absent.
+const CLOCK_STALE_MS: u64 = 5000;
+/// Where the tracker is in a game's life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GameState {
+    /// No game yet: waiting for a start position.
+    Idle,
+    /// The operator set a position; waiting for the board to show it.
+    WaitingForPosition,
+    /// A game is in progress.
+    Active,
+    /// The game has a result; a start position begins the next one.
+    Over,
+}
+
+/// Which line a query is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// Confirmed moves only (what a PGN holds).
+    Confirmed,
+    /// Confirmed and provisional moves (what the board shows).
+    Live,
+}
+
+/// Why an operator start position was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartError {
+    /// The FEN text does not parse.
+    InvalidFen,
+    /// The position is not a legal chess position.
+    IllegalPosition,
+}
+
+/// The board tracker for one e-board and clock, with room for `PLIES` plies per game.
+///
+/// Feed it every decoded message with the caller's monotonic time ([`Tracker::feed`]),
+/// call [`Tracker::tick`] regularly (every 50 to 100 ms is plenty) so that time-based
+/// decisions happen without new bytes, and act on the [`Event`]s it emits.
+#[derive(Clone, Debug)]
+pub struct Tracker<const PLIES: usize> {
+    pub(crate) config: Config,
+    phys: PhysBoard,
+    pub(crate) state: GameState,
+    pub(crate) kind: StartKind,
+    pub(crate) start: Chess,
+    start_hash: u32,
+    pub(crate) castling_mode: CastlingMode,
+    /// Confirmed plies, then provisional ones.
+    pub(crate) records: heapless::Vec<PlyRecord, PLIES>,
+    /// How many of `records` are confirmed.
+    pub(crate) confirmed: usize,
+    confirmed_pos: Chess,
+    tip: Chess,
+    /// When each provisional ply first appeared (index = ply - confirmed).
+    seen_ms: [u64; MAX_PROVISIONAL],
+    /// When the last confirmed ply appeared (or the game started).
+    last_confirmed_seen_ms: u64,
+    pub(crate) result: Option<(GameResult, EndReason)>,
+    last_change_ms: u64,
+    /// The board changed and has not been fully evaluated.
+    dirty: bool,
+    /// The board shows the tip of the line.
+    at_tip: bool,
+    /// When the board left the tip last.
+    tip_left_ms: u64,
+    unexplained_since: Option<u64>,
+    mismatch: Option<Bitboard>,
+    last_dump_request: Option<u64>,
+    /// Presses (by White, by Black) still waiting for the board to show the move.
+    pending_press: [Option<(Press, u64)>; 2],
+    pub(crate) clocks: Clocks,
+    last_clock_state: ClockState,
+    armed_orientation: Option<Orientation>,
+    full_reported: bool,
+}
+
+impl<const PLIES: usize> Default for Tracker<PLIES> {
+    fn default() -> Self {
+        Self::new(Config::default())
+    }
+}
+
+impl<const PLIES: usize> Tracker<PLIES> {
+    /// A tracker waiting for its first board dump.
+    pub fn new(config: Config) -> Self {
+        Tracker {
+            config,
+            phys: PhysBoard::new(),
+            state: GameState::Idle,
+            kind: StartKind::Standard,
+            start: Chess::default(),
+            start_hash: placement_hash(Chess::default().board()),
+            castling_mode: CastlingMode::Standard,
+            records: heapless::Vec::new(),
+            confirmed: 0,
+            confirmed_pos: Chess::default(),
+            tip: Chess::default(),
+            seen_ms: [0; MAX_PROVISIONAL],
+            last_confirmed_seen_ms: 0,
+            result: None,
+            last_change_ms: 0,
+            dirty: false,
+            at_tip: false,
+            tip_left_ms: 0,
+            unexplained_since: None,
+            mismatch: None,
+            last_dump_request: None,
+            pending_press: [None, None],
+            clocks: Clocks::new(),
+            last_clock_state: ClockState::default(),
+            armed_orientation: None,
+            full_reported: false,
+        }
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Starts a game from a FEN set by the operator. With `orientation` unknown, the game
+    /// starts when the board shows the position either way round.
+    pub fn start_from_fen<S: EventSink + ?Sized>(
+        &mut self,
+        fen: &[u8],
+        orientation: Option<Orientation>,
+        now_ms: u64,
+        sink: &mut S,
+    ) -> Result<(), StartError> {
+        let fen = Fen::from_ascii(fen).map_err(|_| StartError::InvalidFen)?;
+        let setup: Setup = fen.into_setup();
+        let mode = CastlingMode::detect(&setup);
+        let pos = Chess::from_setup(setup, mode).map_err(|_| StartError::IllegalPosition)?;
+        self.start_from_position(pos, mode, orientation, now_ms, sink);
+        Ok(())
+    }
+
+    /// Starts a game from a position set by the operator (see [`Tracker::start_from_fen`]).
+    pub fn start_from_position<S: EventSink + ?Sized>(
+        &mut self,
+        pos: Chess,
+        mode: CastlingMode,
+        orientation: Option<Orientation>,
+        now_ms: u64,
+        sink: &mut S,
+    ) {
+        match orientation {
+            Some(o) => self.start_game(pos, mode, o, StartKind::Fen, now_ms, sink),
+            None => {
+                self.reset_game(pos, mode, StartKind::Fen);
+                self.state = GameState::WaitingForPosition;
+                if self.phys.known {
+                    self.board_changed(now_ms, true, sink);
+                }
+            }
+        }
+        self.armed_orientation = orientation;
+    }
+
+    /// Ends the game with a result the operator gives (resignation, agreement, arbiter).
+    /// Provisional moves are withdrawn.
+    pub fn declare_result<S: EventSink + ?Sized>(&mut self, result: GameResult, sink: &mut S) {
+        if self.state == GameState::Active {
+            self.retract_to(self.confirmed, sink);
+            self.end_game(result, EndReason::Operator, sink);
+        }
+    }
+
+    /// Where the game is.
+    pub fn state(&self) -> GameState {
+        self.state
+    }
+
+    /// How the board is set up.
+    pub fn orientation(&self) -> Orientation {
+        self.phys.orientation
+    }
+
+    /// How the game started.
+    pub fn start_kind(&self) -> StartKind {
+        self.kind
+    }
+
+    /// The result and why, once the game is over.
+    pub fn result(&self) -> Option<(GameResult, EndReason)> {
+        self.result
+    }
+
+    /// Number of plies in a view.
+    pub fn ply_count(&self, view: View) -> usize {
+        match view {
+            View::Confirmed => self.confirmed,
+            View::Live => self.records.len(),
+        }
+    }
+
+    /// The position after the plies of a view.
+    pub fn position(&self, view: View) -> &Chess {
+        match view {
+            View::Confirmed => &self.confirmed_pos,
+            View::Live => &self.tip,
+        }
+    }
+
+    /// The start position of the game.
+    pub fn start_position(&self) -> &Chess {
+        &self.start
+    }
+
+    /// Writes the FEN of a view's position.
+    pub fn write_fen<W: core::fmt::Write>(&self, view: View, w: &mut W) -> core::fmt::Result {
+        write!(w, "{}", Fen::from_position(self.position(view), EnPassantMode::Legal))
+    }
+
+    /// Calls `f` with every ply of a view in order (SAN needs a replay, done once here).
+    pub fn for_each_move<F: FnMut(&MoveInfo)>(&self, view: View, mut f: F) {
+        let n = self.ply_count(view);
+        let mut pos = self.start.clone();
+        for (i, rec) in self.records.iter().take(n).enumerate() {
+            let Some(m) = rec.to_move(&pos) else { return };
+            let info = MoveInfo {
+                ply: (i + 1) as u16,
+                color: pos.turn(),
+                uci: m.to_uci(self.castling_mode),
+                san: SanPlus::from_move(pos.clone(), m),
+                clk: rec.clk(),
+                emt: rec.emt(),
+            };
+            pos.play_unchecked(m);
+            f(&info);
+        }
+    }
+
+    /// Both clocks as last read, mapped to colours.
+    pub fn clocks(&self) -> ClockState {
+        self.clocks.state(&self.config)
+    }
+
+    /// The live `Clock` tag value: `W/1:34:56` (White's clock runs), `B/…`, or `N/…` when
+    /// stopped (the time of the side to move). `None` without a clock reading.
+    pub fn write_clock_tag<W: core::fmt::Write>(&self, w: &mut W) -> core::fmt::Result {
+        let s = self.clocks();
+        let (letter, color) = match s.running {
+            Some(Color::White) => ('W', Color::White),
+            Some(Color::Black) => ('B', Color::Black),
+            None => ('N', self.tip.turn()),
+        };
+        let t = match color {
+            Color::White => s.white,
+            Color::Black => s.black,
+        };
+        match t {
+            Some(t) => write!(w, "{letter}/{}", crate::pgn::Hms(t)),
+            None => Ok(()),
+        }
+    }
+
+    /// The squares reported in the current mismatch, if one is open.
+    pub fn mismatch(&self) -> Option<Bitboard> {
+        self.mismatch
+    }
+
+    /// What the board shows, by board index.
+    pub fn board(&self) -> BoardDump {
+        self.phys.dump()
+    }
+
+    /// True once a board dump has been received.
+    pub fn board_known(&self) -> bool {
+        self.phys.known
+    }
+}

@@ -1,0 +1,581 @@
+//! Adversarial scenarios: what a tournament arbiter sees clumsy hands, hurried players and
+//! flaky links do. Each test states the moves that must be confirmed, and checks the whole
+//! event stream so that no ghost move is ever emitted as `MoveConfirmed`, not even one
+//! that is later taken back.
+
+mod common;
+
+use common::{Sim, SimClock, parse_uci, piece};
+use dgt_core::{Config, EndReason, Event, GameResult, GameState, Period, TimeControl, View};
+use dgt_protocol::{ClockSide, ClockStatus, ClockTime, ClockTimes, Orientation, SideFlags, SideReading};
+use shakmaty::{Chess, Color, Position, Role, Square, fen::Fen};
+
+const W: Color = Color::White;
+const B: Color = Color::Black;
+
+// ----- helpers --------------------------------------------------------------------------
+
+fn clocked(orientation: Orientation, white_side: ClockSide) -> Sim {
+    let mut s = Sim::started(Config::default(), orientation).with_clock(300, white_side);
+    s.start_clock();
+    s
+}
+
+/// Plays moves cleanly with a press after each.
+fn play_pressed(s: &mut Sim, pos: &Chess, ucis: &[&str]) -> Chess {
+    let mut p = pos.clone();
+    for u in ucis {
+        p = s.play_uci(&p, u);
+        s.wait(200);
+        s.press(3, 2);
+        s.wait(100);
+    }
+    p
+}
+
+fn line(ucis: &[&str]) -> Chess {
+    let mut p = Chess::default();
+    for u in ucis {
+        p.play_unchecked(parse_uci(&p, u));
+    }
+    p
+}
+
+/// A game from an operator FEN (board already showing it), optionally with a running clock.
+fn from_fen(fen: &str, config: Config, clock_secs: Option<u32>) -> (Sim, Chess) {
+    let setup = Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
+    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
+    let mut s = Sim::new(config);
+    s.board = pos.board().clone();
+    s.dump();
+    let events = &mut s.events;
+    s.tracker
+        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
+        .expect("start");
+    if let Some(secs) = clock_secs {
+        let mut c = SimClock::new(secs, secs, ClockSide::Left);
+        c.high = pos.turn();
+        s.clock = Some(c);
+        s.send_clock();
+        s.start_clock();
+    }
+    (s, pos)
+}
+
+/// Replays the event stream: every `MoveConfirmed` must be one of `allowed` at its ply, and
+/// the confirmed line the stream describes (after takebacks) must be `expected`.
+fn check_stream(s: &Sim, expected: &[&str]) {
+    let mut line: Vec<String> = Vec::new();
+    for e in &s.events {
+        match e {
+            Event::GameStarted { .. } => line.clear(),
+            Event::MoveConfirmed(m) => {
+                assert_eq!(usize::from(m.ply), line.len() + 1, "confirmed ply numbers are consecutive");
+                line.push(m.uci.to_string());
+            }
+            Event::Takeback { to_ply } => line.truncate(usize::from(*to_ply)),
+            _ => {}
+        }
+    }
+    assert_eq!(line, expected, "confirmed line in the event stream");
+    assert_eq!(s.confirmed_ucis(), expected, "confirmed line in the tracker");
+}
+
+/// Every `MoveConfirmed` ever emitted, in order (a ghost shows here even if withdrawn later).
+fn all_confirmed(s: &Sim) -> Vec<String> {
+    s.confirmed_events()
+}
+
+fn count_mismatches(s: &Sim) -> usize {
+    s.count(|e| matches!(e, Event::PositionMismatch { .. }))
+}
+
+fn clks(s: &Sim) -> Vec<(Option<u32>, Option<u32>)> {
+    let mut v = Vec::new();
+    s.tracker.for_each_move(View::Confirmed, |m| v.push((m.clk, m.emt)));
+    v
+}
+
+// ----- captures ---------------------------------------------------------------------------
+
+#[test]
+fn capture_with_victim_briefly_put_on_another_square() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5", "g1f3", "b8c6"]);
+    // Nxe5: the pawn is taken off, dropped on d6 by the hand, picked up again.
+    let pawn = s.lift(Square::E5);
+    s.slide(Square::F3, Square::E5);
+    s.put(Square::D6, pawn);
+    s.wait(500);
+    s.lift(Square::D6);
+    s.wait(300);
+    s.press(4, 2);
+    s.wait(3000);
+    let expect = ["e2e4", "e7e5", "g1f3", "b8c6", "f3e5"];
+    check_stream(&s, &expect);
+    assert_eq!(all_confirmed(&s), expect);
+}
+
+#[test]
+fn capture_victim_dropped_on_the_movers_origin_square() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "d7d5"]);
+    // exd5: the pawn captures, the victim is parked on e4 for a moment, then removed.
+    let victim = s.lift(Square::D5);
+    s.slide(Square::E4, Square::D5);
+    s.put(Square::E4, victim);
+    s.wait(400);
+    s.lift(Square::E4);
+    s.press(4, 2);
+    s.wait(3000);
+    check_stream(&s, &["e2e4", "d7d5", "e4d5"]);
+    assert_eq!(all_confirmed(&s), ["e2e4", "d7d5", "e4d5"]);
+}
+
+#[test]
+fn capture_updates_in_reverse_scan_order() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5", "g1f3", "b8c6"]);
+    // The scan sees the knight on e5 before it sees f3 empty.
+    s.put(Square::E5, piece(W, Role::Knight));
+    s.put(Square::F3, None);
+    s.press(3, 2);
+    s.wait(3000);
+    check_stream(&s, &["e2e4", "e7e5", "g1f3", "b8c6", "f3e5"]);
+    assert_eq!(count_mismatches(&s), 0);
+}
+
+// ----- castling -----------------------------------------------------------------------------
+
+#[test]
+fn castling_rook_first_with_a_long_pause_before_the_king() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6"]);
+    // Rf1 on the board is a legal move in itself; the king follows 2.5 s later, held in
+    // the air for a second, and only then the clock is pressed.
+    s.slide(Square::H1, Square::F1);
+    s.wait(2500);
+    s.lift(Square::E1);
+    s.wait(1000);
+    s.put(Square::G1, piece(W, Role::King));
+    s.wait(300);
+    s.press(6, 2);
+    s.wait(3000);
+    let expect = ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "e1g1"];
+    check_stream(&s, &expect);
+    assert_eq!(all_confirmed(&s), expect, "Rf1 never confirmed");
+}
+
+#[test]
+fn castling_king_slid_through_f1_rook_in_hand() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6"]);
+    // King e1-f1 (a legal Kf1 on its own), stays there a moment, then on to g1; the rook
+    // comes last and the press follows at once.
+    s.slide(Square::E1, Square::F1);
+    s.wait(800);
+    s.slide(Square::F1, Square::G1);
+    s.wait(800);
+    s.slide(Square::H1, Square::F1);
+    s.press(6, 2);
+    s.wait(3000);
+    let expect = ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "e1g1"];
+    check_stream(&s, &expect);
+    assert_eq!(all_confirmed(&s), expect, "Kf1 never confirmed");
+}
+
+// ----- promotion ----------------------------------------------------------------------------
+
+#[test]
+fn promotion_pawn_on_last_rank_swapped_after_two_seconds_then_pressed() {
+    let (mut s, _) = from_fen("8/4P1k1/8/8/8/8/8/4K3 w - - 0 1", Config::default(), Some(300));
+    s.lift(Square::E7);
+    s.put(Square::E8, piece(W, Role::Pawn));
+    s.wait(2000);
+    s.lift(Square::E8);
+    s.put(Square::E8, piece(W, Role::Queen));
+    assert!(all_confirmed(&s).is_empty());
+    s.wait(300);
+    s.press(4, 2);
+    s.wait(3000);
+    check_stream(&s, &["e7e8q"]);
+    assert_eq!(all_confirmed(&s), ["e7e8q"]);
+}
+
+// ----- the clock ------------------------------------------------------------------------------
+
+#[test]
+fn pressing_the_clock_twice() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let p = s.play_uci(&Chess::default(), "e2e4");
+    s.wait(200);
+    // White presses, and the lever bounces back (the other side is hit too).
+    s.press(3, 2);
+    s.press(0, 0);
+    s.wait(6000);
+    check_stream(&s, &["e2e4"]);
+    // Black thinks, moves, and the line goes on normally.
+    s.play_uci(&p, "e7e5");
+    s.wait(6000);
+    check_stream(&s, &["e2e4", "e7e5"]);
+}
+
+#[test]
+fn opponent_touches_a_piece_before_the_mover_pressed() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    s.play_uci(&Chess::default(), "g1f3");
+    s.wait(300);
+    // Black already lifts the d-pawn while White's hand goes to the clock.
+    let pawn = s.lift(Square::D7);
+    s.press(4, 2);
+    s.wait(700);
+    s.put(Square::D5, pawn);
+    s.wait(300);
+    s.press(5, 2);
+    s.wait(3000);
+    check_stream(&s, &["g1f3", "d7d5"]);
+}
+
+#[test]
+fn opponent_touches_and_puts_back_before_the_mover_pressed() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    s.play_uci(&Chess::default(), "g1f3");
+    s.wait(300);
+    let pawn = s.lift(Square::D7);
+    s.wait(200);
+    s.press(4, 2);
+    s.wait(200);
+    s.put(Square::D7, pawn);
+    s.wait(6000);
+    check_stream(&s, &["g1f3"]);
+    assert_eq!(s.tracker.ply_count(View::Live), 1);
+}
+
+#[test]
+fn takeback_of_one_ply_immediately_after_a_press() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let p = play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
+    s.play_uci(&p, "g1f3");
+    s.press(3, 2);
+    // "Sorry": the knight goes straight back.
+    s.wait(150);
+    s.slide(Square::F3, Square::G1);
+    s.wait(3000);
+    check_stream(&s, &["e2e4", "e7e5"]);
+    assert!(s.events.contains(&Event::Takeback { to_ply: 2 }));
+    assert_eq!(s.tracker.ply_count(View::Live), 2);
+    // The arbiter gives White the clock back; White plays another move and presses.
+    if let Some(c) = &mut s.clock {
+        c.running = Some(W);
+        c.high = W;
+    }
+    s.send_clock();
+    s.wait(500);
+    s.play_uci(&p, "b1c3");
+    s.press(5, 2);
+    s.wait(500);
+    check_stream(&s, &["e2e4", "e7e5", "b1c3"]);
+}
+
+#[test]
+fn same_player_moves_again_after_pressing() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let p = play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
+    let p = s.play_uci(&p, "g1f3");
+    s.press(3, 2);
+    // White, confused, moves again while Black's clock runs.
+    s.slide(Square::F1, Square::C4);
+    s.wait(8000);
+    check_stream(&s, &["e2e4", "e7e5", "g1f3"]);
+    assert!(all_confirmed(&s).iter().all(|u| u != "f1c4"), "a second White move is never White's");
+    assert!(count_mismatches(&s) >= 1, "the operator is told");
+    // The arbiter puts the bishop back; Black plays on.
+    s.slide(Square::C4, Square::F1);
+    s.wait(200);
+    s.play_uci(&p, "b8c6");
+    s.press(4, 2);
+    s.wait(500);
+    check_stream(&s, &["e2e4", "e7e5", "g1f3", "b8c6"]);
+    assert!(s.events.contains(&Event::PositionRecovered));
+}
+
+#[test]
+fn same_player_moves_again_with_a_reversible_move() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let p = play_pressed(&mut s, &Chess::default(), &["d2d4", "d7d5"]);
+    s.play_uci(&p, "g1f3");
+    s.press(3, 2);
+    s.wait(300);
+    // White's knight hops on again: Nf3-g5 while Black is to move.
+    s.slide(Square::F3, Square::G5);
+    s.wait(8000);
+    check_stream(&s, &["d2d4", "d7d5", "g1f3"]);
+    assert!(all_confirmed(&s).len() == 3, "no ghost: {:?}", all_confirmed(&s));
+}
+
+// ----- the link -------------------------------------------------------------------------------
+
+#[test]
+fn board_dump_mid_move_with_pieces_in_the_air() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5", "g1f3", "b8c6"]);
+    // Nxe5 is under way when the link drops: victim and knight both in the hand.
+    s.board.discard_piece_at(Square::E5);
+    s.board.discard_piece_at(Square::F3);
+    s.dump();
+    s.wait(400);
+    // Reconnected: the knight lands, and the next dump agrees.
+    s.put(Square::E5, piece(W, Role::Knight));
+    s.dump();
+    s.press(3, 2);
+    s.wait(3000);
+    check_stream(&s, &["e2e4", "e7e5", "g1f3", "b8c6", "f3e5"]);
+    assert_eq!(all_confirmed(&s).len(), 5);
+}
+
+#[test]
+fn board_dump_shows_two_plies_and_a_piece_in_the_air() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
+    // While disconnected: Nf3 (pressed, but the press is not seen), Nc6, and White's
+    // bishop already in the hand.
+    let p = line(&["e2e4", "e7e5", "g1f3", "b8c6"]);
+    s.board = p.board().clone();
+    s.board.discard_piece_at(Square::F1);
+    s.dump();
+    s.wait(2500);
+    assert_eq!(all_confirmed(&s).len(), 2, "nothing certain while a piece is in the air");
+    s.put(Square::B5, piece(W, Role::Bishop));
+    s.wait(3000);
+    // Nf3 and Nc6 are proven by what followed; Bb5 waits for its press.
+    s.press(3, 2);
+    s.wait(500);
+    check_stream(&s, &["e2e4", "e7e5", "g1f3", "b8c6", "f1b5"]);
+}
+
+// ----- no clock ---------------------------------------------------------------------------------
+
+#[test]
+fn an_entire_game_without_a_clock() {
+    let mut s = Sim::started(Config::default(), Orientation::Normal);
+    let moves = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"];
+    let mut p = Chess::default();
+    for (i, u) in moves.iter().enumerate() {
+        p = s.play_uci(&p, u);
+        // Some moves are fast (the next comes before the quiet time), some slow.
+        s.wait(if i % 2 == 0 { 600 } else { 2500 });
+    }
+    s.wait(3000);
+    check_stream(&s, &moves);
+    assert_eq!(s.tracker.result(), Some((GameResult::WhiteWins, EndReason::Checkmate)));
+    for (clk, emt) in clks(&s) {
+        assert_eq!(clk, None);
+        assert!(emt.is_some());
+    }
+}
+
+// ----- hands ------------------------------------------------------------------------------------
+
+#[test]
+fn knocked_over_pieces_of_both_sides() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let p = play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5", "g1f3"]);
+    s.clear_events();
+    // Black's sleeve sweeps the white queen and the own knight off; both put back, the
+    // other way round, after a while.
+    let q = s.lift(Square::D1);
+    let n = s.lift(Square::G8);
+    s.wait(700);
+    s.put(Square::G8, n);
+    s.wait(200);
+    s.put(Square::D1, q);
+    s.wait(5000);
+    assert_eq!(s.count(|e| matches!(e, Event::MoveProvisional(_) | Event::MoveConfirmed(_))), 0);
+    s.play_uci(&p, "b8c6");
+    s.press(4, 2);
+    assert_eq!(s.confirmed_ucis(), ["e2e4", "e7e5", "g1f3", "b8c6"]);
+}
+
+#[test]
+fn matches_nothing_for_a_long_time_then_recovers() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["d2d4", "d7d5"]);
+    // A captured-looking mess: Black's queen off the board and a white pawn on d3 too.
+    let q = s.lift(Square::D8);
+    s.put(Square::C3, piece(W, Role::Pawn));
+    // Meanwhile White plays and presses, the mess stays for 20 s.
+    s.slide(Square::G1, Square::F3);
+    s.press(5, 2);
+    s.wait(20_000);
+    assert_eq!(all_confirmed(&s).len(), 2);
+    assert_eq!(count_mismatches(&s), 1, "reported once");
+    // Cleaned up: the board shows Nf3.
+    s.lift(Square::C3);
+    s.put(Square::D8, q);
+    s.wait(6000);
+    assert!(s.events.contains(&Event::PositionRecovered));
+    s.play_uci(&line(&["d2d4", "d7d5", "g1f3"]), "c8f5");
+    s.press(3, 2);
+    s.wait(500);
+    check_stream(&s, &["d2d4", "d7d5", "g1f3", "c8f5"]);
+}
+
+// ----- results ----------------------------------------------------------------------------------
+
+#[test]
+fn kings_in_centre_with_a_king_already_on_a_centre_square() {
+    // White's king stands on e4 (a real position); Black's king is next to the centre on c6.
+    let (mut s, _) = from_fen("8/8/2k5/8/4K3/8/8/8 b - - 0 1", Config::default(), Some(300));
+    // Black resigns the DGT way: kings on e4 and d5 (1-0). Black first steps Kc6-d6 (a
+    // legal move), then on to d5 next to the white king.
+    s.slide(Square::C6, Square::D6);
+    s.wait(700);
+    s.slide(Square::D6, Square::D5);
+    s.wait(2000);
+    assert_eq!(s.tracker.result(), Some((GameResult::WhiteWins, EndReason::KingsInCentre)));
+    check_stream(&s, &[]);
+}
+
+#[test]
+fn kings_in_centre_king_step_next_to_the_centre_is_pressed_then_gesture() {
+    // A real king move next to the centre, pressed; then the kings-in-centre draw.
+    let (mut s, _) = from_fen("8/8/2k5/8/8/4K3/8/8 w - - 0 1", Config::default(), Some(300));
+    s.slide(Square::E3, Square::F3);
+    s.press(3, 2);
+    s.wait(300);
+    s.slide(Square::F3, Square::E4);
+    s.slide(Square::C6, Square::E5);
+    s.wait(2000);
+    assert_eq!(s.tracker.result(), Some((GameResult::Draw, EndReason::KingsInCentre)));
+    check_stream(&s, &["e3f3"]);
+}
+
+// ----- rotation and clock sides ------------------------------------------------------------------
+
+#[test]
+fn rotated_board_with_the_clock_on_the_other_side() {
+    // The board is turned round but the clock stays with White's display on the left.
+    let mut s = clocked(Orientation::Rotated, ClockSide::Left);
+    let moves = ["d2d4", "g8f6", "c2c4", "e7e6", "b1c3", "f8b4"];
+    play_pressed(&mut s, &Chess::default(), &moves);
+    check_stream(&s, &moves);
+    let c = clks(&s);
+    assert_eq!(c[0].0, Some(299));
+    assert_eq!(c[1].0, Some(299));
+    assert_eq!(c[4].0, Some(297), "White's third press: 300 - 3 x 3 + 2 x 3");
+    assert_eq!(s.tracker.clocks().running, Some(W));
+}
+
+#[test]
+fn normal_board_with_whites_clock_on_the_right() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Right);
+    let moves = ["e2e4", "c7c5", "g1f3"];
+    play_pressed(&mut s, &Chess::default(), &moves);
+    check_stream(&s, &moves);
+    assert_eq!(clks(&s)[2].0, Some(298));
+    assert_eq!(s.tracker.clocks().running, Some(B));
+}
+
+// ----- multi-period time control ------------------------------------------------------------------
+
+fn reading(white: u32, black: u32, white_flag: bool, running: Option<Color>) -> ClockTimes {
+    // White on the left display; the lever's high side is the side that runs.
+    let side = |secs: u32, flag: bool| SideReading {
+        time: ClockTime::from_seconds(secs),
+        flags: SideFlags { final_flag: false, time_per_move: false, flag },
+    };
+    let mut status = 0u8;
+    if running.is_some() {
+        status |= 0x01;
+    }
+    if running == Some(B) {
+        status |= 0x02;
+    }
+    ClockTimes { left: side(white, white_flag), right: side(black, false), status: ClockStatus(status) }
+}
+
+fn feed(s: &mut Sim, r: ClockTimes) {
+    s.now += 10;
+    let now = s.now;
+    let events = &mut s.events;
+    s.tracker.feed_clock(&r, now, &mut |e| events.push(e));
+}
+
+#[test]
+fn clk_and_emt_after_a_flag_fall_moving_on_to_the_next_period() {
+    // 40/7200:3600 on a clock without a move counter: the second period's hour is added
+    // when the first period's time runs out, with the flag shown. White has made 40 moves.
+    let tc = TimeControl::with_periods(&[
+        Period { moves: 40, seconds: 7200, increment: 0 },
+        Period { moves: 0, seconds: 3600, increment: 0 },
+    ]);
+    let cfg = Config { time_control: tc, ..Config::default() };
+    let fen = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 41";
+    let (mut s, pos) = from_fen(fen, cfg, None);
+    // The clock: White 0:00:20 left and running, Black 0:10:00.
+    feed(&mut s, reading(20, 600, false, None));
+    feed(&mut s, reading(20, 600, false, Some(W)));
+    s.wait(200);
+    // White's time runs out: the flag shows at 0:00:00, then the hour is added.
+    feed(&mut s, reading(0, 600, true, Some(W)));
+    feed(&mut s, reading(3600, 600, true, Some(W)));
+    feed(&mut s, reading(3590, 600, true, Some(W)));
+    assert_eq!(s.tracker.state(), GameState::Active, "not a loss: White made 40 moves");
+    // 41. Ra8+ and the press.
+    s.play_uci(&pos, "a1a8");
+    s.wait(200);
+    feed(&mut s, reading(3580, 600, true, Some(W)));
+    feed(&mut s, reading(3580, 600, true, Some(B)));
+    s.wait(500);
+    check_stream(&s, &["a1a8"]);
+    assert_eq!(clks(&s), [(Some(3580), Some(40))], "%clk is the new period's time; %emt what was used");
+}
+
+#[test]
+fn flag_fall_before_the_moves_of_the_period_is_a_loss() {
+    // The same control, but White has made only 30 moves when the hour is added.
+    let tc = TimeControl::with_periods(&[
+        Period { moves: 40, seconds: 7200, increment: 0 },
+        Period { moves: 0, seconds: 3600, increment: 0 },
+    ]);
+    let cfg = Config { time_control: tc, ..Config::default() };
+    let (mut s, _) = from_fen("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 31", cfg, None);
+    feed(&mut s, reading(20, 600, false, None));
+    feed(&mut s, reading(20, 600, false, Some(W)));
+    feed(&mut s, reading(0, 600, true, Some(W)));
+    assert_eq!(s.tracker.result(), Some((GameResult::BlackWins, EndReason::FlagFall)));
+}
+
+#[test]
+fn takeback_of_two_plies_in_forward_order_without_presses() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["d2d4", "d7d5", "g1f3", "g8f6"]);
+    // The players agree to take back Nf3 and Nf6: White's knight goes home first (which is
+    // a legal Ng1 in itself), then Black's. Nobody touches the clock.
+    s.wait(500);
+    s.slide(Square::F3, Square::G1);
+    s.wait(400);
+    s.slide(Square::F6, Square::G8);
+    s.wait(6000);
+    check_stream(&s, &["d2d4", "d7d5"]);
+    assert_eq!(all_confirmed(&s).len(), 4, "no Ng1/Ng8 ghost: {:?}", all_confirmed(&s));
+    // Play goes on from there.
+    if let Some(c) = &mut s.clock {
+        c.running = Some(W);
+        c.high = W;
+    }
+    s.send_clock();
+    s.wait(300);
+    s.play_uci(&line(&["d2d4", "d7d5"]), "c2c4");
+    s.press(4, 2);
+    check_stream(&s, &["d2d4", "d7d5", "c2c4"]);
+}
+
+#[test]
+fn a_real_repetition_with_presses_is_kept() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let moves = ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6"];
+    play_pressed(&mut s, &Chess::default(), &moves);
+    s.wait(6000);
+    check_stream(&s, &moves);
+}
