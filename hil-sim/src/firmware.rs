@@ -1,0 +1,826 @@
+//! The e-board's firmware, as seen from the serial line (fact sheet sections 2, 3, 6, 7,
+//! 8.1): modes, answers to every single-board command, the scan that turns piece moves
+//! into field updates, the EEPROM event memory, and the relay to an attached DGT 3000.
+//!
+//! Pure: bytes and hand actions in, bytes out, with virtual milliseconds passed in by the
+//! caller. The pty runner ([`crate::sim`]) and the unit tests drive the same code.
+
+use std::collections::VecDeque;
+
+use dgt_protocol::ee::encode_ee_moves;
+use dgt_protocol::{
+    Bwtime, ClockAck, ClockCommand, ClockSide, ClockStatus, ClockTimes, Command, CommandParser, DgtSquare,
+    EeEvent, FieldUpdate, HostInput, Message, PieceCode,
+};
+
+use crate::clock::{Button, Dgt3000};
+
+/// Payload size of the EEPROM dump the board sends (fact sheet 6.1).
+pub const EE_PAYLOAD_LEN: usize = 0x1F00;
+
+/// The board's reporting mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum BoardMode {
+    /// Bus mode: the power-up state; answers no single-board traffic.
+    Bus,
+    /// Single-board mode, sending nothing by itself.
+    Idle,
+    /// `0x43`: field updates, clock times at least once a second, clock acks.
+    Update,
+    /// `0x44`: field updates only; no clock times, no clock acks.
+    UpdateBoard,
+    /// `0x4B`: field updates, clock times when they change, clock acks.
+    UpdateNice,
+}
+
+impl BoardMode {
+    /// True in the modes that send field updates.
+    pub fn reports_fields(self) -> bool {
+        matches!(self, BoardMode::Update | BoardMode::UpdateBoard | BoardMode::UpdateNice)
+    }
+
+    /// True in the modes that pass clock acks and clock times on.
+    pub fn reports_clock(self) -> bool {
+        matches!(self, BoardMode::Update | BoardMode::UpdateNice)
+    }
+}
+
+/// What makes one simulated board distinct.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoardConfig {
+    /// Five decimal digits (`0x45`); its value is also the bus address (`0x46`).
+    pub serial: String,
+    /// Ten ASCII characters (`0x55`).
+    pub long_serial: String,
+    /// Firmware version (`0x4D`), plain binary.
+    pub version: (u8, u8),
+    /// Trademark text (`0x47`); ASCII only.
+    pub trademark: String,
+    /// Battery charge for `0x4C`; `None` for a USB board that ignores the command.
+    pub battery_percent: Option<u8>,
+    /// Milliseconds between two scans of the whole board; 0 reports every change at once.
+    pub scan_period_ms: u64,
+    /// Virtual milliseconds the clock takes to acknowledge a command.
+    pub ack_delay_ms: u64,
+}
+
+impl BoardConfig {
+    /// A board with serial number `serial` (0..=99999) and the usual defaults.
+    pub fn with_serial(serial: u32) -> BoardConfig {
+        let serial = serial % 100_000;
+        let version = (1, 80);
+        BoardConfig {
+            serial: format!("{serial:05}"),
+            long_serial: format!("{serial:010}"),
+            version,
+            trademark: format!(
+                "Digital Game Technology\r\nCopyright (c) 2024 DGT\r\nsoftware version: {}.{:02}, build: \
+                 240101\r\nhardware version: 1.00, serial no: {serial:05}",
+                version.0, version.1
+            ),
+            battery_percent: Some(100),
+            scan_period_ms: 200,
+            ack_delay_ms: 40,
+        }
+    }
+
+    /// The bus address: the serial number as a 14-bit binary value.
+    pub fn bus_address(&self) -> u16 {
+        (self.serial.trim().parse::<u32>().unwrap_or(0) & 0x3FFF) as u16
+    }
+}
+
+impl Default for BoardConfig {
+    fn default() -> Self {
+        BoardConfig::with_serial(12345)
+    }
+}
+
+/// The board's cyclic EEPROM event memory.
+#[derive(Clone, Debug, Default)]
+struct EeMemory {
+    events: VecDeque<EeEvent>,
+    bytes: usize,
+    last_field_ms: Option<u64>,
+}
+
+impl EeMemory {
+    const CAPACITY: usize = EE_PAYLOAD_LEN - 1;
+
+    fn push(&mut self, event: EeEvent) {
+        let mut scratch = [0u8; 3];
+        let len = event.encode(&mut scratch).unwrap_or(0);
+        self.events.push_back(event);
+        self.bytes += len;
+        while self.bytes > Self::CAPACITY {
+            match self.events.pop_front() {
+                Some(old) => self.bytes -= old.encode(&mut scratch).unwrap_or(0),
+                None => self.bytes = 0,
+            }
+        }
+    }
+
+    fn field(&mut self, square: DgtSquare, piece: PieceCode, now: u64) {
+        let quick = self.last_field_ms.is_some_and(|t| now.saturating_sub(t) < 250);
+        self.last_field_ms = Some(now);
+        // "If only one piece keeps changing, the board overwrites the last field event."
+        if let Some(EeEvent::Field { square: last, .. }) = self.events.back()
+            && *last == square
+        {
+            if let Some(back) = self.events.back_mut() {
+                *back = EeEvent::Field { square, piece, quick };
+            }
+            return;
+        }
+        self.push(EeEvent::Field { square, piece, quick });
+    }
+
+    /// The events as sent: NOP padding to the fixed size, the events, then EOF.
+    fn dump(&self) -> Vec<EeEvent> {
+        let mut out = Vec::with_capacity(EE_PAYLOAD_LEN);
+        out.extend(std::iter::repeat_n(EeEvent::Nop, Self::CAPACITY - self.bytes));
+        out.extend(self.events.iter().copied());
+        out.push(EeEvent::Eof);
+        out
+    }
+}
+
+/// The normal start position in board-index order (index 0 = a8).
+pub fn start_position() -> [PieceCode; 64] {
+    use PieceCode::*;
+    let mut b = [Empty; 64];
+    let back_w =
+        [WhiteRook, WhiteKnight, WhiteBishop, WhiteQueen, WhiteKing, WhiteBishop, WhiteKnight, WhiteRook];
+    let back_b =
+        [BlackRook, BlackKnight, BlackBishop, BlackQueen, BlackKing, BlackBishop, BlackKnight, BlackRook];
+    for f in 0..8 {
+        b[f] = back_b[f];
+        b[8 + f] = BlackPawn;
+        b[48 + f] = WhitePawn;
+        b[56 + f] = back_w[f];
+    }
+    b
+}
+
+/// A board position turned by half a circle (the same position on a rotated board).
+pub fn rotated(board: &[PieceCode; 64]) -> [PieceCode; 64] {
+    let mut out = [PieceCode::Empty; 64];
+    for (i, p) in board.iter().enumerate() {
+        out[63 - i] = *p;
+    }
+    out
+}
+
+/// A simulated e-board's firmware with an optional DGT 3000 attached.
+#[derive(Clone, Debug)]
+pub struct Firmware {
+    config: BoardConfig,
+    mode: BoardMode,
+    parser: CommandParser,
+    bus_skip: u8,
+    physical: [PieceCode; 64],
+    reported: [PieceCode; 64],
+    /// The time of the earliest change not yet scanned, if any.
+    dirty_since: Option<u64>,
+    drop_next: [bool; 64],
+    scan_epoch: u64,
+    ee: EeMemory,
+    begin_armed: bool,
+    empty_armed: bool,
+    clock: Option<Dgt3000>,
+    last_bwtime: Option<[u8; 7]>,
+    next_periodic: u64,
+    acks: VecDeque<(u64, [u8; 4])>,
+    out: Vec<u8>,
+    stats: FirmwareStats,
+}
+
+/// Counters of what the board sent and ignored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FirmwareStats {
+    /// Field updates sent.
+    pub field_updates: u64,
+    /// Field updates swallowed on purpose (the dropped-update fault).
+    pub dropped_updates: u64,
+    /// BWTIME time messages sent.
+    pub clock_times: u64,
+    /// Clock acks sent.
+    pub clock_acks: u64,
+    /// Clock acks not sent because the mode does not pass them on.
+    pub acks_suppressed: u64,
+    /// Host bytes ignored (unknown, bus mode, malformed clock messages).
+    pub ignored_bytes: u64,
+}
+
+impl Firmware {
+    /// Powers up with `position` (board-index order) on the board, at virtual time `now`.
+    pub fn new(config: BoardConfig, position: [PieceCode; 64], now: u64) -> Firmware {
+        let mut fw = Firmware {
+            config,
+            mode: BoardMode::Bus,
+            parser: CommandParser::new(),
+            bus_skip: 0,
+            physical: position,
+            reported: position,
+            dirty_since: None,
+            drop_next: [false; 64],
+            scan_epoch: now,
+            ee: EeMemory::default(),
+            begin_armed: true,
+            empty_armed: true,
+            clock: None,
+            last_bwtime: None,
+            next_periodic: now,
+            acks: VecDeque::new(),
+            out: Vec::new(),
+            stats: FirmwareStats::default(),
+        };
+        fw.power_up(now);
+        fw
+    }
+
+    fn power_up(&mut self, now: u64) {
+        for _ in 0..3 {
+            self.ee.push(EeEvent::Nop);
+        }
+        self.ee.push(EeEvent::PowerUp);
+        for sq in DgtSquare::ALL {
+            let piece = self.physical[usize::from(sq.index())];
+            if !piece.is_empty() {
+                self.ee.field(sq, piece, now);
+            }
+        }
+        self.ee.last_field_ms = None;
+        self.reported = self.physical;
+        self.dirty_since = None;
+        self.check_tags();
+    }
+
+    /// The board loses power and comes back (USB unplugged and replugged): bus mode, the
+    /// power-up sequence in the EEPROM, nothing pending. The pieces stay where they are.
+    pub fn power_cycle(&mut self, now: u64) {
+        self.mode = BoardMode::Bus;
+        self.parser = CommandParser::new();
+        self.bus_skip = 0;
+        self.acks.clear();
+        self.out.clear();
+        self.last_bwtime = None;
+        self.drop_next = [false; 64];
+        self.power_up(now);
+        if let Some(c) = self.clock.as_mut() {
+            c.advance(now);
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BoardConfig {
+        &self.config
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> BoardMode {
+        self.mode
+    }
+
+    /// What is physically on the board (board-index order).
+    pub fn physical(&self) -> &[PieceCode; 64] {
+        &self.physical
+    }
+
+    /// What the scan has seen and reported so far.
+    pub fn reported(&self) -> &[PieceCode; 64] {
+        &self.reported
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> FirmwareStats {
+        self.stats
+    }
+
+    /// The attached clock.
+    pub fn clock(&self) -> Option<&Dgt3000> {
+        self.clock.as_ref()
+    }
+
+    /// The attached clock, mutable.
+    pub fn clock_mut(&mut self) -> Option<&mut Dgt3000> {
+        self.clock.as_mut()
+    }
+
+    /// Attaches a clock, or removes it (`None`).
+    pub fn attach_clock(&mut self, clock: Option<Dgt3000>) {
+        self.clock = clock;
+        self.acks.clear();
+    }
+
+    /// The EEPROM events stored (oldest first, without padding or EOF).
+    pub fn ee_events(&self) -> Vec<EeEvent> {
+        self.ee.events.iter().copied().collect()
+    }
+
+    /// Restarts the scan cycle at `now` (snapshots at `now + k * period`).
+    pub fn rephase_scan(&mut self, now: u64) {
+        self.scan_upto(now);
+        self.scan_epoch = now;
+    }
+
+    /// Bytes to send to the host.
+    pub fn take_output(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// True when bytes wait to be sent.
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    fn send(&mut self, msg: Message<'_>) {
+        let at = self.out.len();
+        self.out.resize(at + msg.encoded_len(), 0);
+        match msg.encode(&mut self.out[at..]) {
+            Ok(n) => self.out.truncate(at + n),
+            Err(_) => self.out.truncate(at),
+        }
+    }
+
+    /// Writes raw bytes on the line (line noise).
+    pub fn inject_raw(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+
+    // ----- the host side -------------------------------------------------------------
+
+    /// Bytes from the host, at virtual time `now`.
+    pub fn receive(&mut self, bytes: &[u8], now: u64) {
+        for &b in bytes {
+            if self.bus_skip > 0 {
+                // The address and checksum bytes of a bus command.
+                self.bus_skip -= 1;
+                self.stats.ignored_bytes += 1;
+                continue;
+            }
+            let Some(input) = self.parser.push(b) else { continue };
+            match input {
+                HostInput::Command(cmd) => {
+                    if self.mode == BoardMode::Bus {
+                        self.mode = BoardMode::Idle;
+                    }
+                    self.command(cmd, now);
+                }
+                HostInput::BusModeByte(_) => {
+                    // A single-board board switches to bus mode; bus commands are not
+                    // answered by this simulator.
+                    self.mode = BoardMode::Bus;
+                    self.bus_skip = 3;
+                    self.stats.ignored_bytes += 1;
+                }
+                HostInput::Unknown(0x4A) => {
+                    self.mode = BoardMode::Bus;
+                }
+                HostInput::Unknown(_) | HostInput::Skipped { .. } | HostInput::BadClockMessage => {
+                    self.stats.ignored_bytes += 1;
+                }
+            }
+        }
+        self.tick(now);
+    }
+
+    fn command(&mut self, cmd: Command, now: u64) {
+        match cmd {
+            Command::Reset => self.mode = BoardMode::Idle,
+            Command::SendClock => {
+                let times = self.clock_reading(now);
+                self.send_times(times);
+            }
+            Command::SendBoard => self.send(Message::BoardDump(dgt_protocol::BoardDump {
+                raw: self.physical.map(PieceCode::code),
+            })),
+            Command::SendUpdate => {
+                self.mode = BoardMode::Update;
+                self.next_periodic = now;
+            }
+            Command::SendUpdateBoard => self.mode = BoardMode::UpdateBoard,
+            Command::SendUpdateNice => self.mode = BoardMode::UpdateNice,
+            Command::ReturnSerialNumber => {
+                let serial = ascii_field(&self.config.serial, 5);
+                self.send(Message::SerialNumber(&serial));
+            }
+            Command::ReturnLongSerialNumber => {
+                let serial = ascii_field(&self.config.long_serial, 10);
+                self.send(Message::LongSerialNumber(&serial));
+            }
+            Command::ReturnBusAddress => self.send(Message::BusAddress(self.config.bus_address())),
+            Command::SendTrademark => {
+                let text: Vec<u8> = self.config.trademark.bytes().filter(|b| *b < 0x80).collect();
+                self.send(Message::Trademark(&text));
+            }
+            Command::SendVersion => {
+                let (major, minor) = self.config.version;
+                self.send(Message::Version { major: major & 0x7F, minor: minor & 0x7F });
+            }
+            Command::SendBatteryStatus => {
+                if let Some(pct) = self.config.battery_percent {
+                    // charge, time left h/min (n/a), on time h/min, standby d/h/min, status
+                    let payload = [pct.min(100), 0x7F, 0x7F, 0, 10, 0, 1, 0, 0x02];
+                    self.send(Message::Battery(dgt_protocol::Battery { payload: &payload }));
+                }
+            }
+            Command::SendEeMoves => {
+                let events = self.ee.dump();
+                let mut buf = vec![0u8; EE_PAYLOAD_LEN + 3];
+                if let Ok(n) = encode_ee_moves(&events, &mut buf) {
+                    self.out.extend_from_slice(&buf[..n]);
+                }
+                self.ee.push(EeEvent::Downloaded);
+            }
+            Command::Clock(c) => self.clock_command(c, now),
+        }
+    }
+
+    fn clock_command(&mut self, cmd: ClockCommand, now: u64) {
+        let ack_delay = self.config.ack_delay_ms;
+        let Some(clock) = self.clock.as_mut() else { return };
+        clock.advance(now);
+        let (sub, ack2) = match cmd {
+            ClockCommand::XlDisplay { segments, icons, .. } => {
+                let hex: String = segments.iter().map(|s| format!("{s:02x}")).collect();
+                clock.set_text(Some(format!("xl:{hex}:{icons:02x}")));
+                (0x01, 0)
+            }
+            ClockCommand::Icons { .. } => (0x02, 0),
+            ClockCommand::End => {
+                clock.set_text(None);
+                (0x03, 0)
+            }
+            ClockCommand::Button => (0x08, 0),
+            ClockCommand::Version => {
+                let (major, minor) = clock.version();
+                (0x09, (major << 4) | (minor & 0x0F))
+            }
+            ClockCommand::SetAndRun { left, left_counts_up, right, right_counts_up, flags } => {
+                clock.set_and_run(left, left_counts_up, right, right_counts_up, flags, now);
+                (0x0A, 0)
+            }
+            ClockCommand::Beep { .. } => {
+                clock.beep();
+                (0x0B, 0)
+            }
+            ClockCommand::Ascii { text, beep } => {
+                clock.set_text(Some(text.iter().map(|&b| char::from(b)).collect()));
+                if beep != 0 {
+                    clock.beep();
+                }
+                (0x0C, 0)
+            }
+            // A DGT 3000 does not know the Revelation II text: no answer.
+            ClockCommand::Rev2Ascii { .. } => return,
+        };
+        self.acks.push_back((now + ack_delay, [ClockAck::ACK_OK, sub, ack2, 0]));
+    }
+
+    // ----- the player's side ---------------------------------------------------------
+
+    /// A piece appears on (or, with [`PieceCode::Empty`], leaves) a square.
+    pub fn set_piece(&mut self, square: DgtSquare, piece: PieceCode, now: u64) {
+        self.scan_before(now);
+        let i = usize::from(square.index());
+        if self.physical[i] != piece {
+            self.physical[i] = piece;
+            self.dirty_since.get_or_insert(now);
+        }
+        if self.config.scan_period_ms == 0 {
+            self.scan_upto(now);
+        }
+    }
+
+    /// Puts a whole position on the board (an arbiter resetting it).
+    pub fn set_position(&mut self, position: [PieceCode; 64], now: u64) {
+        self.scan_before(now);
+        if self.physical != position {
+            self.physical = position;
+            self.dirty_since.get_or_insert(now);
+        }
+        if self.config.scan_period_ms == 0 {
+            self.scan_upto(now);
+        }
+    }
+
+    /// The next report of `square` is lost (the dropped-update fault); dumps stay right.
+    pub fn drop_next_report(&mut self, square: DgtSquare) {
+        self.drop_next[usize::from(square.index())] = true;
+    }
+
+    /// A player presses their clock button. Returns true when the lever moved.
+    pub fn press_clock(&mut self, side: ClockSide, now: u64) -> bool {
+        self.scan_before(now);
+        let Some(clock) = self.clock.as_mut() else { return false };
+        let moved = clock.press(side, now);
+        if moved {
+            // The board logs the halted side's time when the lever moves.
+            let time = clock.reading().side(side).time;
+            self.ee.push(EeEvent::Time { side, time });
+        }
+        self.tick(now);
+        moved
+    }
+
+    /// A key on the clock is pressed (an auto-ack goes to the host in update modes).
+    pub fn press_button(&mut self, button: Button, now: u64) {
+        let delay = self.config.ack_delay_ms;
+        if let Some(clock) = self.clock.as_mut() {
+            let ack = clock.press_button(button, now);
+            self.acks.push_back((now + delay, ack));
+        }
+        self.tick(now);
+    }
+
+    // ----- time ----------------------------------------------------------------------
+
+    fn latest_snapshot(&self, t: u64) -> Option<u64> {
+        let p = self.config.scan_period_ms;
+        if t < self.scan_epoch {
+            return None;
+        }
+        if p == 0 {
+            return Some(t);
+        }
+        Some(self.scan_epoch + (t - self.scan_epoch) / p * p)
+    }
+
+    /// Runs the scan that sees every change up to and including `t`, if one is due.
+    fn scan_upto(&mut self, t: u64) {
+        let Some(since) = self.dirty_since else { return };
+        match self.latest_snapshot(t) {
+            Some(s) if s >= since => self.snapshot(s),
+            _ => {}
+        }
+    }
+
+    /// Runs any scan due strictly before `t` (a scan at `t` also sees what happens at `t`).
+    fn scan_before(&mut self, t: u64) {
+        if t > 0 {
+            self.scan_upto(t - 1);
+        }
+    }
+
+    /// The first scan that sees a change made at `since`.
+    fn first_snapshot_from(&self, since: u64) -> u64 {
+        let p = self.config.scan_period_ms;
+        if since <= self.scan_epoch {
+            self.scan_epoch
+        } else if p == 0 {
+            since
+        } else {
+            self.scan_epoch + (since - self.scan_epoch).div_ceil(p) * p
+        }
+    }
+
+    fn snapshot(&mut self, at: u64) {
+        self.dirty_since = None;
+        for sq in DgtSquare::ALL {
+            let i = usize::from(sq.index());
+            let piece = self.physical[i];
+            if piece == self.reported[i] {
+                continue;
+            }
+            self.reported[i] = piece;
+            self.ee.field(sq, piece, at);
+            if std::mem::take(&mut self.drop_next[i]) {
+                self.stats.dropped_updates += 1;
+                continue;
+            }
+            if self.mode.reports_fields() {
+                self.send(Message::FieldUpdate(FieldUpdate::new(sq, piece)));
+                self.stats.field_updates += 1;
+            }
+        }
+        self.check_tags();
+    }
+
+    fn check_tags(&mut self) {
+        let start = start_position();
+        let diff = |a: &[PieceCode; 64]| self.reported.iter().zip(a).filter(|(x, y)| x != y).count();
+        let normal = diff(&start);
+        let turned = diff(&rotated(&start));
+        let occupied = self.reported.iter().filter(|p| !p.is_empty()).count();
+        if self.begin_armed && (normal == 0 || turned == 0) {
+            self.ee.push(if normal == 0 { EeEvent::BeginPos } else { EeEvent::BeginPosRotated });
+            self.begin_armed = false;
+        } else if normal > 2 && turned > 2 {
+            self.begin_armed = true;
+        }
+        if self.empty_armed && occupied == 0 {
+            self.ee.push(EeEvent::EmptyBoard);
+            self.empty_armed = false;
+        } else if occupied > 2 {
+            self.empty_armed = true;
+        }
+    }
+
+    fn clock_reading(&mut self, now: u64) -> ClockTimes {
+        match self.clock.as_mut() {
+            Some(c) => {
+                c.advance(now);
+                c.reading()
+            }
+            None => ClockTimes { status: ClockStatus(0x20), ..ClockTimes::default() },
+        }
+    }
+
+    fn send_times(&mut self, times: ClockTimes) {
+        self.last_bwtime = Some(times.to_payload());
+        self.send(Message::Bwtime(Bwtime::Times(times)));
+        self.stats.clock_times += 1;
+    }
+
+    /// Does whatever is due at virtual time `now`: scans, clock times, clock acks.
+    pub fn tick(&mut self, now: u64) {
+        self.scan_upto(now);
+        while let Some(&(due, ack)) = self.acks.front() {
+            if due > now {
+                break;
+            }
+            self.acks.pop_front();
+            if self.mode.reports_clock() {
+                self.send(Message::Bwtime(Bwtime::Ack(ClockAck::from_ack_bytes(ack))));
+                self.stats.clock_acks += 1;
+            } else {
+                self.stats.acks_suppressed += 1;
+            }
+        }
+        match self.mode {
+            BoardMode::Update => {
+                let times = self.clock_reading(now);
+                if now >= self.next_periodic || self.last_bwtime != Some(times.to_payload()) {
+                    self.send_times(times);
+                    self.next_periodic = now + 1000;
+                }
+            }
+            BoardMode::UpdateNice => {
+                let times = self.clock_reading(now);
+                if self.last_bwtime != Some(times.to_payload()) {
+                    self.send_times(times);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The next virtual time at which [`Firmware::tick`] has something to do.
+    pub fn next_deadline(&self, now: u64) -> Option<u64> {
+        let mut next: Option<u64> = None;
+        let mut consider = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
+        if let Some(since) = self.dirty_since {
+            consider(self.first_snapshot_from(since));
+        }
+        if let Some(&(due, _)) = self.acks.front() {
+            consider(due);
+        }
+        if self.mode.reports_clock() {
+            if self.mode == BoardMode::Update {
+                consider(self.next_periodic);
+            }
+            if let Some(t) = self.clock.as_ref().and_then(|c| c.next_change_ms(now)) {
+                consider(t);
+            }
+        }
+        next
+    }
+}
+
+fn ascii_field(text: &str, len: usize) -> Vec<u8> {
+    let mut out: Vec<u8> = text.bytes().filter(|b| b.is_ascii() && !b.is_ascii_control()).take(len).collect();
+    while out.len() < len {
+        out.insert(0, b'0');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::TimeControl;
+    use dgt_protocol::{ClockTime, Decoded, Decoder};
+
+    #[derive(Debug, PartialEq)]
+    enum Got {
+        Field(u8, PieceCode),
+        Times([u8; 7]),
+        Ack([u8; 4]),
+        Other(u8),
+    }
+
+    fn decode(bytes: &[u8]) -> Vec<Got> {
+        let mut dec: Decoder = Decoder::new();
+        let mut out = Vec::new();
+        dec.feed(bytes, |d| {
+            out.push(match d {
+                Decoded::Message(Message::FieldUpdate(f)) => Got::Field(f.square.index(), f.piece()),
+                Decoded::Message(Message::Bwtime(Bwtime::Times(t))) => Got::Times(t.to_payload()),
+                Decoded::Message(Message::Bwtime(Bwtime::Ack(a))) => Got::Ack(a.ack_bytes()),
+                Decoded::Message(m) => Got::Other(m.id()),
+                _ => Got::Other(0xFF),
+            })
+        });
+        out
+    }
+
+    fn sq(i: u8) -> DgtSquare {
+        DgtSquare::new(i).unwrap()
+    }
+
+    #[test]
+    fn scan_reports_a_placement_before_the_lift_when_its_index_comes_first() {
+        let mut fw = Firmware::new(BoardConfig::default(), start_position(), 0);
+        fw.receive(&[0x44], 0);
+        // e2 (index 52) to e4 (index 36) within one scan period.
+        fw.set_piece(sq(52), PieceCode::Empty, 50);
+        fw.set_piece(sq(36), PieceCode::WhitePawn, 120);
+        fw.tick(199);
+        assert!(fw.take_output().is_empty(), "nothing before the scan");
+        assert_eq!(fw.next_deadline(199), Some(200));
+        fw.tick(200);
+        assert_eq!(
+            decode(&fw.take_output()),
+            vec![Got::Field(36, PieceCode::WhitePawn), Got::Field(52, PieceCode::Empty)]
+        );
+        assert_eq!(fw.next_deadline(200), None);
+    }
+
+    #[test]
+    fn dropped_reports_leave_dumps_right() {
+        let mut fw =
+            Firmware::new(BoardConfig { scan_period_ms: 0, ..BoardConfig::default() }, start_position(), 0);
+        fw.receive(&[0x4B], 0);
+        fw.take_output();
+        fw.drop_next_report(sq(52));
+        fw.set_piece(sq(52), PieceCode::Empty, 10);
+        fw.set_piece(sq(36), PieceCode::WhitePawn, 20);
+        assert_eq!(decode(&fw.take_output()), vec![Got::Field(36, PieceCode::WhitePawn)]);
+        fw.receive(&[0x42], 30);
+        let out = fw.take_output();
+        assert_eq!(out.len(), 67);
+        assert_eq!(out[3 + 52], 0);
+        assert_eq!(out[3 + 36], PieceCode::WhitePawn.code());
+    }
+
+    #[test]
+    fn clock_acks_only_in_update_modes_and_times_by_mode() {
+        let mut fw = Firmware::new(BoardConfig::default(), start_position(), 0);
+        fw.attach_clock(Some(Dgt3000::new(TimeControl::fischer(300, 0), ClockSide::Left, 0)));
+        let version = [0x2B, 0x03, 0x03, 0x09, 0x00];
+        fw.receive(&[0x44], 0);
+        fw.receive(&version, 0);
+        fw.tick(1_000);
+        assert!(fw.take_output().is_empty());
+        assert_eq!(fw.stats().acks_suppressed, 1);
+        fw.receive(&[0x4B], 1_000);
+        fw.receive(&version, 1_000);
+        fw.tick(1_100);
+        let got = decode(&fw.take_output());
+        assert!(got.contains(&Got::Ack([0x10, 0x09, 0x20, 0x00])), "{got:?}");
+        // Paused clock in 0x4B: one reading, then nothing.
+        fw.tick(5_000);
+        assert!(fw.take_output().is_empty());
+        // 0x43: at least once a second even when nothing changes.
+        fw.receive(&[0x43], 5_000);
+        for t in (5_100..=8_000).step_by(100) {
+            fw.tick(t);
+        }
+        let times = decode(&fw.take_output()).into_iter().filter(|g| matches!(g, Got::Times(_))).count();
+        assert_eq!(times, 4);
+    }
+
+    #[test]
+    fn ee_memory_keeps_the_power_up_sequence_and_moves() {
+        let mut fw =
+            Firmware::new(BoardConfig { scan_period_ms: 0, ..BoardConfig::default() }, start_position(), 0);
+        let ev = fw.ee_events();
+        assert_eq!(&ev[..4], &[EeEvent::Nop, EeEvent::Nop, EeEvent::Nop, EeEvent::PowerUp]);
+        assert_eq!(ev.iter().filter(|e| matches!(e, EeEvent::Field { .. })).count(), 32);
+        assert_eq!(ev.last(), Some(&EeEvent::BeginPos));
+        fw.set_piece(sq(52), PieceCode::Empty, 1000);
+        fw.set_piece(sq(36), PieceCode::WhitePawn, 1100);
+        let ev = fw.ee_events();
+        assert_eq!(
+            &ev[ev.len() - 2..],
+            &[
+                EeEvent::Field { square: sq(52), piece: PieceCode::Empty, quick: false },
+                EeEvent::Field { square: sq(36), piece: PieceCode::WhitePawn, quick: true }
+            ]
+        );
+        fw.attach_clock(Some(Dgt3000::new(TimeControl::fischer(180, 2), ClockSide::Left, 1100)));
+        if let Some(c) = fw.clock_mut() {
+            c.start(1100);
+        }
+        assert!(fw.press_clock(ClockSide::Left, 4_100));
+        let time = ClockTime::new(0, 2, 59).unwrap();
+        assert_eq!(fw.ee_events().last(), Some(&EeEvent::Time { side: ClockSide::Left, time }));
+        fw.receive(&[0x49], 4200);
+        let out = fw.take_output();
+        assert_eq!(out.len(), EE_PAYLOAD_LEN + 3);
+        assert_eq!(&out[..3], &[0x8F, 0x3E, 0x03]);
+        assert_eq!(out.last(), Some(&0x6B));
+        assert_eq!(fw.ee_events().last(), Some(&EeEvent::Downloaded));
+    }
+}

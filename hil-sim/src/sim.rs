@@ -1,0 +1,732 @@
+//! Boards on ptys: one thread per board runs the firmware model against virtual time,
+//! reads the host's commands from the pty master, writes the board's messages to it, and
+//! plays scenarios. [`SimBoard`] is the handle tests, the CLI and the host's demo use.
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use dgt_protocol::{ClockSide, Orientation, PieceCode};
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+
+use crate::SimError;
+use crate::clock::{Dgt3000, SideView, TimeControl};
+use crate::firmware::{BoardConfig, BoardMode, Firmware, FirmwareStats, start_position};
+use crate::pty::{Link, Pty};
+use crate::scenario::{Action, Scenario, TimedAction, board_codes, codes_board};
+use crate::truth::GroundTruth;
+
+/// Virtual time: real time multiplied by a speed factor, in milliseconds from an origin.
+#[derive(Clone, Copy, Debug)]
+pub struct VirtualTime {
+    origin: Instant,
+    speed: f64,
+}
+
+impl VirtualTime {
+    /// Starts now; `speed` 1.0 is real time, 20.0 runs twenty times faster.
+    pub fn new(speed: f64) -> VirtualTime {
+        let speed = if speed.is_finite() && speed > 0.0 { speed } else { 1.0 };
+        VirtualTime { origin: Instant::now(), speed }
+    }
+
+    /// Virtual milliseconds now.
+    pub fn now_ms(&self) -> u64 {
+        (self.origin.elapsed().as_secs_f64() * 1000.0 * self.speed) as u64
+    }
+
+    /// The real instant of a virtual time.
+    pub fn instant_at(&self, ms: u64) -> Instant {
+        self.origin + Duration::from_secs_f64(ms as f64 / 1000.0 / self.speed)
+    }
+
+    /// The speed factor.
+    pub fn speed(&self) -> f64 {
+        self.speed
+    }
+}
+
+/// How to spawn one simulated board.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Firmware identity and timing.
+    pub board: BoardConfig,
+    /// A stable symlink to the board's pty, if wanted.
+    pub link: Option<PathBuf>,
+    /// Virtual time speed factor (1.0 = real time).
+    pub speed: f64,
+    /// The pieces on the board at power-up, in board-index order.
+    pub position: [PieceCode; 64],
+    /// A clock attached at power-up, with White's display.
+    pub clock: Option<(TimeControl, ClockSide)>,
+    /// How the board sits for hand actions given in game squares.
+    pub orientation: Orientation,
+    /// Pace the output like a real serial line, in bytes per real second (960 for 9600
+    /// 8N1); `None` sends as fast as the pty takes it.
+    pub line_rate: Option<u32>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            board: BoardConfig::default(),
+            link: None,
+            speed: 1.0,
+            position: start_position(),
+            clock: Some((TimeControl::fischer(5400, 30), ClockSide::Left)),
+            orientation: Orientation::Normal,
+            line_rate: None,
+        }
+    }
+}
+
+/// When a scenario starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartPolicy {
+    /// At once.
+    Immediately,
+    /// When the host has put the board into an update mode (so it sees every move).
+    WhenHostListens,
+}
+
+/// The clock as a status shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClockState {
+    /// Left display.
+    pub left: SideView,
+    /// Right display.
+    pub right: SideView,
+    /// Running (not paused).
+    pub running: bool,
+    /// The side whose lever is up.
+    pub high_side: ClockSide,
+    /// Text shown instead of the times, if any.
+    pub text: Option<String>,
+    /// Beeps so far.
+    pub beeps: u32,
+}
+
+/// A snapshot of a board, for tests and the CLI.
+#[derive(Clone, Debug)]
+pub struct BoardStatus {
+    /// The pty slave the board is on now.
+    pub slave_path: PathBuf,
+    /// True while a host has the port open.
+    pub host_connected: bool,
+    /// The firmware mode.
+    pub mode: BoardMode,
+    /// Virtual milliseconds since spawn.
+    pub virtual_ms: u64,
+    /// What is on the board, in board-index order.
+    pub physical: [PieceCode; 64],
+    /// The same as a board FEN in the board's orientation.
+    pub board_fen: String,
+    /// The clock, if one is attached.
+    pub clock: Option<ClockState>,
+    /// True while a scenario plays.
+    pub scenario_running: bool,
+    /// Firmware counters.
+    pub stats: FirmwareStats,
+    /// Times the board was unplugged and plugged back in.
+    pub reconnects: u32,
+}
+
+/// What a finished scenario reports.
+#[derive(Clone, Debug)]
+pub struct ScenarioReport {
+    /// Virtual time of the scenario's start (board clock).
+    pub started_ms: u64,
+    /// Virtual time of its end.
+    pub finished_ms: u64,
+    /// The ground truth, if the scenario had one.
+    pub truth: Option<GroundTruth>,
+    /// Board FEN of the pieces on the board at the end.
+    pub final_board: String,
+    /// Firmware counters at the end.
+    pub stats: FirmwareStats,
+    /// False when the scenario was abandoned (board shut down first).
+    pub completed: bool,
+}
+
+/// A scenario started on a board; wait for it with [`ScenarioHandle::wait`].
+#[derive(Debug)]
+pub struct ScenarioHandle {
+    rx: Receiver<ScenarioReport>,
+}
+
+impl ScenarioHandle {
+    /// Waits up to `timeout` for the end of the scenario.
+    pub fn wait(&self, timeout: Duration) -> Result<ScenarioReport, SimError> {
+        match self.rx.recv_timeout(timeout) {
+            Ok(r) => Ok(r),
+            Err(RecvTimeoutError::Timeout) => Err(SimError::Timeout),
+            Err(RecvTimeoutError::Disconnected) => Err(SimError::BoardGone),
+        }
+    }
+
+    /// The report, if the scenario has ended.
+    pub fn try_report(&self) -> Option<ScenarioReport> {
+        self.rx.try_recv().ok()
+    }
+}
+
+enum Control {
+    Act(Action),
+    Scenario(Box<Scenario>, StartPolicy, Sender<ScenarioReport>),
+    Status(Sender<BoardStatus>),
+    Clock(Option<(TimeControl, ClockSide)>),
+    Shutdown,
+}
+
+/// A running simulated board.
+#[derive(Debug)]
+pub struct SimBoard {
+    name: String,
+    link: Option<PathBuf>,
+    slave: Arc<Mutex<PathBuf>>,
+    tx: Sender<Control>,
+    waker: OwnedFd,
+    join: Option<JoinHandle<()>>,
+}
+
+impl SimBoard {
+    /// Opens a pty, creates the link if asked, and starts the board's thread.
+    pub fn spawn(config: SimConfig) -> Result<SimBoard, SimError> {
+        let pty = Pty::open()?;
+        let link = match &config.link {
+            Some(path) => Some(Link::create(path, pty.slave_path())?),
+            None => None,
+        };
+        let slave = Arc::new(Mutex::new(pty.slave_path().to_path_buf()));
+        let (wake_rx, wake_tx) =
+            nix::unistd::pipe().map_err(|e| SimError::Pty { what: "pipe", source: e.into() })?;
+        fcntl(&wake_rx, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
+            .map_err(|e| SimError::Pty { what: "fcntl", source: e.into() })?;
+        let (tx, rx) = mpsc::channel();
+        let vt = VirtualTime::new(config.speed);
+        let mut fw = Firmware::new(config.board.clone(), config.position, 0);
+        if let Some((tc, side)) = &config.clock {
+            fw.attach_clock(Some(Dgt3000::new(tc.clone(), *side, 0)));
+        }
+        let white_side = config.clock.as_ref().map_or(ClockSide::Left, |c| c.1);
+        let name = config.link.as_ref().map_or_else(
+            || pty.slave_path().display().to_string(),
+            |l| l.file_name().map_or_else(|| l.display().to_string(), |n| n.to_string_lossy().into_owned()),
+        );
+        let runner = Runner {
+            vt,
+            fw,
+            pty: Some(pty),
+            link,
+            slave: Arc::clone(&slave),
+            host: false,
+            pending: Vec::new(),
+            orientation: config.orientation,
+            white_side,
+            rx,
+            wake_rx,
+            scenario: None,
+            reopen_at: None,
+            reconnects: 0,
+            line: config.line_rate.map(|rate| LineRate {
+                rate: f64::from(rate.max(1)),
+                budget: 0.0,
+                at: Instant::now(),
+            }),
+        };
+        let join = std::thread::Builder::new()
+            .name(format!("sim {name}"))
+            .stack_size(256 * 1024)
+            .spawn(move || runner.run())
+            .map_err(|e| SimError::Pty { what: "spawn thread", source: e })?;
+        Ok(SimBoard { name, link: config.link, slave, tx, waker: wake_tx, join: Some(join) })
+    }
+
+    fn control(&self, c: Control) -> Result<(), SimError> {
+        self.tx.send(c).map_err(|_| SimError::BoardGone)?;
+        let _ = nix::unistd::write(&self.waker, &[1]);
+        Ok(())
+    }
+
+    /// The board's name (its link's file name, or the slave path).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The pty slave the board is on now (it changes on reconnects).
+    pub fn slave_path(&self) -> PathBuf {
+        self.slave.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    /// The stable symlink, if one was asked for.
+    pub fn link(&self) -> Option<&Path> {
+        self.link.as_deref()
+    }
+
+    /// The path a host should open: the link if any, else the slave.
+    pub fn path(&self) -> PathBuf {
+        self.link.clone().unwrap_or_else(|| self.slave_path())
+    }
+
+    /// Does one hand action now.
+    pub fn act(&self, action: Action) -> Result<(), SimError> {
+        self.control(Control::Act(action))
+    }
+
+    /// Attaches a new clock (or removes it with `None`).
+    pub fn set_clock(&self, clock: Option<(TimeControl, ClockSide)>) -> Result<(), SimError> {
+        self.control(Control::Clock(clock))
+    }
+
+    /// Starts a scenario; it replaces one still running.
+    pub fn start_scenario(&self, scenario: Scenario, start: StartPolicy) -> Result<ScenarioHandle, SimError> {
+        let (tx, rx) = mpsc::channel();
+        self.control(Control::Scenario(Box::new(scenario), start, tx))?;
+        Ok(ScenarioHandle { rx })
+    }
+
+    /// Plays a scenario to its end (or `timeout`).
+    pub fn run_scenario(
+        &self,
+        scenario: Scenario,
+        start: StartPolicy,
+        timeout: Duration,
+    ) -> Result<ScenarioReport, SimError> {
+        self.start_scenario(scenario, start)?.wait(timeout)
+    }
+
+    /// A snapshot of the board.
+    pub fn status(&self) -> Result<BoardStatus, SimError> {
+        let (tx, rx) = mpsc::channel();
+        self.control(Control::Status(tx))?;
+        rx.recv_timeout(Duration::from_secs(5)).map_err(|_| SimError::BoardGone)
+    }
+
+    /// Stops the board: closes its pty and removes its link.
+    pub fn shutdown(mut self) -> Result<(), SimError> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<(), SimError> {
+        let _ = self.control(Control::Shutdown);
+        match self.join.take() {
+            Some(j) => j.join().map_err(|_| SimError::BoardGone),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for SimBoard {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+/// Spawns `count` boards from a template: board `i` (0-based) gets the template's serial
+/// number plus `i`, and, with `links_dir`, the stable link `links_dir/board-NN` (from 01).
+/// The folder is created if needed.
+pub fn spawn_fleet(
+    count: usize,
+    template: &SimConfig,
+    links_dir: Option<&Path>,
+) -> Result<Vec<SimBoard>, SimError> {
+    if let Some(dir) = links_dir {
+        crate::pty::ensure_dir(dir)?;
+    }
+    let base: u32 = template.board.serial.trim().parse().unwrap_or(0);
+    (0..count)
+        .map(|i| {
+            let mut config = template.clone();
+            let serial = base.wrapping_add(i as u32);
+            let mut board = BoardConfig::with_serial(serial);
+            board.version = template.board.version;
+            board.scan_period_ms = template.board.scan_period_ms;
+            board.ack_delay_ms = template.board.ack_delay_ms;
+            board.battery_percent = template.board.battery_percent;
+            config.board = board;
+            config.link = links_dir.map(|d| d.join(format!("board-{:02}", i + 1)));
+            SimBoard::spawn(config)
+        })
+        .collect()
+}
+
+struct RunningScenario {
+    actions: Vec<TimedAction>,
+    next: usize,
+    start: Option<u64>,
+    policy: StartPolicy,
+    scenario: Box<Scenario>,
+    done: Sender<ScenarioReport>,
+}
+
+struct Runner {
+    vt: VirtualTime,
+    fw: Firmware,
+    pty: Option<Pty>,
+    link: Option<Link>,
+    slave: Arc<Mutex<PathBuf>>,
+    host: bool,
+    pending: Vec<u8>,
+    orientation: Orientation,
+    white_side: ClockSide,
+    rx: Receiver<Control>,
+    wake_rx: OwnedFd,
+    scenario: Option<RunningScenario>,
+    reopen_at: Option<Instant>,
+    reconnects: u32,
+    line: Option<LineRate>,
+}
+
+/// A token bucket pacing output at a serial line's rate.
+struct LineRate {
+    rate: f64,
+    budget: f64,
+    at: Instant,
+}
+
+impl LineRate {
+    /// Bytes that may go out now.
+    fn allowance(&mut self) -> usize {
+        let now = Instant::now();
+        self.budget =
+            (self.budget + now.duration_since(self.at).as_secs_f64() * self.rate).min(self.rate / 20.0 + 1.0);
+        self.at = now;
+        self.budget as usize
+    }
+
+    fn spend(&mut self, n: usize) {
+        self.budget -= n as f64;
+    }
+
+    /// How long until a useful chunk (up to 16 bytes of what waits) may go.
+    fn wait(&self, pending: usize) -> Duration {
+        let chunk = pending.clamp(1, 16) as f64;
+        Duration::from_secs_f64(((chunk - self.budget).max(0.0) / self.rate).max(0.000_5))
+    }
+}
+
+/// Output kept for a host that reads slowly, beyond which bytes are lost (as a UART's
+/// would be).
+const MAX_PENDING: usize = 64 * 1024;
+
+impl Runner {
+    fn run(mut self) {
+        let mut buf = [0u8; 1024];
+        loop {
+            if !self.controls() {
+                break;
+            }
+            let now = self.vt.now_ms();
+            if self.reopen_at.is_some_and(|t| Instant::now() >= t) {
+                self.reopen(now);
+            }
+            self.start_scenario_if_due(now);
+            self.catch_up(now);
+            if let Some(pty) = &self.pty {
+                if !self.host {
+                    self.host = pty.host_present();
+                }
+                if self.host {
+                    loop {
+                        match pty.read(&mut buf) {
+                            Ok(0) => break,
+                            Ok(n) => self.fw.receive(&buf[..n], now),
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                            Err(_) => {
+                                // EIO: the host closed its end.
+                                self.host = false;
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            self.start_scenario_if_due(now);
+            self.fw.tick(now);
+            self.flush();
+            self.finish_scenario_if_done(now);
+            self.sleep(now);
+        }
+        if let Some(s) = self.scenario.take() {
+            let _ = s.done.send(self.report(&s, false));
+        }
+        if let Some(link) = &self.link {
+            link.remove();
+        }
+    }
+
+    /// Handles control messages; false on shutdown.
+    fn controls(&mut self) -> bool {
+        let mut drain = [0u8; 64];
+        while matches!(nix::unistd::read(&self.wake_rx, &mut drain), Ok(n) if n > 0) {}
+        while let Ok(c) = self.rx.try_recv() {
+            let now = self.vt.now_ms();
+            match c {
+                Control::Shutdown => return false,
+                Control::Act(a) => {
+                    self.catch_up(now);
+                    self.apply(&a, now);
+                }
+                Control::Status(tx) => {
+                    let _ = tx.send(self.status(now));
+                }
+                Control::Clock(clock) => {
+                    self.catch_up(now);
+                    self.attach_clock(clock, now);
+                }
+                Control::Scenario(scenario, policy, done) => {
+                    if let Some(old) = self.scenario.take() {
+                        let _ = old.done.send(self.report(&old, false));
+                    }
+                    let actions = scenario.actions.clone();
+                    self.scenario =
+                        Some(RunningScenario { actions, next: 0, start: None, policy, scenario, done });
+                }
+            }
+        }
+        true
+    }
+
+    fn attach_clock(&mut self, clock: Option<(TimeControl, ClockSide)>, now: u64) {
+        if let Some((_, side)) = &clock {
+            self.white_side = *side;
+        }
+        self.fw.attach_clock(clock.map(|(tc, side)| Dgt3000::new(tc, side, now)));
+    }
+
+    fn start_scenario_if_due(&mut self, now: u64) {
+        let Some(s) = self.scenario.as_mut() else { return };
+        if s.start.is_some() {
+            return;
+        }
+        if s.policy == StartPolicy::WhenHostListens && !self.fw.mode().reports_fields() {
+            return;
+        }
+        s.start = Some(now);
+        let setup = s.scenario.setup.clone();
+        self.orientation = setup.orientation;
+        self.fw.set_position(board_codes(&setup.position, setup.orientation), now);
+        match setup.clock {
+            Some(c) => {
+                self.white_side = c.white_side;
+                self.fw.attach_clock(Some(Dgt3000::new(c.time_control, c.first_side, now)));
+            }
+            None => self.fw.attach_clock(None),
+        }
+        self.fw.rephase_scan(now);
+    }
+
+    /// Plays timeline events (scenario actions, firmware deadlines) in time order up to `now`.
+    fn catch_up(&mut self, now: u64) {
+        loop {
+            let next_action = self
+                .scenario
+                .as_ref()
+                .and_then(|s| Some(s.start? + s.actions.get(s.next)?.at_ms))
+                .filter(|t| *t <= now);
+            let next_fw = self.fw.next_deadline(now).filter(|t| *t <= now);
+            match (next_action, next_fw) {
+                (Some(a), f) if f.is_none_or(|f| a <= f) => {
+                    let Some(s) = self.scenario.as_mut() else { break };
+                    let action = s.actions[s.next].action.clone();
+                    s.next += 1;
+                    self.apply(&action, a);
+                }
+                (_, Some(f)) => {
+                    self.fw.tick(f);
+                    if self.fw.next_deadline(f).is_some_and(|n| n <= f) {
+                        // Nothing more can happen at this instant: avoid spinning.
+                        self.fw.tick(now);
+                        break;
+                    }
+                }
+                _ => break,
+            }
+            if self.fw.has_output() {
+                self.flush();
+            }
+        }
+    }
+
+    fn apply(&mut self, action: &Action, at: u64) {
+        let down = crate::offline::apply_action(&mut self.fw, action, at, self.orientation, self.white_side);
+        if let Some(down_ms) = down {
+            let real = Duration::from_secs_f64(down_ms as f64 / 1000.0 / self.vt.speed())
+                .max(Duration::from_millis(150));
+            self.pty = None;
+            self.host = false;
+            self.pending.clear();
+            if let Some(link) = &self.link {
+                link.remove();
+            }
+            self.reopen_at = Some(Instant::now() + real);
+        }
+    }
+
+    fn reopen(&mut self, now: u64) {
+        match Pty::open() {
+            Ok(pty) => {
+                if let Ok(mut p) = self.slave.lock() {
+                    *p = pty.slave_path().to_path_buf();
+                }
+                if let Some(link) = self.link.as_mut() {
+                    let _ = link.retarget(pty.slave_path());
+                }
+                self.pty = Some(pty);
+                self.reopen_at = None;
+                self.reconnects += 1;
+                self.fw.power_cycle(now);
+            }
+            Err(_) => self.reopen_at = Some(Instant::now() + Duration::from_millis(200)),
+        }
+    }
+
+    fn flush(&mut self) {
+        let out = self.fw.take_output();
+        let Some(pty) = &self.pty else { return };
+        if !self.host {
+            // Nobody listens: the bytes are lost, as on a real line.
+            self.pending.clear();
+            return;
+        }
+        self.pending.extend_from_slice(&out);
+        while !self.pending.is_empty() {
+            let allowed =
+                self.line.as_mut().map_or(self.pending.len(), |l| l.allowance().min(self.pending.len()));
+            if allowed == 0 {
+                break;
+            }
+            match pty.write(&self.pending[..allowed]) {
+                Ok(n) => {
+                    self.pending.drain(..n);
+                    if let Some(l) = self.line.as_mut() {
+                        l.spend(n);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    self.host = false;
+                    self.pending.clear();
+                    break;
+                }
+            }
+        }
+        if self.pending.len() > MAX_PENDING {
+            let excess = self.pending.len() - MAX_PENDING;
+            self.pending.drain(..excess);
+        }
+    }
+
+    fn finish_scenario_if_done(&mut self, now: u64) {
+        let done = self.scenario.as_ref().is_some_and(|s| s.start.is_some() && s.next >= s.actions.len());
+        if !done {
+            return;
+        }
+        if let Some(s) = self.scenario.take() {
+            let mut report = self.report(&s, true);
+            report.finished_ms = now;
+            let _ = s.done.send(report);
+        }
+    }
+
+    fn report(&self, s: &RunningScenario, completed: bool) -> ScenarioReport {
+        let started = s.start.unwrap_or(0);
+        ScenarioReport {
+            started_ms: started,
+            finished_ms: started + s.actions.get(s.next.saturating_sub(1)).map_or(0, |a| a.at_ms),
+            truth: s.scenario.truth.clone(),
+            final_board: codes_board(self.fw.physical(), self.orientation).to_string(),
+            stats: self.fw.stats(),
+            completed,
+        }
+    }
+
+    fn status(&mut self, now: u64) -> BoardStatus {
+        let clock = self.fw.clock_mut().map(|c| {
+            c.advance(now);
+            ClockState {
+                left: c.view(ClockSide::Left),
+                right: c.view(ClockSide::Right),
+                running: c.is_running(),
+                high_side: c.high_side(),
+                text: c.text().map(str::to_string),
+                beeps: c.beeps(),
+            }
+        });
+        BoardStatus {
+            slave_path: self.slave.lock().map(|p| p.clone()).unwrap_or_default(),
+            host_connected: self.host,
+            mode: self.fw.mode(),
+            virtual_ms: now,
+            physical: *self.fw.physical(),
+            board_fen: codes_board(self.fw.physical(), self.orientation).to_string(),
+            clock,
+            scenario_running: self.scenario.is_some(),
+            stats: self.fw.stats(),
+            reconnects: self.reconnects,
+        }
+    }
+
+    fn sleep(&mut self, now: u64) {
+        let mut wake: Option<Instant> = None;
+        let mut consider = |t: Instant| wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
+        if let Some(t) = self.fw.next_deadline(now) {
+            consider(self.vt.instant_at(t));
+        }
+        if let Some(s) = &self.scenario {
+            match s.start {
+                Some(start) => {
+                    if let Some(a) = s.actions.get(s.next) {
+                        consider(self.vt.instant_at(start + a.at_ms));
+                    }
+                }
+                None => consider(Instant::now() + Duration::from_millis(20)),
+            }
+        }
+        if let Some(t) = self.reopen_at {
+            consider(t);
+        }
+        let watch_master = self.host && self.pty.is_some();
+        if self.pty.is_some() && !self.host {
+            // Hang-up is level-triggered: look for a host now and then instead.
+            consider(Instant::now() + Duration::from_millis(25));
+        }
+        if !self.pending.is_empty() {
+            let pending = self.pending.len();
+            let wait = self.line.as_ref().map_or(Duration::from_millis(2), |l| l.wait(pending));
+            consider(Instant::now() + wait);
+        }
+        let timeout = match wake {
+            Some(t) => {
+                let ms = t.saturating_duration_since(Instant::now()).as_micros().div_ceil(1000);
+                PollTimeout::try_from(ms.min(60_000) as u32).unwrap_or(PollTimeout::MAX)
+            }
+            None => PollTimeout::from(1000u16),
+        };
+        let wake_fd = self.wake_rx.as_fd();
+        let hup = match (&self.pty, watch_master) {
+            (Some(pty), true) => {
+                let mut fds = [
+                    PollFd::new(wake_fd, PollFlags::POLLIN),
+                    PollFd::new(pty.master().as_fd(), PollFlags::POLLIN),
+                ];
+                let _ = poll(&mut fds, timeout);
+                fds[1].revents().is_some_and(|r| r.contains(PollFlags::POLLHUP))
+            }
+            _ => {
+                let mut fds = [PollFd::new(wake_fd, PollFlags::POLLIN)];
+                let _ = poll(&mut fds, timeout);
+                false
+            }
+        };
+        if hup {
+            self.host = false;
+            self.pending.clear();
+        }
+    }
+}

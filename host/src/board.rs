@@ -1,0 +1,908 @@
+//! One board: the `dgt-core` tracker, its current game, and the one place where tracker
+//! events become host events (journal records, feed deltas, PGN).
+//!
+//! # Why an actor per board number, not per port
+//! Boards are identified by serial number. A board unplugged from one USB socket and
+//! plugged into another comes back on a new port task, which looks the serial number up
+//! and attaches to the same [`BoardActor`]: the tracker, the game and the journal survive.
+//! The actor only listens to the port it is attached to; a stale port's "lost" report is
+//! ignored.
+//!
+//! # Why the journal comes first
+//! A confirmed move is appended to the game's journal and fsynced, and only then published
+//! to the feed and the PGN. If the append fails (disk full), the move is kept in a pending
+//! queue, the operator is alerted, and the append is retried every second and before any
+//! later record, so records reach the disk in order and none is silently lost.
+//!
+//! # Resuming
+//! After a restart (or a correction or a flip), the tracker is restarted from the position
+//! after the last confirmed move ([`dgt_core::Tracker::start_from_fen`]); the plies it
+//! reports are shifted by the number of moves already in the journal. The journal, not
+//! the tracker, is the game's record: the PGN is written from it.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use dgt_core::{ClockState, EndReason, Event, GameResult, MoveInfo, StartKind, Tracker, View};
+use dgt_protocol::{Message, Orientation};
+use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Position, fen::Fen, san::SanPlus, uci::UciMove};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::config::{EventInfo, Pairing};
+use crate::feed::{
+    AlertLevel, AlertView, BoardStatus, BoardView, ClockView, Delta, Hub, MoveState, MoveView, Side,
+};
+use crate::serial::{SerialEvent, SessionCommand};
+use crate::shutdown::Listener;
+use crate::store::{GameRecord, Journal, Record, Store};
+
+/// Plies one game can hold (the tracker's capacity).
+pub const PLIES: usize = 600;
+/// How often a running clock rewrites the PGN's `Clock` tag.
+const PGN_CLOCK_REFRESH: Duration = Duration::from_secs(5);
+/// The standard start position.
+pub const START_FEN: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+
+/// Event-wide data and pairings, shared by every board and the admin API.
+#[derive(Clone, Debug, Default)]
+pub struct Tournament {
+    /// Event, site, round, time control.
+    pub event: EventInfo,
+    /// Pairings by board number.
+    pub pairings: BTreeMap<u32, Pairing>,
+}
+
+/// A shared, lockable [`Tournament`].
+#[derive(Clone, Debug, Default)]
+pub struct SharedTournament(Arc<Mutex<Tournament>>);
+
+impl SharedTournament {
+    /// Wraps a tournament.
+    pub fn new(t: Tournament) -> Self {
+        SharedTournament(Arc::new(Mutex::new(t)))
+    }
+
+    /// Locks it.
+    pub fn lock(&self) -> MutexGuard<'_, Tournament> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What an operator asks of one board.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AdminCommand {
+    /// New players for the current game (or, if it has moves and `round` differs, for the
+    /// next game).
+    Pairing {
+        /// The round the pairing is for.
+        round: u32,
+        /// Players.
+        pairing: Pairing,
+    },
+    /// Sets (or with `None` clears) the result.
+    Result(Option<String>),
+    /// The board is rotated (or not): tracking restarts from the current position.
+    Flip,
+    /// A new game from this position (standard start when `None`).
+    NewGame(Option<String>),
+    /// Replaces confirmed moves from `from_ply` on with `moves` (UCI).
+    Correct {
+        /// First ply replaced.
+        from_ply: u32,
+        /// The right moves, UCI.
+        moves: Vec<String>,
+    },
+}
+
+/// What a board actor receives.
+#[derive(Debug)]
+pub enum BoardInput {
+    /// A port identified this board: listen to it from now on.
+    Attach {
+        /// The port task's id.
+        port_id: u64,
+        /// The port path, for display.
+        path: String,
+        /// Where to send dump requests and clock commands.
+        commands: mpsc::Sender<SessionCommand>,
+    },
+    /// Something from a port.
+    Serial {
+        /// The port task's id.
+        port_id: u64,
+        /// The event.
+        event: SerialEvent,
+    },
+    /// An operator command, answered with `Ok` or a message for the operator.
+    Admin(AdminCommand, oneshot::Sender<Result<(), String>>),
+}
+
+struct LiveGame {
+    rec: GameRecord,
+    journal: Option<Journal>,
+    /// Plies in the journal before the tracker's first ply.
+    offset: u32,
+    /// Position after the last confirmed move.
+    fen: String,
+}
+
+/// Shared services every actor uses.
+#[derive(Clone, Debug)]
+pub struct Services {
+    /// The feed.
+    pub hub: Arc<Hub>,
+    /// The data folder.
+    pub store: Arc<Store>,
+    /// Event and pairings.
+    pub tournament: SharedTournament,
+}
+
+/// One board.
+pub struct BoardActor {
+    number: u32,
+    serial: Option<String>,
+    port: Option<(u64, String, mpsc::Sender<SessionCommand>)>,
+    status: BoardStatus,
+    tracker: Box<Tracker<PLIES>>,
+    tracker_config: dgt_core::Config,
+    game: Option<LiveGame>,
+    /// The tracker's next GameStarted continues the current game (a resume, not a new game).
+    resuming: bool,
+    /// The next game starts from this operator position.
+    next_start_fen: Option<String>,
+    flipped: bool,
+    pending: VecDeque<(Record, Option<Delta>)>,
+    storage_failing: bool,
+    last_clock: Option<ClockView>,
+    svc: Services,
+    epoch: Instant,
+    noise: u64,
+    /// Tracker events produced outside the async loop (restarts), handled next.
+    queued: Vec<Event>,
+    /// When the PGN was last rewritten for a clock change.
+    last_pgn_clock: Option<Instant>,
+}
+
+fn now_utc() -> (String, String) {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let tod = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (format!("{y:04}.{m:02}.{d:02}"), format!("{:02}:{:02}:{:02}", tod / 3600, (tod / 60) % 60, tod % 60))
+}
+
+/// Parses a PGN `TimeControl` value into the tracker's form (`None` for `?`, `-` or an
+/// unsupported form).
+pub fn parse_time_control(s: &str) -> Option<dgt_core::TimeControl> {
+    let mut periods = Vec::new();
+    for p in s.split(':') {
+        let (moves, rest) = match p.split_once('/') {
+            Some((m, r)) => (m.parse().ok()?, r),
+            None => (0, p),
+        };
+        let (base, inc) = match rest.split_once('+') {
+            Some((b, i)) => (b.parse().ok()?, i.parse().ok()?),
+            None => (rest.parse().ok()?, 0),
+        };
+        periods.push(dgt_core::Period { moves, seconds: base, increment: inc });
+    }
+    dgt_core::TimeControl::with_periods(&periods)
+}
+
+fn side(c: Color) -> Side {
+    match c {
+        Color::White => Side::White,
+        Color::Black => Side::Black,
+    }
+}
+
+fn clock_view(c: &ClockState) -> ClockView {
+    ClockView { white: c.white, black: c.black, running: c.running.map(side) }
+}
+
+fn result_text(r: GameResult) -> String {
+    r.as_pgn().to_owned()
+}
+
+/// Checks an operator result value.
+pub fn check_result(r: &str) -> Result<GameResult, String> {
+    match r {
+        "1-0" => Ok(GameResult::WhiteWins),
+        "0-1" => Ok(GameResult::BlackWins),
+        "1/2-1/2" => Ok(GameResult::Draw),
+        other => Err(format!("result {other:?} must be 1-0, 0-1 or 1/2-1/2")),
+    }
+}
+
+/// Parses a FEN into a legal position.
+pub fn parse_fen(fen: &str) -> Result<Chess, String> {
+    if fen.len() > 120 {
+        return Err("FEN too long".into());
+    }
+    let f = Fen::from_ascii(fen.as_bytes()).map_err(|e| format!("invalid FEN: {e}"))?;
+    f.into_position(CastlingMode::Standard).map_err(|e| format!("illegal position: {e}"))
+}
+
+fn fen_of(pos: &Chess) -> String {
+    Fen::from_position(pos, EnPassantMode::Legal).to_string()
+}
+
+impl BoardActor {
+    /// A board with no game, or resuming `resume` (a journaled game without a result).
+    pub fn new(number: u32, serial: Option<String>, svc: Services, resume: Option<GameRecord>) -> BoardActor {
+        let time_control = svc.tournament.lock().event.time_control.as_deref().and_then(parse_time_control);
+        let tracker_config = dgt_core::Config { time_control, ..dgt_core::Config::default() };
+        let mut actor = BoardActor {
+            number,
+            serial,
+            port: None,
+            status: BoardStatus::Offline,
+            tracker: Box::new(Tracker::new(tracker_config)),
+            tracker_config,
+            game: None,
+            resuming: false,
+            next_start_fen: None,
+            flipped: false,
+            pending: VecDeque::new(),
+            storage_failing: false,
+            last_clock: None,
+            svc,
+            epoch: Instant::now(),
+            noise: 0,
+            queued: Vec::new(),
+            last_pgn_clock: None,
+        };
+        if let Some(rec) = resume {
+            actor.resume(rec);
+        }
+        actor
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn resume(&mut self, rec: GameRecord) {
+        let journal = match self.svc.store.open_journal(rec.round, rec.board) {
+            Ok(j) => Some(j),
+            Err(e) => {
+                tracing::error!(board = self.number, error = %e, "cannot reopen journal");
+                None
+            }
+        };
+        let fen = rec.moves.last().and_then(|m| m.fen.clone()).or_else(|| rec.start_fen.clone());
+        let fen = fen.unwrap_or_else(|| START_FEN.to_owned());
+        self.flipped = rec.flipped;
+        let offset = rec.moves.len() as u32;
+        self.game = Some(LiveGame { rec, journal, offset, fen });
+        if self.game.as_ref().is_some_and(|g| g.rec.result.is_none()) {
+            // With the orientation given, the game goes on at once and the first dump is
+            // reconciled against it (moves made while the relay was down are searched).
+            self.restart_tracker(Some(self.orientation()));
+        }
+        self.publish_board();
+        self.refresh_pgn();
+    }
+
+    /// Restarts the tracker from the current game's last confirmed position.
+    fn restart_tracker(&mut self, orientation: Option<Orientation>) {
+        let Some(g) = &mut self.game else { return };
+        g.offset = g.rec.moves.len() as u32;
+        let fen = g.fen.clone();
+        let now = self.now_ms();
+        let mut events = Vec::new();
+        *self.tracker = Tracker::new(self.tracker_config);
+        self.resuming = true;
+        let r = self.tracker.start_from_fen(fen.as_bytes(), orientation, now, &mut |e| events.push(e));
+        if let Err(e) = r {
+            tracing::error!(board = self.number, ?e, %fen, "cannot resume from the journal's position");
+            self.resuming = false;
+        }
+        // A GameStarted now (orientation given) is the resume itself, not a new game.
+        if events.iter().any(|e| matches!(e, Event::GameStarted { .. })) {
+            self.resuming = false;
+            events.retain(|e| !matches!(e, Event::GameStarted { .. }));
+        }
+        // Events of a restart are handled on the next loop turn; ask for a fresh dump so
+        // the new tracker sees the board.
+        self.queued.extend(events);
+        self.queued.push(Event::RequestBoardDump);
+    }
+
+    fn view(&self) -> BoardView {
+        let round =
+            self.game.as_ref().map_or_else(|| self.svc.tournament.lock().event.round, |g| g.rec.round);
+        let mut v = BoardView::new(self.number, round);
+        v.serial.clone_from(&self.serial);
+        v.port = self.port.as_ref().map(|(_, p, _)| p.clone());
+        v.status = self.status;
+        v.flipped = self.flipped;
+        v.clock = self.last_clock;
+        match &self.game {
+            Some(g) => {
+                v.pairing = g.rec.pairing.clone();
+                v.start_fen.clone_from(&g.rec.start_fen);
+                v.fen = Some(g.fen.clone());
+                v.moves = g.rec.moves.iter().map(|m| m.view.clone()).collect();
+                v.result.clone_from(&g.rec.result);
+                v.termination.clone_from(&g.rec.termination);
+            }
+            None => {
+                v.pairing =
+                    self.svc.tournament.lock().pairings.get(&self.number).cloned().unwrap_or_default();
+            }
+        }
+        if let Some(old) = self.svc.hub.board(self.number) {
+            v.alerts = old.alerts;
+        }
+        v
+    }
+
+    fn publish_board(&self) {
+        self.svc.hub.publish(Delta::Board { view: Box::new(self.view()) });
+    }
+
+    fn refresh_pgn(&self) {
+        if let Some(g) = &self.game {
+            let live = if g.rec.result.is_none() { self.last_clock.as_ref() } else { None };
+            let text = crate::pgn::write_game(&g.rec, live);
+            self.svc.store.set_pgn(g.rec.round, g.rec.board, text);
+        }
+    }
+
+    fn alert(&self, level: AlertLevel, code: &str, message: String, squares: Vec<String>) {
+        match level {
+            AlertLevel::Error => tracing::error!(board = self.number, code, "{message}"),
+            AlertLevel::Warning => tracing::warn!(board = self.number, code, "{message}"),
+            AlertLevel::Info => tracing::info!(board = self.number, code, "{message}"),
+        }
+        self.svc.hub.publish(Delta::Alert {
+            board: Some(self.number),
+            alert: AlertView { code: code.into(), level, message, squares },
+        });
+    }
+
+    fn set_status(&mut self, status: BoardStatus) {
+        if self.status != status {
+            self.status = status;
+            self.svc.hub.publish(Delta::Status {
+                board: self.number,
+                status,
+                serial: self.serial.clone(),
+                port: self.port.as_ref().map(|(_, p, _)| p.clone()),
+            });
+        }
+    }
+
+    /// Journals a record (after any pending ones), then publishes its delta. Returns false
+    /// when the record is left pending because the disk refused it.
+    async fn commit(&mut self, rec: Record, delta: Option<Delta>) -> bool {
+        self.pending.push_back((rec, delta));
+        self.flush_pending().await
+    }
+
+    async fn flush_pending(&mut self) -> bool {
+        while let Some((rec, _)) = self.pending.front() {
+            let Some(g) = &self.game else {
+                self.pending.clear();
+                return true;
+            };
+            let result = match &g.journal {
+                Some(j) => j.append(rec).await,
+                None => match self.svc.store.create_journal(&g.rec.header()).await {
+                    Ok(j) => {
+                        if let Some(g) = &mut self.game {
+                            g.journal = Some(j);
+                        }
+                        continue;
+                    }
+                    Err(e) => Err(e),
+                },
+            };
+            if let Err(e) = result {
+                if !self.storage_failing {
+                    self.storage_failing = true;
+                    self.alert(
+                        AlertLevel::Error,
+                        "storage",
+                        format!(
+                            "Cannot write the journal ({e}). {} record(s) wait in memory and are retried every \
+                             second; confirmed moves are published once they are on disk. Free disk space.",
+                            self.pending.len()
+                        ),
+                        Vec::new(),
+                    );
+                }
+                return false;
+            }
+            let Some((rec, delta)) = self.pending.pop_front() else { break };
+            if let Some(g) = &mut self.game {
+                if let Record::Move(m) = &rec
+                    && let Some(f) = &m.fen
+                {
+                    g.fen.clone_from(f);
+                }
+                if !g.rec.apply(&rec) {
+                    tracing::warn!(
+                        board = self.number,
+                        ?rec,
+                        "record does not fit the game; kept in the journal only"
+                    );
+                }
+                if let Record::Takeback { .. } = rec {
+                    g.fen = g
+                        .rec
+                        .moves
+                        .last()
+                        .and_then(|m| m.fen.clone())
+                        .or_else(|| g.rec.start_fen.clone())
+                        .unwrap_or_else(|| START_FEN.to_owned());
+                }
+            }
+            // The PGN text first, so HTTP is never behind the feed.
+            self.refresh_pgn();
+            if let Some(d) = delta {
+                self.svc.hub.publish(d);
+            }
+        }
+        if self.storage_failing {
+            self.storage_failing = false;
+            self.alert(AlertLevel::Info, "storage", "The journal is written again.".into(), Vec::new());
+        }
+        true
+    }
+
+    /// Starts a new game record in the first free slot for this board.
+    async fn new_game(&mut self, start_fen: Option<String>) {
+        let (event, mut round, pairing) = {
+            let t = self.svc.tournament.lock();
+            (t.event.clone(), t.event.round, t.pairings.get(&self.number).cloned().unwrap_or_default())
+        };
+        // A game already holding moves in this round keeps its slot: use the next round.
+        while self.svc.store.has_journal(round, self.number)
+            && !self.game.as_ref().is_some_and(|g| g.rec.round == round && g.rec.moves.is_empty())
+            && round < 9999
+        {
+            round += 1;
+        }
+        let (utc_date, utc_time) = now_utc();
+        let rec = GameRecord {
+            round,
+            board: self.number,
+            serial: self.serial.clone(),
+            event: event.name,
+            site: event.site,
+            time_control: event.time_control,
+            utc_date,
+            utc_time,
+            pairing,
+            start_fen: start_fen.clone(),
+            flipped: self.flipped,
+            moves: Vec::new(),
+            result: None,
+            termination: None,
+        };
+        let fen = start_fen.unwrap_or_else(|| START_FEN.to_owned());
+        tracing::info!(board = self.number, round, "new game");
+        let journal = match self.svc.store.create_journal(&rec.header()).await {
+            Ok(j) => Some(j),
+            Err(e) => {
+                self.alert(
+                    AlertLevel::Error,
+                    "storage",
+                    format!(
+                        "Cannot create the journal for round {round} board {} ({e}); retried.",
+                        self.number
+                    ),
+                    Vec::new(),
+                );
+                None
+            }
+        };
+        self.pending.clear();
+        self.game = Some(LiveGame { rec, journal, offset: 0, fen });
+        self.publish_board();
+        self.refresh_pgn();
+    }
+
+    async fn handle_events(&mut self, events: Vec<Event>) {
+        for e in events {
+            self.handle_event(e).await;
+        }
+    }
+
+    fn move_view(&self, m: &MoveInfo) -> MoveView {
+        let offset = self.game.as_ref().map_or(0, |g| g.offset);
+        MoveView {
+            ply: u32::from(m.ply) + offset,
+            san: SanPlus::to_string(&m.san),
+            uci: m.uci.to_string(),
+            clk: m.clk,
+            emt: m.emt,
+        }
+    }
+
+    async fn handle_event(&mut self, e: Event) {
+        match e {
+            Event::GameStarted { orientation, kind } => {
+                self.flipped = orientation == Orientation::Rotated;
+                if self.resuming {
+                    self.resuming = false;
+                    tracing::info!(board = self.number, "game resumed");
+                    self.publish_board();
+                    return;
+                }
+                let start = match kind {
+                    StartKind::Standard => None,
+                    StartKind::Chess960(_) | StartKind::Fen => Some(
+                        self.next_start_fen.take().unwrap_or_else(|| fen_of(self.tracker.start_position())),
+                    ),
+                };
+                self.next_start_fen = None;
+                self.new_game(start).await;
+            }
+            Event::MoveProvisional(m) => {
+                let mv = self.move_view(&m);
+                self.svc.hub.publish(Delta::Move {
+                    board: self.number,
+                    state: MoveState::Provisional,
+                    mv,
+                    fen: None,
+                });
+            }
+            Event::MoveConfirmed(m) => {
+                if self.game.is_none() {
+                    self.new_game(None).await;
+                }
+                let mv = self.move_view(&m);
+                let fen = self.game.as_ref().and_then(|g| fen_after(&g.fen, &mv.uci));
+                tracing::debug!(board = self.number, ply = mv.ply, san = %mv.san, "move confirmed");
+                let delta = Delta::Move {
+                    board: self.number,
+                    state: MoveState::Confirmed,
+                    mv: mv.clone(),
+                    fen: fen.clone(),
+                };
+                self.commit(Record::Move(crate::store::JournalMove { view: mv, fen }), Some(delta)).await;
+            }
+            Event::MoveRetracted { ply } => {
+                let offset = self.game.as_ref().map_or(0, |g| g.offset);
+                self.svc.hub.publish(Delta::Retract {
+                    board: self.number,
+                    state: MoveState::Provisional,
+                    from_ply: u32::from(ply) + offset,
+                    fen: None,
+                });
+            }
+            Event::Takeback { to_ply } => {
+                let offset = self.game.as_ref().map_or(0, |g| g.offset);
+                let from_ply = u32::from(to_ply) + offset + 1;
+                let fen = Some(fen_of(self.tracker.position(View::Confirmed)));
+                let delta = Delta::Retract { board: self.number, state: MoveState::Confirmed, from_ply, fen };
+                self.commit(Record::Takeback { from_ply }, Some(delta)).await;
+            }
+            Event::Clock(c) => {
+                let v = clock_view(&c);
+                if self.last_clock != Some(v) {
+                    self.last_clock = Some(v);
+                    self.svc.hub.publish(Delta::Clock { board: self.number, clock: v });
+                    // The PGN's live `Clock` tag follows, at most every few seconds.
+                    if self.last_pgn_clock.is_none_or(|t| t.elapsed() >= PGN_CLOCK_REFRESH) {
+                        self.last_pgn_clock = Some(Instant::now());
+                        self.refresh_pgn();
+                    }
+                }
+            }
+            Event::PositionMismatch { squares } => {
+                let list: Vec<String> = squares.into_iter().map(|s| s.to_string()).collect();
+                self.alert(
+                    AlertLevel::Warning,
+                    "position_mismatch",
+                    format!(
+                        "Board {}: the position on the board cannot be explained by legal moves; check squares {}.",
+                        self.number,
+                        list.join(", ")
+                    ),
+                    list,
+                );
+            }
+            Event::PositionRecovered => {
+                self.alert(
+                    AlertLevel::Info,
+                    "position_recovered",
+                    format!("Board {}: position explained again.", self.number),
+                    Vec::new(),
+                );
+            }
+            Event::GameEnded { result, reason } => {
+                let termination = Some(str::to_owned(match reason {
+                    EndReason::FlagFall => "time forfeit",
+                    _ => "normal",
+                }));
+                if self.game.as_ref().is_some_and(|g| g.rec.result.as_deref() == Some(result.as_pgn())) {
+                    return;
+                }
+                let r = Some(result_text(result));
+                let delta =
+                    Delta::Result { board: self.number, result: r.clone(), termination: termination.clone() };
+                self.commit(Record::Result { result: r, termination }, Some(delta)).await;
+            }
+            Event::RequestBoardDump => {
+                if let Some((_, _, tx)) = &self.port {
+                    // A full channel means a request is already queued.
+                    let _ = tx.try_send(SessionCommand::RequestDump);
+                }
+            }
+            Event::CapacityFull => {
+                self.alert(
+                    AlertLevel::Error,
+                    "capacity",
+                    format!(
+                        "Board {}: the game reached {PLIES} plies; later moves are not recorded.",
+                        self.number
+                    ),
+                    Vec::new(),
+                );
+            }
+        }
+    }
+}
+
+/// The FEN after playing `uci` in the position `fen`; `None` if either does not parse or
+/// the move is illegal there.
+pub fn fen_after(fen: &str, uci: &str) -> Option<String> {
+    let mut pos = parse_fen(fen).ok()?;
+    let m = UciMove::from_ascii(uci.as_bytes()).ok()?.to_move(&pos).ok()?;
+    pos.play_unchecked(m);
+    Some(fen_of(&pos))
+}
+
+impl BoardActor {
+    /// Runs the board until shutdown (or until every sender is gone), then flushes.
+    pub async fn run(mut self, mut input: mpsc::Receiver<BoardInput>, mut stop: Listener) {
+        self.publish_board();
+        let mut tick = tokio::time::interval(Duration::from_millis(50));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut retry = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            if !self.queued.is_empty() {
+                let events = std::mem::take(&mut self.queued);
+                self.handle_events(events).await;
+            }
+            tokio::select! {
+                _ = stop.wait() => break,
+                msg = input.recv() => match msg {
+                    None => break,
+                    Some(BoardInput::Attach { port_id, path, commands }) => self.attach(port_id, path, commands),
+                    Some(BoardInput::Serial { port_id, event }) => {
+                        if self.port.as_ref().is_some_and(|(id, _, _)| *id == port_id) {
+                            self.serial_event(event).await;
+                        }
+                    }
+                    Some(BoardInput::Admin(cmd, reply)) => {
+                        let r = self.admin(cmd).await;
+                        let _ = reply.send(r);
+                    }
+                },
+                _ = tick.tick() => {
+                    let now = self.now_ms();
+                    let mut events = Vec::new();
+                    self.tracker.tick(now, &mut |e| events.push(e));
+                    self.handle_events(events).await;
+                }
+                _ = retry.tick(), if !self.pending.is_empty() => {
+                    self.flush_pending().await;
+                }
+            }
+        }
+        if !self.pending.is_empty() && !self.flush_pending().await {
+            tracing::error!(
+                board = self.number,
+                records = self.pending.len(),
+                "shutting down with journal records the disk refused"
+            );
+        }
+        self.refresh_pgn();
+    }
+
+    fn attach(&mut self, port_id: u64, path: String, commands: mpsc::Sender<SessionCommand>) {
+        let back = self.status == BoardStatus::NotResponding;
+        tracing::info!(board = self.number, port = %path, "board attached");
+        self.port = Some((port_id, path.clone(), commands));
+        self.set_status(BoardStatus::Active);
+        if back {
+            self.alert(
+                AlertLevel::Info,
+                "board_back",
+                format!("Board {} is back on {path}; the position is being reconciled.", self.number),
+                Vec::new(),
+            );
+        }
+    }
+
+    async fn serial_event(&mut self, event: SerialEvent) {
+        let now = self.now_ms();
+        let mut events = Vec::new();
+        match event {
+            SerialEvent::Board(msg) => {
+                if let Message::Bwtime(dgt_protocol::Bwtime::Times(t)) = &msg {
+                    self.tracker.feed_clock(t, now, &mut |e| events.push(e));
+                } else {
+                    self.tracker.feed(&msg, now, &mut |e| events.push(e));
+                }
+            }
+            SerialEvent::Lost { reason } | SerialEvent::OpenFailed { reason } => {
+                self.set_status(BoardStatus::NotResponding);
+                self.alert(
+                    AlertLevel::Error,
+                    "not_responding",
+                    format!(
+                        "Board {} ({}) is not responding: {reason}. Check its cable and power; the relay \
+                         reconnects by itself.",
+                        self.number,
+                        self.serial.as_deref().unwrap_or("unknown serial")
+                    ),
+                    Vec::new(),
+                );
+            }
+            SerialEvent::ClockFound { version } => {
+                tracing::info!(board = self.number, ?version, "clock found");
+            }
+            SerialEvent::ClockCommandFailed(cmd) => {
+                self.alert(
+                    AlertLevel::Warning,
+                    "clock_command",
+                    format!("Board {}: the clock did not acknowledge {cmd:?}.", self.number),
+                    Vec::new(),
+                );
+            }
+            SerialEvent::Noise(n) => {
+                self.noise += n as u64;
+                tracing::debug!(board = self.number, bytes = n, total = self.noise, "line noise");
+            }
+            SerialEvent::Opened | SerialEvent::Identified { .. } => {}
+        }
+        self.handle_events(events).await;
+    }
+
+    async fn admin(&mut self, cmd: AdminCommand) -> Result<(), String> {
+        tracing::info!(board = self.number, ?cmd, "admin command");
+        match cmd {
+            AdminCommand::Pairing { round, pairing } => {
+                let Some(g) = &self.game else {
+                    self.publish_board();
+                    return Ok(());
+                };
+                if g.rec.moves.is_empty() && g.rec.round != round {
+                    // An empty game moves to the new round.
+                    let start = g.rec.start_fen.clone();
+                    self.new_game(start).await;
+                } else if g.rec.round == round && g.rec.pairing != pairing {
+                    let mut view = self.view();
+                    view.pairing = pairing.clone();
+                    if !self
+                        .commit(Record::Pairing { pairing }, Some(Delta::Board { view: Box::new(view) }))
+                        .await
+                    {
+                        return Err("saved in memory only: the journal cannot be written".into());
+                    }
+                }
+                Ok(())
+            }
+            AdminCommand::Result(r) => {
+                let Some(g) = &self.game else { return Err("no game on this board".into()) };
+                if g.rec.result == r {
+                    return Ok(());
+                }
+                let parsed = r.as_deref().map(check_result).transpose()?;
+                let termination = r.as_ref().map(|_| "normal".to_owned());
+                let delta =
+                    Delta::Result { board: self.number, result: r.clone(), termination: termination.clone() };
+                if !self.commit(Record::Result { result: r, termination }, Some(delta)).await {
+                    return Err("the journal cannot be written; retried in the background".into());
+                }
+                match parsed {
+                    Some(result) => {
+                        let mut events = Vec::new();
+                        self.tracker.declare_result(result, &mut |e| events.push(e));
+                        self.handle_events(events).await;
+                    }
+                    // Cleared: the game goes on from its last confirmed position.
+                    None => self.restart_tracker(Some(self.orientation())),
+                }
+                Ok(())
+            }
+            AdminCommand::Flip => {
+                if self.game.is_none() {
+                    return Err("no game on this board".into());
+                }
+                self.flipped = !self.flipped;
+                let flipped = self.flipped;
+                let view = self.view();
+                self.commit(Record::Flip { flipped }, Some(Delta::Board { view: Box::new(view) })).await;
+                self.restart_tracker(Some(self.orientation()));
+                Ok(())
+            }
+            AdminCommand::NewGame(fen) => {
+                let pos = match &fen {
+                    Some(f) => parse_fen(f)?,
+                    None => Chess::default(),
+                };
+                let fen_text = fen.as_ref().map(|_| fen_of(&pos));
+                self.new_game(fen_text.clone()).await;
+                self.next_start_fen = fen_text;
+                let now = self.now_ms();
+                let mut events = Vec::new();
+                *self.tracker = Tracker::new(self.tracker_config);
+                self.resuming = true;
+                self.tracker
+                    .start_from_position(pos, CastlingMode::Standard, None, now, &mut |e| events.push(e));
+                // The game record exists already: the tracker's GameStarted (now, or when
+                // the board shows the position) must not start another one.
+                if events.iter().any(|e| matches!(e, Event::GameStarted { .. })) {
+                    self.resuming = false;
+                    events.retain(|e| !matches!(e, Event::GameStarted { .. }));
+                }
+                self.queued.extend(events);
+                self.queued.push(Event::RequestBoardDump);
+                Ok(())
+            }
+            AdminCommand::Correct { from_ply, moves } => self.correct(from_ply, moves).await,
+        }
+    }
+
+    fn orientation(&self) -> Orientation {
+        if self.flipped { Orientation::Rotated } else { Orientation::Normal }
+    }
+
+    async fn correct(&mut self, from_ply: u32, moves: Vec<String>) -> Result<(), String> {
+        let Some(g) = &self.game else { return Err("no game on this board".into()) };
+        let have = g.rec.moves.len() as u32;
+        if from_ply == 0 || from_ply > have + 1 {
+            return Err(format!("from_ply must be between 1 and {}", have + 1));
+        }
+        if moves.len() > PLIES {
+            return Err("too many moves".into());
+        }
+        let start = g.rec.start_fen.clone().unwrap_or_else(|| START_FEN.to_owned());
+        let mut pos = parse_fen(&start)?;
+        for m in g.rec.moves.iter().take(from_ply as usize - 1) {
+            let mv = UciMove::from_ascii(m.view.uci.as_bytes())
+                .ok()
+                .and_then(|u| u.to_move(&pos).ok())
+                .ok_or_else(|| format!("journaled move {} ({}) does not replay", m.view.ply, m.view.uci))?;
+            pos.play_unchecked(mv);
+        }
+        let mut new_moves = Vec::new();
+        for (i, text) in moves.iter().enumerate() {
+            let ply = from_ply + i as u32;
+            let mv = UciMove::from_ascii(text.as_bytes())
+                .map_err(|_| format!("{text:?} is not a UCI move"))?
+                .to_move(&pos)
+                .map_err(|_| format!("{text} is not legal at ply {ply}"))?;
+            let san = SanPlus::from_move_and_play_unchecked(&mut pos, mv).to_string();
+            let view = MoveView { ply, san, uci: text.clone(), clk: None, emt: None };
+            new_moves.push(crate::store::JournalMove { view, fen: Some(fen_of(&pos)) });
+        }
+        if !self.commit(Record::Takeback { from_ply }, None).await {
+            return Err("the journal cannot be written; retried in the background".into());
+        }
+        for m in new_moves {
+            self.commit(Record::Move(m), None).await;
+        }
+        self.publish_board();
+        self.restart_tracker(Some(self.orientation()));
+        Ok(())
+    }
+}

@@ -1,0 +1,472 @@
+//! The relay's configuration: a TOML file, overridden by command-line options.
+//!
+//! Every value is bounded and checked once, here, so the rest of the daemon can trust it.
+//! Errors name the line of the file they come from: a TOML syntax error carries its own
+//! position, and semantic checks (a duplicate board number, an over-long name) use the
+//! spans that `toml` records for the values that can be wrong.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+/// The largest configuration file read (bytes).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+/// The most boards one relay serves.
+pub const MAX_BOARDS: usize = 1000;
+/// The longest name, event or site text accepted (characters).
+pub const MAX_TEXT: usize = 200;
+/// The default listening address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is larger than [`MAX_CONFIG_BYTES`].
+    #[error("{path}: file too large ({size} bytes, at most {MAX_CONFIG_BYTES})")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+    },
+    /// A syntax or type error, or a failed check, at a known line.
+    #[error("{path}:{line}: {message}")]
+    AtLine {
+        /// The file.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A failed check with no line (a command-line value, say).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// One player of a pairing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Player {
+    /// "Last, First", as PGN wants it.
+    #[serde(default)]
+    pub name: String,
+    /// FIDE id, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fide_id: Option<u64>,
+    /// FIDE title (GM, IM, WGM...), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// White and Black on one board.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pairing {
+    /// The White player.
+    #[serde(default)]
+    pub white: Player,
+    /// The Black player.
+    #[serde(default)]
+    pub black: Player,
+}
+
+/// Event-wide PGN data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventInfo {
+    /// `Event` tag.
+    #[serde(default = "default_event")]
+    pub name: String,
+    /// `Site` tag.
+    #[serde(default = "default_site")]
+    pub site: String,
+    /// The current round (1-based).
+    #[serde(default = "default_round")]
+    pub round: u32,
+    /// `TimeControl` tag in the PGN standard's form (`5400+30`, `40/7200:3600`), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_control: Option<String>,
+}
+
+fn default_event() -> String {
+    "DGT live relay".to_owned()
+}
+fn default_site() -> String {
+    "?".to_owned()
+}
+fn default_round() -> u32 {
+    1
+}
+
+impl Default for EventInfo {
+    fn default() -> Self {
+        EventInfo { name: default_event(), site: default_site(), round: 1, time_control: None }
+    }
+}
+
+/// A board's place in the tournament.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoardConfig {
+    /// Board number (1-based), the `Board` tag and the `game-M` file number.
+    pub number: u32,
+    /// The e-board's serial number, when this board number is tied to one board.
+    pub serial: Option<String>,
+    /// Who plays on it.
+    pub pairing: Pairing,
+}
+
+/// The checked configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Where HTTP and the websocket listen.
+    pub listen: SocketAddr,
+    /// The data folder (journals and PGN).
+    pub data: PathBuf,
+    /// The admin token; `None` until [`Config::ensure_token`] runs.
+    pub token: Option<String>,
+    /// Serial ports opened by path.
+    pub ports: Vec<PathBuf>,
+    /// Also look for USB and Bluetooth serial devices.
+    pub discover: bool,
+    /// Silence after which a board is declared not responding (milliseconds).
+    pub silence_ms: u64,
+    /// Event data.
+    pub event: EventInfo,
+    /// Boards by number.
+    pub boards: Vec<BoardConfig>,
+    /// Most websocket subscribers at once.
+    pub max_subscribers: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: DEFAULT_LISTEN.parse().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 8080))),
+            data: PathBuf::from("relay-data"),
+            token: None,
+            ports: Vec::new(),
+            discover: false,
+            silence_ms: 5000,
+            event: EventInfo::default(),
+            boards: Vec::new(),
+            max_subscribers: 2000,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    listen: Option<Spanned<String>>,
+    data: Option<PathBuf>,
+    token: Option<Spanned<String>>,
+    #[serde(default)]
+    ports: Vec<PathBuf>,
+    #[serde(default)]
+    discover: bool,
+    silence_ms: Option<Spanned<u64>>,
+    max_subscribers: Option<Spanned<usize>>,
+    #[serde(default)]
+    event: Option<RawEvent>,
+    #[serde(default)]
+    board: Vec<RawBoard>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEvent {
+    name: Option<Spanned<String>>,
+    site: Option<Spanned<String>>,
+    round: Option<Spanned<u32>>,
+    time_control: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBoard {
+    number: Spanned<u32>,
+    serial: Option<Spanned<String>>,
+    #[serde(default)]
+    white: Option<Spanned<Player>>,
+    #[serde(default)]
+    black: Option<Spanned<Player>>,
+}
+
+/// Checks a player's fields.
+pub fn check_player(p: &Player) -> Result<(), String> {
+    check_text("player name", &p.name)?;
+    if let Some(t) = &p.title
+        && (t.len() > 8 || !t.chars().all(|c| c.is_ascii_alphabetic()))
+    {
+        return Err(format!("title {t:?} is not a FIDE title"));
+    }
+    Ok(())
+}
+
+/// Checks a free text that ends up in a PGN tag: bounded, one line, no quote or backslash
+/// trouble (they are escaped on output, but control characters are refused).
+pub fn check_text(what: &str, s: &str) -> Result<(), String> {
+    if s.chars().count() > MAX_TEXT {
+        return Err(format!("{what} longer than {MAX_TEXT} characters"));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(format!("{what} contains a control character"));
+    }
+    Ok(())
+}
+
+/// Checks a `TimeControl` value: the PGN standard's form, or `?` / `-`.
+pub fn check_time_control(s: &str) -> Result<(), String> {
+    let ok = s == "?"
+        || s == "-"
+        || (!s.is_empty()
+            && s.len() <= 40
+            && s.split(':').all(|period| {
+                let (moves, rest) = period.split_once('/').unwrap_or(("1", period));
+                let (base, inc) = rest.split_once('+').unwrap_or((rest, "0"));
+                [moves, base, inc].iter().all(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+            }));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("time control {s:?} is not in the PGN form, e.g. 5400+30 or 40/7200:3600"))
+    }
+}
+
+/// Checks an admin token: 16 to 200 printable ASCII characters.
+pub fn check_token(t: &str) -> Result<(), String> {
+    if t.len() < 16 || t.len() > 200 || !t.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("token must be 16 to 200 printable ASCII characters".to_owned());
+    }
+    Ok(())
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.get(..offset.min(text.len())).map_or(1, |s| s.bytes().filter(|&b| b == b'\n').count() + 1)
+}
+
+impl Config {
+    /// Reads and checks a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let meta =
+            std::fs::metadata(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        if meta.len() > MAX_CONFIG_BYTES {
+            return Err(ConfigError::TooLarge { path: path.into(), size: meta.len() });
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        Config::parse(&path.display().to_string(), &text)
+    }
+
+    /// Parses and checks configuration text; `name` is used in error messages.
+    pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
+        let at = |offset: usize, message: String| ConfigError::AtLine {
+            path: name.to_owned(),
+            line: line_of(text, offset),
+            message,
+        };
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let offset = e.span().map_or(0, |s| s.start);
+            at(offset, e.message().to_owned())
+        })?;
+        let mut cfg = Config::default();
+        if let Some(listen) = raw.listen {
+            cfg.listen = listen.get_ref().parse().map_err(|_| {
+                at(listen.span().start, format!("listen {:?} is not an address:port", listen.get_ref()))
+            })?;
+        }
+        if let Some(data) = raw.data {
+            cfg.data = data;
+        }
+        if let Some(token) = raw.token {
+            check_token(token.get_ref()).map_err(|m| at(token.span().start, m))?;
+            cfg.token = Some(token.into_inner());
+        }
+        cfg.ports = raw.ports;
+        cfg.discover = raw.discover;
+        if let Some(s) = raw.silence_ms {
+            if !(500..=60_000).contains(s.get_ref()) {
+                return Err(at(s.span().start, "silence_ms must be between 500 and 60000".to_owned()));
+            }
+            cfg.silence_ms = s.into_inner();
+        }
+        if let Some(m) = raw.max_subscribers {
+            if !(1..=100_000).contains(m.get_ref()) {
+                return Err(at(m.span().start, "max_subscribers must be between 1 and 100000".to_owned()));
+            }
+            cfg.max_subscribers = m.into_inner();
+        }
+        if let Some(ev) = raw.event {
+            for (what, field, slot) in
+                [("event name", ev.name, &mut cfg.event.name), ("site", ev.site, &mut cfg.event.site)]
+            {
+                if let Some(v) = field {
+                    check_text(what, v.get_ref()).map_err(|m| at(v.span().start, m))?;
+                    *slot = v.into_inner();
+                }
+            }
+            if let Some(r) = ev.round {
+                if !(1..=999).contains(r.get_ref()) {
+                    return Err(at(r.span().start, "round must be between 1 and 999".to_owned()));
+                }
+                cfg.event.round = r.into_inner();
+            }
+            if let Some(tc) = ev.time_control {
+                check_time_control(tc.get_ref()).map_err(|m| at(tc.span().start, m))?;
+                cfg.event.time_control = Some(tc.into_inner());
+            }
+        }
+        if raw.board.len() > MAX_BOARDS {
+            return Err(ConfigError::Invalid(format!("{name}: more than {MAX_BOARDS} boards")));
+        }
+        let mut numbers = BTreeSet::new();
+        let mut serials = BTreeSet::new();
+        for b in raw.board {
+            let n = *b.number.get_ref();
+            if !(1..=MAX_BOARDS as u32).contains(&n) {
+                return Err(at(
+                    b.number.span().start,
+                    format!("board number must be between 1 and {MAX_BOARDS}"),
+                ));
+            }
+            if !numbers.insert(n) {
+                return Err(at(b.number.span().start, format!("board {n} is listed twice")));
+            }
+            let serial = match b.serial {
+                Some(s) => {
+                    check_serial(s.get_ref()).map_err(|m| at(s.span().start, m))?;
+                    if !serials.insert(s.get_ref().clone()) {
+                        return Err(at(s.span().start, format!("serial {:?} is listed twice", s.get_ref())));
+                    }
+                    Some(s.into_inner())
+                }
+                None => None,
+            };
+            let mut pairing = Pairing::default();
+            for (field, slot) in [(b.white, &mut pairing.white), (b.black, &mut pairing.black)] {
+                if let Some(p) = field {
+                    check_player(p.get_ref()).map_err(|m| at(p.span().start, m))?;
+                    *slot = p.into_inner();
+                }
+            }
+            cfg.boards.push(BoardConfig { number: n, serial, pairing });
+        }
+        Ok(cfg)
+    }
+
+    /// Makes sure an admin token exists: the configured one, else `DGT_RELAY_TOKEN`, else a
+    /// fresh random one. Returns true when it was generated (the caller prints it).
+    pub fn ensure_token(&mut self) -> Result<bool, ConfigError> {
+        if self.token.is_some() {
+            return Ok(false);
+        }
+        if let Ok(t) = std::env::var("DGT_RELAY_TOKEN") {
+            check_token(&t).map_err(|m| ConfigError::Invalid(format!("DGT_RELAY_TOKEN: {m}")))?;
+            self.token = Some(t);
+            return Ok(false);
+        }
+        self.token = Some(random_token());
+        Ok(true)
+    }
+}
+
+/// Checks a board serial number: 1 to 20 ASCII letters or digits.
+pub fn check_serial(s: &str) -> Result<(), String> {
+    if s.is_empty() || s.len() > 20 || !s.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err(format!("serial {s:?} must be 1 to 20 ASCII letters or digits"));
+    }
+    Ok(())
+}
+
+/// 32 hex characters from the operating system's random source, falling back to hashing
+/// the time and process id (std's `RandomState` is seeded from the OS as well).
+fn random_token() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut bytes = [0u8; 16];
+    let from_os = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .is_ok();
+    if !from_os {
+        for chunk in bytes.chunks_mut(8) {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            );
+            h.write_u32(std::process::id());
+            chunk.copy_from_slice(&h.finish().to_le_bytes()[..chunk.len()]);
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_parses() {
+        let text = r#"
+listen = "127.0.0.1:9000"
+data = "/tmp/x"
+ports = ["/dev/ttyUSB0"]
+discover = true
+
+[event]
+name = "Club championship"
+site = "Town"
+round = 3
+time_control = "5400+30"
+
+[[board]]
+number = 1
+serial = "12345"
+white = { name = "Carlsen, Magnus", fide_id = 1503014, title = "GM" }
+black = { name = "Nepo, Ian" }
+"#;
+        let c = Config::parse("relay.toml", text).unwrap();
+        assert_eq!(c.listen.port(), 9000);
+        assert_eq!(c.event.round, 3);
+        assert_eq!(c.boards[0].serial.as_deref(), Some("12345"));
+        assert_eq!(c.boards[0].pairing.white.fide_id, Some(1503014));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let dup = "[[board]]\nnumber = 1\n\n[[board]]\nnumber = 1\n";
+        let e = Config::parse("r.toml", dup).unwrap_err().to_string();
+        assert!(e.starts_with("r.toml:5:"), "{e}");
+        let syntax = "listen = \"127.0.0.1:1\"\nport = [\n";
+        let e = Config::parse("r.toml", syntax).unwrap_err().to_string();
+        assert!(e.starts_with("r.toml:"), "{e}");
+        let unknown = "\n\nbogus = 1\n";
+        let e = Config::parse("r.toml", unknown).unwrap_err().to_string();
+        assert!(e.starts_with("r.toml:3:"), "{e}");
+        let tc = "[event]\ntime_control = \"90 min\"\n";
+        let e = Config::parse("r.toml", tc).unwrap_err().to_string();
+        assert!(e.starts_with("r.toml:2:") && e.contains("time control"), "{e}");
+    }
+
+    #[test]
+    fn time_controls() {
+        for ok in ["5400+30", "40/7200:3600", "40/5400+30:1800+30", "?", "-", "300"] {
+            assert!(check_time_control(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "90 min", "+30", "40/", "5400+"] {
+            assert!(check_time_control(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! `dgt-relay demo`: simulated boards from `dgt-hil-sim` replaying corpus games on
+//! pseudo-terminals. The relay opens them through the same serial code path as real
+//! boards ([`crate::relay::Relay::add_port`]); nothing in the relay knows they are
+//! simulated.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use dgt_hil_sim::hands::{PlanOptions, plan_game};
+use dgt_hil_sim::pgn::SourceGame;
+use dgt_hil_sim::{BoardConfig, SimBoard, SimConfig, StartPolicy};
+
+use crate::board::SharedTournament;
+use crate::config::{Pairing, Player};
+
+/// Demo settings.
+#[derive(Clone, Debug)]
+pub struct DemoOptions {
+    /// Number of simulated boards.
+    pub boards: u32,
+    /// Virtual time speed factor of the simulator.
+    pub speed: f64,
+    /// First serial number (boards get consecutive ones).
+    pub first_serial: u32,
+}
+
+/// The running simulated boards; dropping it stops them.
+pub struct Demo {
+    boards: Vec<Arc<SimBoard>>,
+    stop: Arc<AtomicBool>,
+    drivers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Demo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Demo").field("boards", &self.boards.len()).finish_non_exhaustive()
+    }
+}
+
+fn player(game: &SourceGame, side: &str) -> Player {
+    Player {
+        name: game.tag(side).unwrap_or("?").chars().take(crate::config::MAX_TEXT).collect(),
+        fide_id: game.tag(&format!("{side}FideId")).and_then(|v| v.parse().ok()),
+        title: game
+            .tag(&format!("{side}Title"))
+            .filter(|t| t.len() <= 8 && t.chars().all(|c| c.is_ascii_alphabetic()))
+            .map(str::to_owned),
+    }
+}
+
+impl Demo {
+    /// Spawns the boards; returns them with the pty paths the relay should open.
+    pub fn start(
+        games: Vec<SourceGame>,
+        opts: &DemoOptions,
+        tournament: SharedTournament,
+    ) -> Result<(Demo, Vec<PathBuf>), dgt_hil_sim::SimError> {
+        let games: Arc<Vec<SourceGame>> =
+            Arc::new(games.into_iter().filter(|g| !g.moves.is_empty()).collect());
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut boards = Vec::new();
+        let mut paths = Vec::new();
+        let mut drivers = Vec::new();
+        for i in 0..opts.boards {
+            let config = SimConfig {
+                board: BoardConfig::with_serial(opts.first_serial + i),
+                speed: opts.speed,
+                ..SimConfig::default()
+            };
+            let board = Arc::new(SimBoard::spawn(config)?);
+            paths.push(board.path());
+            let (b, games, stop, tournament) =
+                (Arc::clone(&board), Arc::clone(&games), Arc::clone(&stop), tournament.clone());
+            let number = i + 1;
+            let n_boards = opts.boards as usize;
+            let driver = std::thread::Builder::new()
+                .name(format!("demo board {number}"))
+                .spawn(move || {
+                    let mut k = i as usize;
+                    while !stop.load(Ordering::Relaxed) && !games.is_empty() {
+                        let game = &games[k % games.len()];
+                        let pairing = Pairing { white: player(game, "White"), black: player(game, "Black") };
+                        tournament.lock().pairings.insert(number, pairing);
+                        let plan = PlanOptions { seed: k as u64, ..PlanOptions::default() };
+                        let scenario = plan_game(game, &plan);
+                        let Ok(handle) = b.start_scenario(scenario, StartPolicy::WhenHostListens) else {
+                            return;
+                        };
+                        loop {
+                            if stop.load(Ordering::Relaxed) {
+                                return;
+                            }
+                            match handle.wait(Duration::from_millis(200)) {
+                                Ok(_) => break,
+                                Err(dgt_hil_sim::SimError::Timeout) => {}
+                                Err(_) => return,
+                            }
+                        }
+                        k += n_boards;
+                    }
+                })
+                .map_err(|e| dgt_hil_sim::SimError::Pty { what: "spawn demo driver", source: e })?;
+            boards.push(board);
+            drivers.push(driver);
+        }
+        Ok((Demo { boards, stop, drivers }, paths))
+    }
+
+    /// Stops the drivers and the boards.
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for d in self.drivers {
+            let _ = d.join();
+        }
+        drop(self.boards);
+    }
+}

@@ -1,0 +1,719 @@
+//! The live feed: shared board state, sequence numbers, and fan-out to websocket clients.
+//!
+//! # Why a broadcast ring
+//! Every change becomes one [`Delta`], numbered, applied to the shared [`BoardView`]s and
+//! serialised to JSON exactly once, then put in a `tokio::sync::broadcast` ring. Sending
+//! into the ring never waits for a receiver, so a slow client cannot delay a board or
+//! another client. A client that falls further behind than the ring holds gets
+//! `Lagged`: it is resynchronised with a fresh snapshot, and dropped if that keeps
+//! happening. A client whose socket does not accept a frame within a time limit is
+//! dropped too. Queues are therefore bounded by the ring size, per relay, not per client.
+//!
+//! # Why the lock covers numbering and sending
+//! [`Hub::publish`] assigns the sequence number, updates the state and sends under one
+//! mutex, and [`Hub::subscribe`] copies the state and creates its receiver under the same
+//! mutex. So a snapshot with sequence `n` is followed on the receiver by exactly the deltas
+//! `n+1, n+2, ...`: nothing is missed and nothing is applied twice.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+
+use crate::config::Pairing;
+use crate::shutdown::Listener;
+
+/// The version of the JSON feed format, sent as `"v"` in every frame.
+pub const FEED_VERSION: u32 = 1;
+/// Deltas kept for slow receivers before they lag.
+pub const RING: usize = 4096;
+/// The largest client message accepted, bytes.
+pub const MAX_CLIENT_MESSAGE: usize = 4096;
+/// Alerts kept per board in the snapshot.
+pub const MAX_ALERTS: usize = 10;
+
+/// A board's connection state, as LiveChess names them where they overlap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BoardStatus {
+    /// Known (from the configuration or a journal) but never seen since start.
+    Offline,
+    /// Port open, handshake in progress.
+    Connecting,
+    /// Handshake done; events flow.
+    Active,
+    /// Silence or an I/O error: the session is reopening the port.
+    NotResponding,
+}
+
+/// Whether a move may still change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MoveState {
+    /// Shown on the board, not yet certain; may be retracted. Never in PGN.
+    Provisional,
+    /// Certain, journaled and in the PGN.
+    Confirmed,
+}
+
+/// One ply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MoveView {
+    /// 1-based ply number.
+    pub ply: u32,
+    /// SAN with check suffix.
+    pub san: String,
+    /// UCI.
+    pub uci: String,
+    /// The mover's clock after the move, seconds (`%clk`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clk: Option<u32>,
+    /// Time used on the move, seconds (`%emt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emt: Option<u32>,
+}
+
+/// Which side's clock runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// White.
+    White,
+    /// Black.
+    Black,
+}
+
+/// Both clocks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockView {
+    /// White's time, seconds.
+    pub white: Option<u32>,
+    /// Black's time, seconds.
+    pub black: Option<u32>,
+    /// Whose clock runs; null when stopped.
+    pub running: Option<Side>,
+}
+
+/// How serious an alert is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertLevel {
+    /// Informational (a board came back).
+    Info,
+    /// The operator should look (a misplaced piece).
+    Warning,
+    /// Something is wrong and needs action (disk full, board lost).
+    Error,
+}
+
+/// An operator alert.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertView {
+    /// Stable machine-readable code (`position_mismatch`, `not_responding`, `storage`, ...).
+    pub code: String,
+    /// Severity.
+    pub level: AlertLevel,
+    /// What happened and what to do, for a person.
+    pub message: String,
+    /// Squares involved, if any (`e4`...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub squares: Vec<String>,
+}
+
+/// Everything about one board and its current game.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoardView {
+    /// Board number.
+    pub board: u32,
+    /// The e-board's serial number, once known.
+    pub serial: Option<String>,
+    /// The serial port it was last seen on.
+    pub port: Option<String>,
+    /// Connection state.
+    pub status: BoardStatus,
+    /// Round of the current game.
+    pub round: u32,
+    /// Players.
+    pub pairing: Pairing,
+    /// Start position when not the standard one.
+    pub start_fen: Option<String>,
+    /// Position after the confirmed moves (FEN), when known.
+    pub fen: Option<String>,
+    /// Confirmed moves.
+    pub moves: Vec<MoveView>,
+    /// Provisional moves after the confirmed ones.
+    pub provisional: Vec<MoveView>,
+    /// Clocks, when a clock is attached.
+    pub clock: Option<ClockView>,
+    /// The result, once the game is over (`1-0`, `0-1`, `1/2-1/2`).
+    pub result: Option<String>,
+    /// The PGN `Termination`, when over.
+    pub termination: Option<String>,
+    /// The board is used rotated (White at the connector's right).
+    pub flipped: bool,
+    /// The latest alerts, oldest first.
+    pub alerts: Vec<AlertView>,
+}
+
+impl BoardView {
+    /// A board with no game yet.
+    pub fn new(board: u32, round: u32) -> BoardView {
+        BoardView {
+            board,
+            serial: None,
+            port: None,
+            status: BoardStatus::Offline,
+            round,
+            pairing: Pairing::default(),
+            start_fen: None,
+            fen: None,
+            moves: Vec::new(),
+            provisional: Vec::new(),
+            clock: None,
+            result: None,
+            termination: None,
+            flipped: false,
+            alerts: Vec::new(),
+        }
+    }
+}
+
+/// One change. Each variant is one feed frame type (`"type"` in JSON).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Delta {
+    /// A move, provisional or confirmed. A confirmed move at ply `p` replaces any move at
+    /// `p` or later; a provisional one replaces provisional moves from `p` on.
+    Move {
+        /// Board number.
+        board: u32,
+        /// Provisional or confirmed.
+        state: MoveState,
+        /// The move.
+        #[serde(rename = "move")]
+        mv: MoveView,
+        /// The position after the confirmed moves, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fen: Option<String>,
+    },
+    /// Moves from `from_ply` on are withdrawn (a provisional move the board no longer shows,
+    /// or confirmed moves taken back).
+    Retract {
+        /// Board number.
+        board: u32,
+        /// Which list.
+        state: MoveState,
+        /// First withdrawn ply.
+        from_ply: u32,
+        /// The position after the remaining confirmed moves, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fen: Option<String>,
+    },
+    /// The clocks changed.
+    Clock {
+        /// Board number.
+        board: u32,
+        /// The clocks.
+        clock: ClockView,
+    },
+    /// The connection state changed.
+    Status {
+        /// Board number.
+        board: u32,
+        /// New state.
+        status: BoardStatus,
+        /// Serial number.
+        serial: Option<String>,
+        /// Port.
+        port: Option<String>,
+    },
+    /// An operator alert; `board` is null for relay-wide alerts.
+    Alert {
+        /// Board number, if about one board.
+        board: Option<u32>,
+        /// The alert.
+        alert: AlertView,
+    },
+    /// The game ended (or the operator set or cleared a result: null clears).
+    Result {
+        /// Board number.
+        board: u32,
+        /// `1-0`, `0-1`, `1/2-1/2` or null.
+        result: Option<String>,
+        /// PGN `Termination`.
+        termination: Option<String>,
+    },
+    /// The whole board was replaced: a new game, new pairing, flip, start position or a
+    /// corrected move.
+    Board {
+        /// The new state.
+        view: Box<BoardView>,
+    },
+}
+
+impl Delta {
+    /// The board the delta is about, if any.
+    pub fn board(&self) -> Option<u32> {
+        match self {
+            Delta::Move { board, .. }
+            | Delta::Retract { board, .. }
+            | Delta::Clock { board, .. }
+            | Delta::Status { board, .. }
+            | Delta::Result { board, .. } => Some(*board),
+            Delta::Alert { board, .. } => *board,
+            Delta::Board { view } => Some(view.board),
+        }
+    }
+
+    fn apply(&self, boards: &mut BTreeMap<u32, BoardView>, round: u32) {
+        let Some(n) = self.board() else { return };
+        let view = boards.entry(n).or_insert_with(|| BoardView::new(n, round));
+        match self {
+            Delta::Move { state: MoveState::Confirmed, mv, fen, .. } => {
+                view.moves.retain(|m| m.ply < mv.ply);
+                view.moves.push(mv.clone());
+                view.provisional.retain(|m| m.ply > mv.ply);
+                if fen.is_some() {
+                    view.fen.clone_from(fen);
+                }
+            }
+            Delta::Move { state: MoveState::Provisional, mv, .. } => {
+                view.provisional.retain(|m| m.ply < mv.ply);
+                view.provisional.push(mv.clone());
+            }
+            Delta::Retract { state: MoveState::Provisional, from_ply, .. } => {
+                view.provisional.retain(|m| m.ply < *from_ply);
+            }
+            Delta::Retract { state: MoveState::Confirmed, from_ply, fen, .. } => {
+                view.moves.retain(|m| m.ply < *from_ply);
+                view.provisional.clear();
+                if fen.is_some() {
+                    view.fen.clone_from(fen);
+                }
+            }
+            Delta::Clock { clock, .. } => view.clock = Some(*clock),
+            Delta::Status { status, serial, port, .. } => {
+                view.status = *status;
+                if serial.is_some() {
+                    view.serial.clone_from(serial);
+                }
+                if port.is_some() {
+                    view.port.clone_from(port);
+                }
+            }
+            Delta::Alert { alert, .. } => {
+                if view.alerts.len() >= MAX_ALERTS {
+                    view.alerts.remove(0);
+                }
+                view.alerts.push(alert.clone());
+            }
+            Delta::Result { result, termination, .. } => {
+                view.result.clone_from(result);
+                view.termination.clone_from(termination);
+            }
+            Delta::Board { view: new } => *view = (**new).clone(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    v: u32,
+    seq: u64,
+    #[serde(flatten)]
+    delta: &'a Delta,
+}
+
+/// A serialised delta, shared by every receiver.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    /// Its sequence number.
+    pub seq: u64,
+    /// The board it is about (None: every subscriber gets it).
+    pub board: Option<u32>,
+    /// The JSON text.
+    pub json: Utf8Bytes,
+}
+
+/// A consistent copy of every board at one sequence number.
+#[derive(Clone, Debug, Serialize)]
+pub struct Snapshot {
+    /// The sequence number of the last delta included.
+    pub seq: u64,
+    /// Boards by number.
+    pub boards: Vec<BoardView>,
+}
+
+struct HubInner {
+    seq: u64,
+    round: u32,
+    boards: BTreeMap<u32, BoardView>,
+    relay_alerts: VecDeque<AlertView>,
+}
+
+/// The shared state and the fan-out ring.
+pub struct Hub {
+    inner: Mutex<HubInner>,
+    tx: broadcast::Sender<Arc<Frame>>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub").finish_non_exhaustive()
+    }
+}
+
+impl Hub {
+    /// An empty hub; `round` is the default round for boards first seen in a delta.
+    pub fn new(round: u32) -> Hub {
+        Hub {
+            inner: Mutex::new(HubInner {
+                seq: 0,
+                round,
+                boards: BTreeMap::new(),
+                relay_alerts: VecDeque::new(),
+            }),
+            tx: broadcast::channel(RING).0,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HubInner> {
+        // A panic while holding the lock leaves consistent data (apply is total): go on.
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Numbers, applies and sends one delta; returns its sequence number.
+    pub fn publish(&self, delta: Delta) -> u64 {
+        let mut inner = self.lock();
+        inner.seq += 1;
+        let seq = inner.seq;
+        let round = inner.round;
+        delta.apply(&mut inner.boards, round);
+        if let Delta::Alert { board: None, alert } = &delta {
+            if inner.relay_alerts.len() >= MAX_ALERTS {
+                inner.relay_alerts.pop_front();
+            }
+            inner.relay_alerts.push_back(alert.clone());
+        }
+        let json =
+            serde_json::to_string(&Envelope { v: FEED_VERSION, seq, delta: &delta }).unwrap_or_else(|e| {
+                format!(r#"{{"v":{FEED_VERSION},"seq":{seq},"type":"error","message":"{e}"}}"#)
+            });
+        // No receivers is fine.
+        let _ = self.tx.send(Arc::new(Frame { seq, board: delta.board(), json: json.into() }));
+        seq
+    }
+
+    /// A snapshot and a receiver that continues exactly after it.
+    pub fn subscribe(&self) -> (Snapshot, broadcast::Receiver<Arc<Frame>>) {
+        let inner = self.lock();
+        let rx = self.tx.subscribe();
+        (Snapshot { seq: inner.seq, boards: inner.boards.values().cloned().collect() }, rx)
+    }
+
+    /// A copy of every board.
+    pub fn boards(&self) -> Vec<BoardView> {
+        self.lock().boards.values().cloned().collect()
+    }
+
+    /// A copy of one board.
+    pub fn board(&self, n: u32) -> Option<BoardView> {
+        self.lock().boards.get(&n).cloned()
+    }
+
+    /// Relay-wide alerts (not about one board), oldest first.
+    pub fn relay_alerts(&self) -> Vec<AlertView> {
+        self.lock().relay_alerts.iter().cloned().collect()
+    }
+
+    /// The current sequence number.
+    pub fn seq(&self) -> u64 {
+        self.lock().seq
+    }
+
+    /// Sets the default round for boards first seen later.
+    pub fn set_round(&self, round: u32) {
+        self.lock().round = round;
+    }
+
+    /// Current websocket receivers.
+    pub fn receivers(&self) -> usize {
+        self.tx.receiver_count()
+    }
+}
+
+/// What a client may send.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+enum ClientMessage {
+    /// Choose boards; a new snapshot follows.
+    Subscribe {
+        #[serde(default)]
+        boards: BoardSelection,
+    },
+    /// Ask for a fresh snapshot.
+    Resync {},
+    /// Liveness check; answered with `pong`.
+    Ping {},
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(untagged)]
+enum BoardSelection {
+    #[default]
+    #[serde(skip)]
+    Unset,
+    All(AllTag),
+    Some(Vec<u32>),
+}
+
+#[derive(Debug, Deserialize)]
+enum AllTag {
+    #[serde(rename = "all")]
+    All,
+}
+
+/// Per-client limits.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientLimits {
+    /// Longest wait for the socket to take one frame before the client is dropped.
+    pub send_timeout: Duration,
+    /// Resyncs allowed within [`ClientLimits::resync_window`] before the client is dropped.
+    pub max_resyncs: usize,
+    /// See `max_resyncs`.
+    pub resync_window: Duration,
+    /// Malformed messages tolerated before the client is dropped.
+    pub max_errors: usize,
+}
+
+impl Default for ClientLimits {
+    fn default() -> Self {
+        ClientLimits {
+            send_timeout: Duration::from_secs(5),
+            max_resyncs: 3,
+            resync_window: Duration::from_secs(60),
+            max_errors: 20,
+        }
+    }
+}
+
+fn error_frame(code: &str, message: &str) -> Message {
+    let v = serde_json::json!({"v": FEED_VERSION, "type": "error", "code": code, "message": message});
+    Message::Text(v.to_string().into())
+}
+
+fn snapshot_frame(
+    snap: &Snapshot,
+    filter: Option<&BTreeSet<u32>>,
+    resync: bool,
+    alerts: &[AlertView],
+) -> Message {
+    let boards: Vec<&BoardView> =
+        snap.boards.iter().filter(|b| filter.is_none_or(|f| f.contains(&b.board))).collect();
+    let v = serde_json::json!({
+        "v": FEED_VERSION,
+        "type": "snapshot",
+        "seq": snap.seq,
+        "resync": resync,
+        "boards": boards,
+        "alerts": alerts,
+    });
+    Message::Text(v.to_string().into())
+}
+
+/// Why a client's session ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientEnd {
+    /// The client closed or the connection broke.
+    Closed,
+    /// The relay is shutting down.
+    Shutdown,
+    /// Too slow: lagged too often or a frame send timed out.
+    TooSlow,
+    /// Too many malformed messages.
+    TooManyErrors,
+}
+
+/// Serves one websocket client until it leaves, misbehaves or the relay stops.
+pub async fn serve_client(
+    mut ws: WebSocket,
+    hub: Arc<Hub>,
+    mut stop: Listener,
+    limits: ClientLimits,
+) -> ClientEnd {
+    let mut filter: Option<BTreeSet<u32>> = None;
+    let (snap, mut rx) = hub.subscribe();
+    let mut resyncs: VecDeque<Instant> = VecDeque::new();
+    let mut errors = 0usize;
+    let alerts = hub.relay_alerts();
+    if !send(&mut ws, snapshot_frame(&snap, None, false, &alerts), limits).await {
+        return ClientEnd::TooSlow;
+    }
+    loop {
+        tokio::select! {
+            _ = stop.wait() => {
+                let _ = tokio::time::timeout(limits.send_timeout, ws.send(Message::Close(Some(CloseFrame {
+                    code: 1001,
+                    reason: "relay shutting down".into(),
+                })))).await;
+                return ClientEnd::Shutdown;
+            }
+            incoming = ws.recv() => {
+                let text = match incoming {
+                    None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return ClientEnd::Closed,
+                    Some(Ok(Message::Text(t))) => t,
+                    Some(Ok(Message::Binary(_))) => {
+                        errors += 1;
+                        if !send(&mut ws, error_frame("bad_message", "binary frames are not accepted"), limits).await {
+                            return ClientEnd::TooSlow;
+                        }
+                        if errors > limits.max_errors { return ClientEnd::TooManyErrors; }
+                        continue;
+                    }
+                    Some(Ok(_)) => continue, // ping/pong: answered by the library
+                };
+                let reply = match serde_json::from_str::<ClientMessage>(text.as_str()) {
+                    Err(e) => {
+                        errors += 1;
+                        if errors > limits.max_errors { return ClientEnd::TooManyErrors; }
+                        error_frame("bad_message", &format!("not a valid client message: {e}"))
+                    }
+                    Ok(ClientMessage::Ping {}) => Message::Text(format!(r#"{{"v":{FEED_VERSION},"type":"pong"}}"#).into()),
+                    Ok(ClientMessage::Subscribe { boards }) => {
+                        match boards {
+                            BoardSelection::Unset | BoardSelection::All(AllTag::All) => filter = None,
+                            BoardSelection::Some(list) if list.len() <= crate::config::MAX_BOARDS => {
+                                filter = Some(list.into_iter().collect());
+                            }
+                            BoardSelection::Some(_) => {
+                                errors += 1;
+                                let f = error_frame("bad_message", "too many boards in one subscription");
+                                if !send(&mut ws, f, limits).await { return ClientEnd::TooSlow; }
+                                continue;
+                            }
+                        }
+                        let (snap, new_rx) = hub.subscribe();
+                        rx = new_rx;
+                        snapshot_frame(&snap, filter.as_ref(), false, &hub.relay_alerts())
+                    }
+                    Ok(ClientMessage::Resync {}) => {
+                        let (snap, new_rx) = hub.subscribe();
+                        rx = new_rx;
+                        snapshot_frame(&snap, filter.as_ref(), true, &hub.relay_alerts())
+                    }
+                };
+                if !send(&mut ws, reply, limits).await { return ClientEnd::TooSlow; }
+            }
+            frame = rx.recv() => match frame {
+                Ok(frame) => {
+                    let wanted = match (frame.board, &filter) {
+                        (Some(b), Some(f)) => f.contains(&b),
+                        _ => true,
+                    };
+                    if wanted && !send(&mut ws, Message::Text(frame.json.clone()), limits).await {
+                        return ClientEnd::TooSlow;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    let now = Instant::now();
+                    while resyncs.front().is_some_and(|t| now.duration_since(*t) > limits.resync_window) {
+                        resyncs.pop_front();
+                    }
+                    resyncs.push_back(now);
+                    if resyncs.len() > limits.max_resyncs {
+                        tracing::warn!(missed, "websocket client too slow, dropped");
+                        let f = error_frame("too_slow", "the client fell behind too often and is disconnected");
+                        let _ = tokio::time::timeout(limits.send_timeout, ws.send(f)).await;
+                        return ClientEnd::TooSlow;
+                    }
+                    tracing::info!(missed, "websocket client lagged, resynchronising");
+                    let (snap, new_rx) = hub.subscribe();
+                    rx = new_rx;
+                    if !send(&mut ws, snapshot_frame(&snap, filter.as_ref(), true, &hub.relay_alerts()), limits).await {
+                        return ClientEnd::TooSlow;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return ClientEnd::Shutdown,
+            }
+        }
+    }
+}
+
+async fn send(ws: &mut WebSocket, msg: Message, limits: ClientLimits) -> bool {
+    matches!(tokio::time::timeout(limits.send_timeout, ws.send(msg)).await, Ok(Ok(())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mv(ply: u32, san: &str) -> MoveView {
+        MoveView { ply, san: san.into(), uci: String::new(), clk: None, emt: None }
+    }
+
+    #[test]
+    fn snapshot_then_deltas_are_contiguous() {
+        let hub = Hub::new(1);
+        hub.publish(Delta::Move { board: 1, state: MoveState::Confirmed, mv: mv(1, "e4"), fen: None });
+        let (snap, mut rx) = hub.subscribe();
+        assert_eq!(snap.seq, 1);
+        assert_eq!(snap.boards[0].moves.len(), 1);
+        hub.publish(Delta::Move { board: 1, state: MoveState::Provisional, mv: mv(2, "e5"), fen: None });
+        let f = rx.try_recv().unwrap();
+        assert_eq!(f.seq, 2);
+        let v: serde_json::Value = serde_json::from_str(f.json.as_str()).unwrap();
+        assert_eq!(v["v"], 1);
+        assert_eq!(v["type"], "move");
+        assert_eq!(v["state"], "provisional");
+        assert_eq!(v["move"]["san"], "e5");
+    }
+
+    #[test]
+    fn moves_retractions_and_takebacks_update_the_view() {
+        let hub = Hub::new(2);
+        let b = 7;
+        hub.publish(Delta::Move { board: b, state: MoveState::Provisional, mv: mv(1, "e4"), fen: None });
+        hub.publish(Delta::Move { board: b, state: MoveState::Provisional, mv: mv(2, "e5"), fen: None });
+        hub.publish(Delta::Move { board: b, state: MoveState::Confirmed, mv: mv(1, "e4"), fen: None });
+        let v = hub.board(b).unwrap();
+        assert_eq!((v.round, v.moves.len(), v.provisional.len()), (2, 1, 1));
+        hub.publish(Delta::Retract { board: b, state: MoveState::Provisional, from_ply: 2, fen: None });
+        assert!(hub.board(b).unwrap().provisional.is_empty());
+        hub.publish(Delta::Retract { board: b, state: MoveState::Confirmed, from_ply: 1, fen: None });
+        assert!(hub.board(b).unwrap().moves.is_empty());
+    }
+
+    #[test]
+    fn client_messages_parse_strictly() {
+        let ok: ClientMessage = serde_json::from_str(r#"{"type":"subscribe","boards":[1,2]}"#).unwrap();
+        assert!(matches!(ok, ClientMessage::Subscribe { boards: BoardSelection::Some(v) } if v == [1, 2]));
+        let all: ClientMessage = serde_json::from_str(r#"{"type":"subscribe","boards":"all"}"#).unwrap();
+        assert!(matches!(all, ClientMessage::Subscribe { boards: BoardSelection::All(_) }));
+        let none: ClientMessage = serde_json::from_str(r#"{"type":"subscribe"}"#).unwrap();
+        assert!(matches!(none, ClientMessage::Subscribe { boards: BoardSelection::Unset }));
+        for bad in [
+            r#"{"type":"subscribe","boards":"some"}"#,
+            r#"{"type":"nope"}"#,
+            "[]",
+            r#"{"type":"ping","x":1}"#,
+        ] {
+            assert!(serde_json::from_str::<ClientMessage>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_lagging_receiver_is_told_it_lagged() {
+        let hub = Hub::new(1);
+        let (_, mut rx) = hub.subscribe();
+        for i in 0..(RING as u32 + 10) {
+            hub.publish(Delta::Clock {
+                board: 1,
+                clock: ClockView { white: Some(i), black: None, running: None },
+            });
+        }
+        assert!(matches!(rx.try_recv(), Err(broadcast::error::TryRecvError::Lagged(_))));
+    }
+}

@@ -1,0 +1,213 @@
+//! `dgt-relay`: the DGT live relay daemon (see `API.md` for the CLI, feed and HTTP API).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use dgt_relay::config::Config;
+use dgt_relay::relay::Relay;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(
+    name = "dgt-relay",
+    version,
+    about = "Live relay for DGT e-boards: websocket feed and PGN over HTTP"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Relay real boards on serial ports.
+    Run {
+        /// A TOML configuration file.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// A serial port to open (repeatable).
+        #[arg(long = "port", short)]
+        ports: Vec<PathBuf>,
+        /// Also open every /dev/ttyUSB*, /dev/ttyACM* and /dev/rfcomm* that appears.
+        #[arg(long)]
+        discover: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Simulated boards replaying corpus games on pseudo-terminals; no hardware needed.
+    Demo {
+        /// Number of simulated boards.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=200))]
+        boards: u32,
+        /// Simulator speed factor (1 = real time).
+        #[arg(long, default_value_t = 10.0)]
+        speed: f64,
+        /// PGN file of games to replay.
+        #[arg(long)]
+        games: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Check a configuration file and exit.
+    CheckConfig {
+        /// The file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Args)]
+struct Common {
+    /// Address to listen on (default 127.0.0.1:8080; loopback unless told otherwise).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Data folder for journals and PGN.
+    #[arg(long)]
+    data: Option<PathBuf>,
+}
+
+fn default_games() -> Option<PathBuf> {
+    let name = "livechess-2.2.5-sample-round.pgn";
+    let candidates = [
+        PathBuf::from("../shared/corpus").join(name),
+        PathBuf::from("shared/corpus").join(name),
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus").join(name),
+    ];
+    candidates.into_iter().find(|p| p.exists())
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
+        .init();
+    match cli.command {
+        Cmd::CheckConfig { file } => {
+            let c = Config::load(&file)?;
+            println!("{}: ok ({} boards, round {})", file.display(), c.boards.len(), c.event.round);
+            Ok(())
+        }
+        Cmd::Run { config, ports, discover, common } => {
+            let mut cfg = match &config {
+                Some(path) => Config::load(path)?,
+                None => Config::default(),
+            };
+            cfg.ports.extend(ports);
+            cfg.discover |= discover;
+            apply_common(&mut cfg, common);
+            if cfg.ports.is_empty() && !cfg.discover {
+                bail!("no board to relay: give --port PATH, --discover, or ports/discover in the config");
+            }
+            runtime()?.block_on(serve(cfg, None))
+        }
+        Cmd::Demo { boards, speed, games, common } => {
+            if !(speed > 0.0 && speed <= 1000.0) {
+                bail!("--speed must be between 0 and 1000");
+            }
+            let path = games.or_else(default_games).context("no games: pass --games FILE.pgn")?;
+            let games = dgt_hil_sim::pgn::read_games(&path)?;
+            let mut cfg = Config {
+                data: PathBuf::from("dgt-relay-demo"),
+                event: dgt_relay::config::EventInfo {
+                    name: "DGT live relay demo".into(),
+                    site: "Simulated boards".into(),
+                    ..Default::default()
+                },
+                ..Config::default()
+            };
+            apply_common(&mut cfg, common);
+            let opts = dgt_relay::demo::DemoOptions { boards, speed, first_serial: 10_001 };
+            // Simulated board i has serial 10001 + i and board number i + 1.
+            for i in 0..boards {
+                cfg.boards.push(dgt_relay::config::BoardConfig {
+                    number: i + 1,
+                    serial: Some(format!("{:05}", opts.first_serial + i)),
+                    pairing: dgt_relay::config::Pairing::default(),
+                });
+            }
+            runtime()?.block_on(serve(cfg, Some((games, opts))))
+        }
+    }
+}
+
+fn apply_common(cfg: &mut Config, common: Common) {
+    if let Some(l) = common.listen {
+        cfg.listen = l;
+    }
+    if let Some(d) = common.data {
+        cfg.data = d;
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+async fn serve(
+    mut cfg: Config,
+    demo: Option<(Vec<dgt_hil_sim::pgn::SourceGame>, dgt_relay::demo::DemoOptions)>,
+) -> anyhow::Result<()> {
+    let generated = cfg.ensure_token()?;
+    let relay =
+        Relay::start(&cfg).with_context(|| format!("cannot open the data folder {}", cfg.data.display()))?;
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    let addr = listener.local_addr()?;
+    if !addr.ip().is_loopback() {
+        tracing::warn!(%addr, "listening beyond this machine: admin calls are protected by the token only");
+    }
+    let mut sim = None;
+    if let Some((games, opts)) = demo {
+        let (d, paths) = dgt_relay::demo::Demo::start(games, &opts, relay.tournament.clone())?;
+        for p in paths {
+            relay.add_port(p, false);
+        }
+        sim = Some(d);
+    }
+    for p in &cfg.ports {
+        relay.add_port(p.clone(), false);
+    }
+    if cfg.discover {
+        relay.discover();
+    }
+    let base = format!("http://{addr}");
+    println!("dgt-relay listening on {base}");
+    println!("  websocket feed:  ws://{addr}/ws");
+    println!("  boards (JSON):   {base}/api/boards");
+    println!("  round PGN:       {base}/pgn/{}", cfg.event.round);
+    println!("  game PGN:        {base}/pgn/{}/1", cfg.event.round);
+    println!("  health:          {base}/health");
+    println!("  data folder:     {}", cfg.data.display());
+    if generated {
+        println!(
+            "  admin token:     {} (set DGT_RELAY_TOKEN or `token` in the config to fix it)",
+            cfg.token.as_deref().unwrap_or("")
+        );
+    }
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+
+    let app = dgt_relay::http::router(Arc::clone(&relay));
+    let mut stop = relay.shutdown().listener();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app).with_graceful_shutdown(async move { stop.wait().await }).await
+    });
+    let signal = dgt_relay::shutdown::signal().await?;
+    tracing::info!(signal, "shutting down");
+    relay.stop().await;
+    match tokio::time::timeout(std::time::Duration::from_secs(5), server).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => tracing::warn!(error = %e, "server error at shutdown"),
+        Ok(Err(e)) => tracing::warn!(error = %e, "server task failed"),
+        Err(_) => tracing::warn!("server did not stop within 5 s"),
+    }
+    if let Some(d) = sim {
+        d.stop();
+    }
+    tracing::info!("stopped; journals and PGN flushed");
+    Ok(())
+}

@@ -1,0 +1,315 @@
+//! Wiring: the registry of boards by serial number, port tasks, discovery, and the
+//! server's lifetime.
+//!
+//! A port task runs [`crate::serial::run_port`] and forwards its events. When the session
+//! identifies the board, the registry maps the serial number to a board number (from the
+//! configuration, from a journal of an earlier run, or the lowest free number) and the
+//! port attaches to that board's [`BoardActor`]. Every task is tracked so that shutdown
+//! can wait for all of them: the boards flush their journals, then the PGN writer writes
+//! the last files.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::board::{AdminCommand, BoardActor, BoardInput, Services, SharedTournament, Tournament};
+use crate::config::Config;
+use crate::feed::Hub;
+use crate::serial::{PortOptions, SerialEvent, SessionTiming};
+use crate::shutdown::Shutdown;
+use crate::store::{GameRecord, Store};
+
+/// Input queue of one board actor.
+const BOARD_QUEUE: usize = 1024;
+
+#[derive(Default)]
+struct Registry {
+    /// Serial number to board number.
+    by_serial: HashMap<String, u32>,
+    /// Board numbers reserved for a serial number by the configuration.
+    reserved: BTreeSet<u32>,
+    /// Running actors.
+    actors: BTreeMap<u32, mpsc::Sender<BoardInput>>,
+    /// Paths with a running port task.
+    ports: BTreeSet<PathBuf>,
+}
+
+/// The running relay.
+pub struct Relay {
+    /// The feed.
+    pub hub: Arc<Hub>,
+    /// The data folder.
+    pub store: Arc<Store>,
+    /// Event and pairings.
+    pub tournament: SharedTournament,
+    /// The admin token.
+    pub token: String,
+    /// Most websocket subscribers at once.
+    pub max_subscribers: usize,
+    registry: Mutex<Registry>,
+    shutdown: Shutdown,
+    /// Stopped after the boards, so the last PGN is written after the last move.
+    writer_shutdown: Shutdown,
+    tasks: Mutex<JoinSet<()>>,
+    writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    next_port_id: AtomicU64,
+    timing: SessionTiming,
+}
+
+impl std::fmt::Debug for Relay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Relay").finish_non_exhaustive()
+    }
+}
+
+impl Relay {
+    /// Opens the data folder, replays journals, resumes unfinished games and starts the PGN
+    /// writer. Ports are added with [`Relay::add_port`] and [`Relay::discover`].
+    pub fn start(config: &Config) -> Result<Arc<Relay>, crate::store::StoreError> {
+        let (store, games) = Store::open(&config.data)?;
+        let store = Arc::new(store);
+        let hub = Arc::new(Hub::new(config.event.round));
+        let mut tournament = Tournament { event: config.event.clone(), pairings: BTreeMap::new() };
+        let mut registry = Registry::default();
+        for b in &config.boards {
+            tournament.pairings.insert(b.number, b.pairing.clone());
+            if let Some(s) = &b.serial {
+                registry.by_serial.insert(s.clone(), b.number);
+                registry.reserved.insert(b.number);
+            }
+        }
+        let relay = Arc::new(Relay {
+            hub: Arc::clone(&hub),
+            store: Arc::clone(&store),
+            tournament: SharedTournament::new(tournament),
+            token: config.token.clone().unwrap_or_default(),
+            max_subscribers: config.max_subscribers,
+            registry: Mutex::new(registry),
+            shutdown: Shutdown::new(),
+            writer_shutdown: Shutdown::new(),
+            tasks: Mutex::new(JoinSet::new()),
+            writer: Mutex::new(None),
+            next_port_id: AtomicU64::new(1),
+            timing: SessionTiming::with_silence(Duration::from_millis(config.silence_ms)),
+        });
+        let writer = tokio::spawn(crate::store::run_pgn_writer(
+            Arc::clone(&store),
+            Arc::clone(&hub),
+            relay.writer_shutdown.listener(),
+        ));
+        *relay.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
+        relay.recover(games);
+        Ok(relay)
+    }
+
+    /// The shutdown signal every task listens to.
+    pub fn shutdown(&self) -> &Shutdown {
+        &self.shutdown
+    }
+
+    fn spawn(&self, fut: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner()).spawn(fut);
+    }
+
+    fn services(&self) -> Services {
+        Services {
+            hub: Arc::clone(&self.hub),
+            store: Arc::clone(&self.store),
+            tournament: self.tournament.clone(),
+        }
+    }
+
+    /// Publishes every journaled game's PGN; resumes the latest unfinished game of each
+    /// board in its actor.
+    fn recover(&self, games: Vec<GameRecord>) {
+        let mut latest: BTreeMap<u32, GameRecord> = BTreeMap::new();
+        for g in games {
+            let text = crate::pgn::write_game(&g, None);
+            self.store.set_pgn(g.round, g.board, text);
+            let newer = latest.get(&g.board).is_none_or(|old| {
+                (g.round, g.utc_date.as_str(), g.utc_time.as_str())
+                    >= (old.round, old.utc_date.as_str(), old.utc_time.as_str())
+            });
+            if newer {
+                latest.insert(g.board, g);
+            }
+        }
+        for (board, g) in latest {
+            if let Some(serial) = &g.serial {
+                let mut reg = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+                reg.by_serial.entry(serial.clone()).or_insert(board);
+            }
+            tracing::info!(
+                board,
+                round = g.round,
+                moves = g.moves.len(),
+                finished = g.result.is_some(),
+                "game recovered"
+            );
+            let serial = g.serial.clone();
+            self.spawn_actor(board, serial, Some(g));
+        }
+    }
+
+    fn spawn_actor(
+        &self,
+        board: u32,
+        serial: Option<String>,
+        resume: Option<GameRecord>,
+    ) -> mpsc::Sender<BoardInput> {
+        let (tx, rx) = mpsc::channel(BOARD_QUEUE);
+        self.registry.lock().unwrap_or_else(|p| p.into_inner()).actors.insert(board, tx.clone());
+        let actor = BoardActor::new(board, serial, self.services(), resume);
+        let stop = self.shutdown.listener();
+        let span = tracing::info_span!("board", n = board);
+        self.spawn(tracing::Instrument::instrument(actor.run(rx, stop), span));
+        tx
+    }
+
+    /// The actor for a serial number, creating the board if it is new.
+    pub fn board_for_serial(&self, serial: &str) -> (u32, mpsc::Sender<BoardInput>) {
+        let (number, existing) = {
+            let mut reg = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+            let number = match reg.by_serial.get(serial) {
+                Some(n) => *n,
+                None => {
+                    let n = (1..)
+                        .find(|n| {
+                            !reg.reserved.contains(n)
+                                && !reg.actors.contains_key(n)
+                                && !reg.by_serial.values().any(|v| v == n)
+                        })
+                        .unwrap_or(u32::MAX);
+                    reg.by_serial.insert(serial.to_owned(), n);
+                    n
+                }
+            };
+            (number, reg.actors.get(&number).cloned())
+        };
+        match existing {
+            Some(tx) => (number, tx),
+            None => (number, self.spawn_actor(number, Some(serial.to_owned()), None)),
+        }
+    }
+
+    /// The actor of a board number, if that board exists.
+    pub fn board(&self, number: u32) -> Option<mpsc::Sender<BoardInput>> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner()).actors.get(&number).cloned()
+    }
+
+    /// Sends an admin command to a board and waits for its answer.
+    pub async fn admin(&self, number: u32, cmd: AdminCommand) -> Result<(), AdminError> {
+        let tx = self.board(number).ok_or(AdminError::NoBoard)?;
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        tx.send(BoardInput::Admin(cmd, reply)).await.map_err(|_| AdminError::Gone)?;
+        rx.await.map_err(|_| AdminError::Gone)?.map_err(AdminError::Refused)
+    }
+
+    /// Starts a port task for `path` unless one runs. Discovered ports stop when their
+    /// device node disappears; configured ones are retried forever.
+    pub fn add_port(self: &Arc<Self>, path: PathBuf, discovered: bool) {
+        {
+            let mut reg = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+            if !reg.ports.insert(path.clone()) {
+                return;
+            }
+        }
+        let port_id = self.next_port_id.fetch_add(1, Ordering::Relaxed);
+        let (ev_tx, mut ev_rx) = mpsc::channel(1024);
+        let (cmd_tx, cmd_rx) = mpsc::channel(16);
+        let opts =
+            PortOptions { timing: self.timing, exit_when_missing: discovered, ..PortOptions::default() };
+        let span = tracing::info_span!("port", path = %path.display());
+        let stop = self.shutdown.listener();
+        self.spawn(tracing::Instrument::instrument(
+            crate::serial::run_port(path.clone(), ev_tx, cmd_rx, stop, opts),
+            span.clone(),
+        ));
+        let relay = Arc::clone(self);
+        let display = path.display().to_string();
+        self.spawn(tracing::Instrument::instrument(
+            async move {
+                let mut actor: Option<mpsc::Sender<BoardInput>> = None;
+                while let Some(event) = ev_rx.recv().await {
+                    if let SerialEvent::Identified { serial, version } = &event {
+                        let (number, tx) = relay.board_for_serial(serial);
+                        tracing::info!(%serial, ?version, board = number, "board identified");
+                        let attach =
+                            BoardInput::Attach { port_id, path: display.clone(), commands: cmd_tx.clone() };
+                        if tx.send(attach).await.is_err() {
+                            break;
+                        }
+                        actor = Some(tx);
+                        continue;
+                    }
+                    if let Some(tx) = &actor
+                        && tx.send(BoardInput::Serial { port_id, event }).await.is_err()
+                    {
+                        break;
+                    }
+                }
+                relay.registry.lock().unwrap_or_else(|p| p.into_inner()).ports.remove(&path);
+            },
+            span,
+        ));
+    }
+
+    /// Looks for new USB and Bluetooth serial devices every two seconds until shutdown.
+    pub fn discover(self: &Arc<Self>) {
+        let relay = Arc::clone(self);
+        let mut stop = self.shutdown.listener();
+        self.spawn(async move {
+            loop {
+                for p in crate::serial::discover_ports() {
+                    relay.add_port(p, true);
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+                    _ = stop.wait() => return,
+                }
+            }
+        });
+    }
+
+    /// Stops every task and waits for them: boards flush their journals, then the last PGN
+    /// files are written.
+    pub async fn stop(&self) {
+        self.shutdown.trigger();
+        loop {
+            let next = {
+                let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+                if tasks.is_empty() {
+                    break;
+                }
+                // Take the set out to await it without holding the lock.
+                std::mem::take(&mut *tasks)
+            };
+            let mut set = next;
+            while set.join_next().await.is_some() {}
+        }
+        self.writer_shutdown.trigger();
+        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(w) = writer {
+            let _ = w.await;
+        }
+    }
+}
+
+/// Why an admin command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// No board with that number is known.
+    #[error("no such board")]
+    NoBoard,
+    /// The board's task has stopped.
+    #[error("the board is shutting down")]
+    Gone,
+    /// The board refused, with a reason.
+    #[error("{0}")]
+    Refused(String),
+}

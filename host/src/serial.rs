@@ -1,0 +1,702 @@
+//! One serial port: open it, talk the DGT protocol, keep the board alive, reopen it when
+//! it goes away.
+//!
+//! # Shape
+//! [`run_port`] owns a port path for the relay's lifetime: it opens the port (9600 8N1,
+//! raw, no flow control), runs a [`Session`] on it until the board stops answering or an
+//! I/O error occurs, reports that, and reopens with backoff. A missing or busy port is
+//! reported and retried, never fatal. The session itself is generic over the byte stream
+//! ([`AsyncRead`] + [`AsyncWrite`]) so tests can drive it without a device.
+//!
+//! # Handshake (fact sheet 2.3, 8.3)
+//! `40` (reset) then `4B` (update-nice mode), `4D` (version) and `45` (serial number),
+//! repeated every 2 s until the version and serial number arrive. Then `42` (full board
+//! dump) and the clock version command `2B 03 03 09 00`, queued like every clock command.
+//! The board is identified by its serial number, so a board moved to another socket keeps
+//! its board number and game.
+//!
+//! # Keep-alive and clock commands (fact sheet 7.3)
+//! `45` every second; silence longer than the configured limit ends the session. Clock
+//! commands go one at a time: the next is sent only after the ack of the previous, a
+//! missing ack is retried after 2 s, three attempts at most; an error ack is retried once.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use dgt_protocol::{AckKind, Bwtime, ClockCommand, Command, Decoded, Decoder, Message};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::shutdown::Listener;
+
+/// Clock commands waiting behind the one in flight, at most.
+pub const MAX_CLOCK_QUEUE: usize = 16;
+
+/// Timing of a session.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionTiming {
+    /// Keep-alive (`45`) period.
+    pub keepalive: Duration,
+    /// Silence after which the board is declared not responding.
+    pub silence: Duration,
+    /// Handshake retry period.
+    pub handshake_retry: Duration,
+    /// Handshake attempts before giving up on this opening of the port.
+    pub handshake_attempts: u32,
+    /// Clock ack timeout.
+    pub clock_ack: Duration,
+    /// Clock command attempts.
+    pub clock_attempts: u32,
+}
+
+impl Default for SessionTiming {
+    fn default() -> Self {
+        SessionTiming {
+            keepalive: Duration::from_secs(1),
+            silence: Duration::from_secs(5),
+            handshake_retry: Duration::from_secs(2),
+            handshake_attempts: 5,
+            clock_ack: Duration::from_secs(2),
+            clock_attempts: 3,
+        }
+    }
+}
+
+impl SessionTiming {
+    /// Default timing with a given silence limit; the keep-alive runs at least three times
+    /// within it, so one late reply never looks like silence.
+    pub fn with_silence(silence: Duration) -> SessionTiming {
+        let d = SessionTiming::default();
+        SessionTiming { silence, keepalive: d.keepalive.min(silence / 3), ..d }
+    }
+}
+
+/// What the session tells the board layer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SerialEvent {
+    /// The port is open; the handshake starts.
+    Opened,
+    /// The board answered the handshake.
+    Identified {
+        /// Its serial number (ASCII digits).
+        serial: String,
+        /// Firmware version.
+        version: (u8, u8),
+    },
+    /// A board message for the tracker: a dump, a field update or clock times.
+    Board(Message<'static>),
+    /// A clock answered the version command.
+    ClockFound {
+        /// Main and sub version.
+        version: (u8, u8),
+    },
+    /// A clock command got no ack after every attempt.
+    ClockCommandFailed(ClockCommand),
+    /// Bytes were thrown away by the decoder.
+    Noise(usize),
+    /// The session ended: silence, an I/O error, or no handshake. The port is reopened.
+    Lost {
+        /// Why, for people.
+        reason: String,
+    },
+    /// The port could not be opened (missing, busy, no permission); retried.
+    OpenFailed {
+        /// Why, for people.
+        reason: String,
+    },
+}
+
+/// What the board layer asks of the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionCommand {
+    /// Send `42` (full board dump).
+    RequestDump,
+    /// Queue a clock command.
+    Clock(ClockCommand),
+}
+
+/// Why a session ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// Shutdown was requested.
+    Shutdown,
+    /// The event receiver is gone.
+    Detached,
+    /// The board went away; the reason is for people.
+    Lost(String),
+}
+
+struct InFlight {
+    cmd: ClockCommand,
+    sent: Instant,
+    attempts: u32,
+    error_retried: bool,
+}
+
+fn ack_matches(cmd: &ClockCommand, kind: AckKind) -> bool {
+    matches!(
+        (cmd, kind),
+        (ClockCommand::XlDisplay { .. }, AckKind::Display)
+            | (ClockCommand::Icons { .. }, AckKind::Icons)
+            | (ClockCommand::End, AckKind::End)
+            | (ClockCommand::Button, AckKind::Button)
+            | (ClockCommand::Version, AckKind::Version { .. })
+            | (ClockCommand::SetAndRun { .. }, AckKind::SetAndRun)
+            | (ClockCommand::Beep { .. }, AckKind::Beep)
+            | (ClockCommand::Ascii { .. }, AckKind::Ascii)
+            | (ClockCommand::Rev2Ascii { .. }, AckKind::Rev2Ascii)
+    )
+}
+
+/// A protocol session on one open byte stream.
+pub struct Session<T> {
+    io: T,
+    timing: SessionTiming,
+    events: mpsc::Sender<SerialEvent>,
+    decoder: Box<Decoder<256>>,
+    serial: Option<String>,
+    version: Option<(u8, u8)>,
+    identified: bool,
+    clock_queue: VecDeque<ClockCommand>,
+    in_flight: Option<InFlight>,
+}
+
+impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
+    /// A session on `io`, reporting to `events`.
+    pub fn new(io: T, timing: SessionTiming, events: mpsc::Sender<SerialEvent>) -> Self {
+        Session {
+            io,
+            timing,
+            events,
+            decoder: Box::new(Decoder::new()),
+            serial: None,
+            version: None,
+            identified: false,
+            clock_queue: VecDeque::new(),
+            in_flight: None,
+        }
+    }
+
+    async fn send(&mut self, cmds: &[Command]) -> std::io::Result<()> {
+        let mut buf = [0u8; 64];
+        let mut n = 0;
+        for c in cmds {
+            n += c
+                .encode(&mut buf[n..])
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+        }
+        self.io.write_all(&buf[..n]).await?;
+        self.io.flush().await
+    }
+
+    async fn emit(&self, e: SerialEvent) -> bool {
+        self.events.send(e).await.is_ok()
+    }
+
+    async fn pump_clock(&mut self) -> std::io::Result<()> {
+        if self.in_flight.is_none()
+            && let Some(cmd) = self.clock_queue.pop_front()
+        {
+            self.send(&[Command::Clock(cmd)]).await?;
+            self.in_flight = Some(InFlight { cmd, sent: Instant::now(), attempts: 1, error_retried: false });
+        }
+        Ok(())
+    }
+
+    fn queue_clock(&mut self, cmd: ClockCommand) {
+        if self.clock_queue.len() >= MAX_CLOCK_QUEUE {
+            tracing::warn!("clock command queue full; oldest dropped");
+            self.clock_queue.pop_front();
+        }
+        self.clock_queue.push_back(cmd);
+    }
+
+    /// Runs until the board is lost, shutdown, or the board layer goes away.
+    pub async fn run(
+        &mut self,
+        mut commands: mpsc::Receiver<SessionCommand>,
+        mut stop: Listener,
+    ) -> SessionEnd {
+        match self.run_inner(&mut commands, &mut stop).await {
+            Ok(end) => end,
+            Err(e) => SessionEnd::Lost(format!("I/O error: {e}")),
+        }
+    }
+
+    async fn run_inner(
+        &mut self,
+        commands: &mut mpsc::Receiver<SessionCommand>,
+        stop: &mut Listener,
+    ) -> std::io::Result<SessionEnd> {
+        if !self.emit(SerialEvent::Opened).await {
+            return Ok(SessionEnd::Detached);
+        }
+        self.send(&[Command::Reset]).await?;
+        let handshake = [Command::SendUpdateNice, Command::SendVersion, Command::ReturnSerialNumber];
+        self.send(&handshake).await?;
+        let mut attempts = 1;
+        let mut handshake_timer = tokio::time::interval_at(
+            Instant::now() + self.timing.handshake_retry,
+            self.timing.handshake_retry,
+        );
+        let mut keepalive = tokio::time::interval(self.timing.keepalive);
+        keepalive.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut last_rx = Instant::now();
+        let mut buf = [0u8; 512];
+        let mut commands_open = true;
+        loop {
+            let ack_deadline = self.in_flight.as_ref().map(|f| f.sent + self.timing.clock_ack);
+            tokio::select! {
+                _ = stop.wait() => return Ok(SessionEnd::Shutdown),
+                n = self.io.read(&mut buf) => {
+                    let n = n?;
+                    if n == 0 {
+                        return Ok(SessionEnd::Lost("end of file on the port".into()));
+                    }
+                    last_rx = Instant::now();
+                    if !self.handle_bytes(&buf[..n]).await? {
+                        return Ok(SessionEnd::Detached);
+                    }
+                }
+                cmd = commands.recv(), if commands_open => match cmd {
+                    None => commands_open = false,
+                    Some(SessionCommand::RequestDump) => {
+                        if self.identified {
+                            self.send(&[Command::SendBoard]).await?;
+                        }
+                    }
+                    Some(SessionCommand::Clock(c)) => {
+                        self.queue_clock(c);
+                        if self.identified {
+                            self.pump_clock().await?;
+                        }
+                    }
+                },
+                _ = handshake_timer.tick(), if !self.identified => {
+                    if attempts >= self.timing.handshake_attempts {
+                        return Ok(SessionEnd::Lost(format!("no answer to the handshake after {attempts} attempts")));
+                    }
+                    attempts += 1;
+                    tracing::debug!(attempts, "handshake retry");
+                    self.send(&handshake).await?;
+                }
+                _ = keepalive.tick(), if self.identified => {
+                    if last_rx.elapsed() > self.timing.silence {
+                        return Ok(SessionEnd::Lost(format!(
+                            "no data for {} ms", last_rx.elapsed().as_millis()
+                        )));
+                    }
+                    self.send(&[Command::ReturnSerialNumber]).await?;
+                }
+                _ = sleep_until_opt(ack_deadline) => {
+                    self.clock_timeout().await?;
+                }
+            }
+            if let Some(noise) = self.decoder.take_noise()
+                && !self.emit(SerialEvent::Noise(noise)).await
+            {
+                return Ok(SessionEnd::Detached);
+            }
+        }
+    }
+
+    async fn clock_timeout(&mut self) -> std::io::Result<()> {
+        let Some(f) = self.in_flight.as_mut() else { return Ok(()) };
+        if f.attempts >= self.timing.clock_attempts {
+            let cmd = f.cmd;
+            self.in_flight = None;
+            tracing::warn!(?cmd, "clock command not acknowledged; given up");
+            let _ = self.events.send(SerialEvent::ClockCommandFailed(cmd)).await;
+            return self.pump_clock().await;
+        }
+        f.attempts += 1;
+        f.sent = Instant::now();
+        let cmd = f.cmd;
+        self.send(&[Command::Clock(cmd)]).await
+    }
+
+    /// Decodes bytes; returns false when the board layer is gone.
+    async fn handle_bytes(&mut self, bytes: &[u8]) -> std::io::Result<bool> {
+        let mut out: Vec<Got> = Vec::new();
+        let mut acks = Vec::new();
+        self.decoder.feed(bytes, |d| match d {
+            Decoded::Message(m) => match m {
+                Message::BoardDump(d) => out.push(Got::Board(Message::BoardDump(d))),
+                Message::FieldUpdate(f) => out.push(Got::Board(Message::FieldUpdate(f))),
+                Message::Bwtime(Bwtime::Times(t)) => out.push(Got::Board(Message::Bwtime(Bwtime::Times(t)))),
+                Message::Bwtime(Bwtime::Ack(a)) => acks.push(a),
+                Message::Bwtime(Bwtime::Empty | Bwtime::Invalid(_)) => {}
+                Message::SerialNumber(s) => {
+                    out.push(Got::Serial(String::from_utf8_lossy(s).trim().to_owned()))
+                }
+                Message::Version { major, minor } => out.push(Got::Version(major, minor)),
+                other => tracing::trace!(?other, "message ignored"),
+            },
+            Decoded::Noise { len } => out.push(Got::Event(SerialEvent::Noise(len))),
+            Decoded::Skipped { id, total_len } => tracing::debug!(id, total_len, "oversized message skipped"),
+            Decoded::EeMovesStart { .. } | Decoded::EeEvent(_) => {}
+        });
+        for a in acks {
+            if a.is_auto() {
+                continue;
+            }
+            let kind = a.kind();
+            if let AckKind::Version { main, sub } = kind {
+                out.push(Got::Event(SerialEvent::ClockFound { version: (main, sub) }));
+            }
+            if let Some(f) = self.in_flight.as_mut()
+                && (ack_matches(&f.cmd, kind) || !a.is_ok())
+            {
+                if a.is_ok() || f.error_retried {
+                    self.in_flight = None;
+                } else {
+                    f.error_retried = true;
+                    f.sent = Instant::now();
+                    let cmd = f.cmd;
+                    self.send(&[Command::Clock(cmd)]).await?;
+                }
+            }
+        }
+        for got in out {
+            match got {
+                Got::Version(major, minor) => self.version = Some((major, minor)),
+                Got::Serial(serial) => {
+                    if self.identified && self.serial.as_ref() != Some(&serial) {
+                        tracing::warn!(%serial, "serial number changed on an open port");
+                    }
+                    self.serial = Some(serial);
+                }
+                // Before identification the tracker cannot use board data; the dump after
+                // the handshake brings the board state.
+                Got::Board(_) if !self.identified => {}
+                Got::Board(m) => {
+                    if !self.emit(SerialEvent::Board(m)).await {
+                        return Ok(false);
+                    }
+                }
+                Got::Event(e) => {
+                    if !self.emit(e).await {
+                        return Ok(false);
+                    }
+                }
+            }
+            if !self.identified
+                && let (Some(serial), Some(version)) = (&self.serial, self.version)
+            {
+                self.identified = true;
+                let ev = SerialEvent::Identified { serial: serial.clone(), version };
+                if !self.emit(ev).await {
+                    return Ok(false);
+                }
+                self.send(&[Command::SendBoard]).await?;
+                self.clock_queue.push_front(ClockCommand::Version);
+                self.pump_clock().await?;
+            }
+        }
+        self.pump_clock().await?;
+        Ok(true)
+    }
+}
+
+/// What one read produced, before the session's own bookkeeping.
+enum Got {
+    Board(Message<'static>),
+    Serial(String),
+    Version(u8, u8),
+    Event(SerialEvent),
+}
+
+async fn sleep_until_opt(t: Option<Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// How [`run_port`] behaves.
+#[derive(Clone, Debug)]
+pub struct PortOptions {
+    /// Session timing.
+    pub timing: SessionTiming,
+    /// Stop (instead of retrying) when the device node disappears: for discovered ports,
+    /// which discovery restarts when the node comes back.
+    pub exit_when_missing: bool,
+    /// Longest wait between two opening attempts.
+    pub max_backoff: Duration,
+}
+
+impl Default for PortOptions {
+    fn default() -> Self {
+        PortOptions {
+            timing: SessionTiming::default(),
+            exit_when_missing: false,
+            max_backoff: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Opens a serial port at 9600 8N1, raw, no flow control, with DTR raised (best effort:
+/// a pseudo-terminal has no modem lines) and stale input flushed.
+pub fn open_port(path: &std::path::Path) -> Result<tokio_serial::SerialStream, tokio_serial::Error> {
+    use tokio_serial::SerialPort;
+    let builder = tokio_serial::new(path.to_string_lossy(), 9600)
+        .data_bits(tokio_serial::DataBits::Eight)
+        .parity(tokio_serial::Parity::None)
+        .stop_bits(tokio_serial::StopBits::One)
+        .flow_control(tokio_serial::FlowControl::None)
+        .timeout(Duration::from_millis(100));
+    let mut port = tokio_serial::SerialStream::open(&builder)?;
+    if let Err(e) = port.write_data_terminal_ready(true) {
+        tracing::trace!(error = %e, "DTR not supported on this port");
+    }
+    if let Err(e) = port.clear(tokio_serial::ClearBuffer::Input) {
+        tracing::trace!(error = %e, "input flush not supported on this port");
+    }
+    Ok(port)
+}
+
+/// Runs sessions on one port path until shutdown: open, session, report, reopen with
+/// backoff. `commands` is kept across sessions; commands sent while the port is closed
+/// wait for the next session (bounded by the channel).
+pub async fn run_port(
+    path: PathBuf,
+    events: mpsc::Sender<SerialEvent>,
+    mut commands: mpsc::Receiver<SessionCommand>,
+    mut stop: Listener,
+    opts: PortOptions,
+) {
+    let mut backoff = Duration::from_millis(250);
+    let mut last_open_error = String::new();
+    loop {
+        if stop.is_triggered() {
+            return;
+        }
+        match open_port(&path) {
+            Ok(port) => {
+                last_open_error.clear();
+                tracing::info!("port open");
+                let (tx, rx) = mpsc::channel(64);
+                let mut session = Session::new(port, opts.timing, events.clone());
+                let forward = async {
+                    while let Some(c) = commands.recv().await {
+                        if tx.send(c).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let end = tokio::select! {
+                    end = session.run(rx, stop.clone()) => end,
+                    () = forward => SessionEnd::Detached,
+                };
+                match end {
+                    SessionEnd::Shutdown | SessionEnd::Detached => return,
+                    SessionEnd::Lost(reason) => {
+                        tracing::warn!(%reason, "board not responding; reopening");
+                        if events.send(SerialEvent::Lost { reason }).await.is_err() {
+                            return;
+                        }
+                        backoff = Duration::from_millis(250);
+                    }
+                }
+            }
+            Err(e) => {
+                let missing = !path.exists();
+                if missing && opts.exit_when_missing {
+                    let _ = events.send(SerialEvent::Lost { reason: "device removed".into() }).await;
+                    return;
+                }
+                let reason = e.to_string();
+                if reason != last_open_error {
+                    tracing::warn!(error = %reason, "cannot open port; retrying");
+                    if events.send(SerialEvent::OpenFailed { reason: reason.clone() }).await.is_err() {
+                        return;
+                    }
+                    last_open_error = reason;
+                }
+                backoff = (backoff * 2).min(opts.max_backoff);
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = stop.wait() => return,
+        }
+    }
+}
+
+/// The device nodes where DGT boards appear on Linux: USB serial (FTDI), USB CDC-ACM and
+/// Bluetooth RFCOMM.
+pub fn discover_ports() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/dev") {
+        for e in dir.flatten() {
+            let name = e.file_name();
+            let Some(n) = name.to_str() else { continue };
+            let matches = ["ttyUSB", "ttyACM", "rfcomm"].iter().any(|p| {
+                n.strip_prefix(p)
+                    .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+            });
+            if matches {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dgt_protocol::{BoardDump, ClockAck, CommandParser, HostInput};
+    use tokio::io::DuplexStream;
+
+    /// A minimal scripted board on the other end of a duplex pipe: answers the handshake,
+    /// keep-alives and dumps; acks clock commands unless told to stay mute.
+    async fn fake_board(mut io: DuplexStream, ack_clock: bool, log: mpsc::UnboundedSender<Command>) {
+        let mut parser = CommandParser::new();
+        let mut buf = [0u8; 64];
+        let mut out = [0u8; 128];
+        loop {
+            let Ok(n) = io.read(&mut buf).await else { return };
+            if n == 0 {
+                return;
+            }
+            for &b in &buf[..n] {
+                let Some(HostInput::Command(cmd)) = parser.push(b) else { continue };
+                let _ = log.send(cmd);
+                let reply = match cmd {
+                    Command::SendVersion => Some(Message::Version { major: 3, minor: 1 }),
+                    Command::ReturnSerialNumber => Some(Message::SerialNumber(b"24518")),
+                    Command::SendBoard => Some(Message::BoardDump(BoardDump::EMPTY)),
+                    Command::Clock(ClockCommand::Version) if ack_clock => {
+                        Some(Message::Bwtime(Bwtime::Ack(ClockAck::from_ack_bytes([0x10, 0x09, 0x20, 0]))))
+                    }
+                    Command::Clock(ClockCommand::Beep { .. }) if ack_clock => {
+                        Some(Message::Bwtime(Bwtime::Ack(ClockAck::from_ack_bytes([0x10, 0x0B, 0, 0]))))
+                    }
+                    _ => None,
+                };
+                if let Some(m) = reply {
+                    let n = m.encode(&mut out).unwrap();
+                    if io.write_all(&out[..n]).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn fast() -> SessionTiming {
+        SessionTiming {
+            keepalive: Duration::from_millis(50),
+            silence: Duration::from_millis(300),
+            handshake_retry: Duration::from_millis(100),
+            handshake_attempts: 3,
+            clock_ack: Duration::from_millis(100),
+            clock_attempts: 3,
+        }
+    }
+
+    #[tokio::test]
+    async fn handshake_identifies_the_board_and_finds_the_clock() {
+        let (a, b) = tokio::io::duplex(4096);
+        let (log_tx, mut log_rx) = mpsc::unbounded_channel();
+        tokio::spawn(fake_board(b, true, log_tx));
+        let (ev_tx, mut ev_rx) = mpsc::channel(64);
+        let (_cmd_tx, cmd_rx) = mpsc::channel(4);
+        let stop = crate::shutdown::Shutdown::new();
+        let mut s = Session::new(a, fast(), ev_tx);
+        let l = stop.listener();
+        let task = tokio::spawn(async move { s.run(cmd_rx, l).await });
+        assert_eq!(ev_rx.recv().await, Some(SerialEvent::Opened));
+        assert_eq!(
+            ev_rx.recv().await,
+            Some(SerialEvent::Identified { serial: "24518".into(), version: (3, 1) })
+        );
+        assert!(matches!(ev_rx.recv().await, Some(SerialEvent::Board(Message::BoardDump(_)))));
+        assert_eq!(ev_rx.recv().await, Some(SerialEvent::ClockFound { version: (2, 0) }));
+        let first: Vec<Command> = std::iter::from_fn(|| log_rx.try_recv().ok()).take(4).collect();
+        assert_eq!(
+            first,
+            [Command::Reset, Command::SendUpdateNice, Command::SendVersion, Command::ReturnSerialNumber]
+        );
+        stop.trigger();
+        assert_eq!(task.await.unwrap(), SessionEnd::Shutdown);
+    }
+
+    #[tokio::test]
+    async fn unanswered_clock_commands_are_retried_then_given_up() {
+        let (a, b) = tokio::io::duplex(4096);
+        let (log_tx, mut log_rx) = mpsc::unbounded_channel();
+        tokio::spawn(fake_board(b, false, log_tx));
+        let (ev_tx, mut ev_rx) = mpsc::channel(64);
+        let (cmd_tx, cmd_rx) = mpsc::channel(4);
+        let stop = crate::shutdown::Shutdown::new();
+        let mut s = Session::new(a, fast(), ev_tx);
+        let l = stop.listener();
+        let task = tokio::spawn(async move { s.run(cmd_rx, l).await });
+        cmd_tx.send(SessionCommand::Clock(ClockCommand::Beep { units: 2 })).await.unwrap();
+        // The version query is first and fails after three attempts, then the beep goes.
+        let mut failed = Vec::new();
+        while failed.len() < 2 {
+            match ev_rx.recv().await.unwrap() {
+                SerialEvent::ClockCommandFailed(c) => failed.push(c),
+                SerialEvent::Lost { reason } => panic!("lost: {reason}"),
+                _ => {}
+            }
+        }
+        assert_eq!(failed, [ClockCommand::Version, ClockCommand::Beep { units: 2 }]);
+        stop.trigger();
+        task.await.unwrap();
+        let sent: Vec<Command> = std::iter::from_fn(|| log_rx.try_recv().ok()).collect();
+        let versions = sent.iter().filter(|c| **c == Command::Clock(ClockCommand::Version)).count();
+        let beeps = sent.iter().filter(|c| matches!(c, Command::Clock(ClockCommand::Beep { .. }))).count();
+        assert_eq!((versions, beeps), (3, 3));
+        // One in flight: no beep before the version query was given up.
+        let first_beep = sent.iter().position(|c| matches!(c, Command::Clock(ClockCommand::Beep { .. })));
+        let last_version = sent.iter().rposition(|c| *c == Command::Clock(ClockCommand::Version));
+        assert!(first_beep > last_version);
+    }
+
+    #[tokio::test]
+    async fn silence_ends_the_session() {
+        let (a, mut b) = tokio::io::duplex(4096);
+        let (ev_tx, mut ev_rx) = mpsc::channel(64);
+        let (_cmd_tx, cmd_rx) = mpsc::channel(4);
+        let stop = crate::shutdown::Shutdown::new();
+        let mut s = Session::new(a, fast(), ev_tx);
+        let task = tokio::spawn({
+            let l = stop.listener();
+            async move { s.run(cmd_rx, l).await }
+        });
+        // Answer the handshake once, then go quiet (the pipe stays open).
+        let mut out = [0u8; 16];
+        let n = Message::Version { major: 3, minor: 1 }.encode(&mut out).unwrap();
+        b.write_all(&out[..n]).await.unwrap();
+        let n = Message::SerialNumber(b"1").encode(&mut out).unwrap();
+        b.write_all(&out[..n]).await.unwrap();
+        let end = tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+        assert!(matches!(end, SessionEnd::Lost(ref r) if r.starts_with("no data")), "{end:?}");
+        drop(b);
+        while let Ok(e) = ev_rx.try_recv() {
+            assert!(!matches!(e, SerialEvent::Lost { .. }));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_port_is_reported_and_retried() {
+        let (ev_tx, mut ev_rx) = mpsc::channel(8);
+        let (_cmd_tx, cmd_rx) = mpsc::channel(4);
+        let stop = crate::shutdown::Shutdown::new();
+        let opts = PortOptions { max_backoff: Duration::from_millis(20), ..PortOptions::default() };
+        let task =
+            tokio::spawn(run_port("/dev/ttyUSB-does-not-exist".into(), ev_tx, cmd_rx, stop.listener(), opts));
+        assert!(matches!(ev_rx.recv().await, Some(SerialEvent::OpenFailed { .. })));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!task.is_finished());
+        stop.trigger();
+        task.await.unwrap();
+    }
+}

@@ -1,0 +1,208 @@
+//! Helpers for tests that run the real `dgt-relay` binary against simulated boards.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dgt_hil_sim::hands::{PlanOptions, plan_game};
+use dgt_hil_sim::pgn::SourceGame;
+use dgt_hil_sim::{BoardConfig, SimBoard, SimConfig};
+
+pub const TOKEN: &str = "test-token-0123456789abcdef";
+
+/// A fresh temporary folder for one test.
+pub fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("dgt-relay-it-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Games of the LiveChess sample round.
+pub fn sample_games() -> Vec<SourceGame> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/livechess-2.2.5-sample-round.pgn");
+    dgt_hil_sim::pgn::read_games(&path).unwrap()
+}
+
+/// A simulated board with a stable link in `dir`.
+pub fn sim_board(dir: &Path, serial: u32, speed: f64) -> SimBoard {
+    SimBoard::spawn(SimConfig {
+        board: BoardConfig::with_serial(serial),
+        link: Some(dir.join(format!("board-{serial}"))),
+        speed,
+        ..SimConfig::default()
+    })
+    .unwrap()
+}
+
+/// The scenario of a game, planned without noise.
+pub fn scenario(game: &SourceGame) -> dgt_hil_sim::Scenario {
+    plan_game(game, &PlanOptions { start_delay_ms: 500, ..PlanOptions::default() })
+}
+
+/// The relay process.
+pub struct Relay {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub stderr_path: PathBuf,
+}
+
+impl Relay {
+    /// Starts `dgt-relay` with `args` plus a loopback listener on port 0, the test token,
+    /// and waits for its address.
+    pub fn start(dir: &Path, args: &[&str]) -> Relay {
+        let stderr_path = dir.join(format!("stderr-{}.log", Instant::now().elapsed().as_nanos()));
+        let stderr = std::fs::File::create(&stderr_path).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dgt-relay"))
+            .args(args)
+            .args(["--listen", "127.0.0.1:0"])
+            .env("DGT_RELAY_TOKEN", TOKEN)
+            .env("RUST_LOG", "info,dgt_relay=debug")
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        let addr = first
+            .strip_prefix("dgt-relay listening on http://")
+            .unwrap_or_else(|| {
+                panic!(
+                    "unexpected first line {first:?}; stderr: {}",
+                    std::fs::read_to_string(&stderr_path).unwrap_or_default()
+                )
+            })
+            .parse()
+            .unwrap();
+        // Keep draining stdout so the process never blocks on it.
+        std::thread::spawn(move || for _ in lines {});
+        Relay { child, addr, stderr_path }
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM and wait.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "relay did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn get(&self, path: &str) -> (u16, String) {
+        http(self.addr, "GET", path, &[], "")
+    }
+
+    pub fn json(&self, path: &str) -> serde_json::Value {
+        let (status, body) = self.get(path);
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    }
+
+    /// Waits until `f` holds for `/api/boards`, or panics with the last value.
+    pub fn wait_boards(
+        &self,
+        what: &str,
+        timeout: Duration,
+        f: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let v = self.json("/api/boards");
+            if f(&v) {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}: {v}\n{}", self.logs());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal HTTP/1.1 client (one request per connection).
+pub fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !body.is_empty() {
+        req.push_str("Content-Type: application/json\r\n");
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    let text = String::from_utf8_lossy(&resp).into_owned();
+    let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    (status, body)
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Confirmed SAN moves of board `n` in a `/api/boards` value.
+pub fn confirmed(boards: &serde_json::Value, n: u64) -> Vec<String> {
+    boards
+        .as_array()
+        .and_then(|a| a.iter().find(|b| b["board"] == n))
+        .and_then(|b| b["moves"].as_array())
+        .map(|m| m.iter().filter_map(|m| m["san"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+/// The source game's SAN moves (with check marks).
+pub fn source_sans(game: &SourceGame) -> Vec<String> {
+    game.moves.iter().map(|m| m.san.clone()).collect()
+}
