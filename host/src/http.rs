@@ -43,6 +43,7 @@ pub fn router(relay: Arc<Relay>) -> Router {
         .route("/pgn/{round}/{board}", get(game_pgn))
         .route("/ws", get(ws))
         .nest("/api/admin", admin)
+        .merge(crate::web::router())
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(relay)
 }

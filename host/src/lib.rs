@@ -15,3 +15,4 @@ pub mod relay;
 pub mod serial;
 pub mod shutdown;
 pub mod store;
+pub mod web;
