@@ -68,15 +68,9 @@ struct Common {
     data: Option<PathBuf>,
 }
 
-fn default_games() -> Option<PathBuf> {
-    let name = "livechess-2.2.5-sample-round.pgn";
-    let candidates = [
-        PathBuf::from("../shared/corpus").join(name),
-        PathBuf::from("shared/corpus").join(name),
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus").join(name),
-    ];
-    candidates.into_iter().find(|p| p.exists())
-}
+/// Games the demo replays when `--games` is not given: 16 real World Cup 2025 games,
+/// embedded so that the demo works on any machine (provenance in `host/demo/README.md`).
+const DEMO_GAMES: &str = include_str!("../demo/worldcup2025-sample.pgn");
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -107,8 +101,10 @@ fn main() -> anyhow::Result<()> {
             if !(speed > 0.0 && speed <= 1000.0) {
                 bail!("--speed must be between 0 and 1000");
             }
-            let path = games.or_else(default_games).context("no games: pass --games FILE.pgn")?;
-            let games = dgt_hil_sim::pgn::read_games(&path)?;
+            let games = match games {
+                Some(path) => dgt_hil_sim::pgn::read_games(&path)?,
+                None => dgt_hil_sim::pgn::parse_games(DEMO_GAMES),
+            };
             let mut cfg = Config {
                 data: PathBuf::from("dgt-relay-demo"),
                 event: dgt_relay::config::EventInfo {
