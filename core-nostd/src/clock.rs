@@ -35,6 +35,8 @@ pub(crate) struct Clocks {
     fixed: bool,
     /// Each colour's time when the game started, seconds.
     pub initial: [Option<u32>; 2],
+    /// `initial` is known (a resumed game's time control): readings do not change it.
+    pub initial_fixed: bool,
     /// Each colour's `%clk` at its last confirmed ply.
     pub prev_clk: [Option<u32>; 2],
     /// Each display's time at the last reading in which it ran.
@@ -76,6 +78,7 @@ impl Clocks {
             white_side: None,
             fixed: false,
             initial: [None; 2],
+            initial_fixed: false,
             prev_clk: [None; 2],
             last_running: [None; 2],
             presses: 0,
@@ -131,7 +134,7 @@ impl Clocks {
     }
 
     fn take_initial(&mut self, r: &ClockTimes) {
-        if self.presses > 0 {
+        if self.presses > 0 || self.initial_fixed {
             return;
         }
         if let Some(white) = self.white_side {

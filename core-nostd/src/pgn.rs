@@ -1,10 +1,24 @@
-//! The PGN writer: export format, streamed into any `core::fmt::Write`, no allocation.
+//! The PGN writer: the export format in one place, streamed into any `core::fmt::Write`,
+//! no allocation.
+//!
+//! [`write_game`] lays out a game from data the caller gives it: the tags
+//! ([`PgnHeader`], [`GameText`]) and the plies ([`PgnPly`], from any iterator). The
+//! tracker's [`Tracker::write_pgn`] is one caller (its own confirmed moves); a host that
+//! publishes only what it journaled is another (its journal's moves, as SAN text).
+//!
+//! The rules kept here: the Seven Tag Roster first and in order, then `Board`, the
+//! caller's extra tags, `TimeControl`, `WhiteClock`/`BlackClock`, the live `Clock`,
+//! `UTCDate`/`UTCTime`, `Mode`, `Variant`, `SetUp`/`FEN`, `Termination`, `PlyCount`; tag
+//! values escaped; move numbers, and `N...` for Black after a comment or at the start;
+//! one comment per move `{[%clk 1:59:01] [%emt 0:00:59]}`; lines under 80 characters;
+//! the result at the end; a blank line after the tags and after the game.
 
 use core::fmt::{self, Write};
 
-use shakmaty::{Color, EnPassantMode, Position, fen::Fen, san::SanPlus};
+use shakmaty::{Chess, Color, EnPassantMode, Position, fen::Fen, san::SanPlus};
 
-use crate::event::StartKind;
+use crate::config::TimeControl;
+use crate::event::{ClockState, GameResult, StartKind};
 use crate::tracker::{GameState, Tracker};
 
 /// Seconds as `h:mm:ss`.
@@ -37,7 +51,7 @@ pub struct PgnHeader<'a> {
     pub black: &'a str,
     /// `Board` (the board number in the round).
     pub board: Option<&'a str>,
-    /// `TimeControl`; when `None`, the tracker's configured time control is written.
+    /// `TimeControl`; when `None`, [`GameText::time_control`] is written.
     pub time_control: Option<&'a str>,
     /// `UTCDate` of the game start.
     pub utc_date: Option<&'a str>,
@@ -65,6 +79,59 @@ impl Default for PgnHeader<'_> {
     }
 }
 
+/// What a game's record knows beyond its moves: start, result, clocks, extra tags.
+#[derive(Clone, Copy, Debug)]
+pub struct GameText<'a> {
+    /// The start position: the first move's number and colour, and the `FEN` tag.
+    pub start: &'a Chess,
+    /// Writes `SetUp "1"` and `FEN` (the game did not start from the standard position).
+    pub set_up: bool,
+    /// `Variant` (`Chess960`), if any.
+    pub variant: Option<&'a str>,
+    /// The result; `None` while the game goes on (`*`).
+    pub result: Option<GameResult>,
+    /// `Termination` (`normal`, `time forfeit`), once over.
+    pub termination: Option<&'a str>,
+    /// `TimeControl` when the header gives none.
+    pub time_control: Option<TimeControl>,
+    /// Each colour's time at the start (White, Black), seconds: `WhiteClock`/`BlackClock`.
+    pub initial_clocks: [Option<u32>; 2],
+    /// The clocks now, for the live `Clock` tag (`W/1:34:56`); `None` writes no tag.
+    pub live_clock: Option<ClockState>,
+    /// More tags (name, value), written after `Board` in this order (players' titles and
+    /// FIDE ids...). Names must be letters, digits and `_`; others are left out.
+    pub extra_tags: &'a [(&'a str, &'a str)],
+}
+
+impl<'a> GameText<'a> {
+    /// A game from `start` with nothing else known yet.
+    pub fn new(start: &'a Chess) -> Self {
+        GameText {
+            start,
+            set_up: false,
+            variant: None,
+            result: None,
+            termination: None,
+            time_control: None,
+            initial_clocks: [None; 2],
+            live_clock: None,
+            extra_tags: &[],
+        }
+    }
+}
+
+/// One ply as written: its SAN (any `Display`: a [`SanPlus`] or journaled text) and its
+/// clock comment values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PgnPly<S> {
+    /// The move in SAN, with its check suffix.
+    pub san: S,
+    /// The mover's clock after the move, seconds (`%clk`).
+    pub clk: Option<u32>,
+    /// Time spent on the move, seconds (`%emt`).
+    pub emt: Option<u32>,
+}
+
 /// Writes a tag value with `\` and `"` escaped and control characters as spaces.
 struct Escaped<'a>(&'a str);
 
@@ -84,6 +151,29 @@ impl fmt::Display for Escaped<'_> {
 
 fn tag<W: Write>(w: &mut W, name: &str, value: impl fmt::Display) -> fmt::Result {
     writeln!(w, "[{name} \"{value}\"]")
+}
+
+fn valid_tag_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Writes the live `Clock` tag value: `W/1:34:56` while White's clock runs, `B/…` while
+/// Black's does, `N/…` when stopped (the time of `to_move`). Writes nothing when that time
+/// is unknown.
+pub fn write_clock_value<W: Write>(clock: &ClockState, to_move: Color, w: &mut W) -> fmt::Result {
+    let (letter, color) = match clock.running {
+        Some(Color::White) => ('W', Color::White),
+        Some(Color::Black) => ('B', Color::Black),
+        None => ('N', to_move),
+    };
+    let t = match color {
+        Color::White => clock.white,
+        Color::Black => clock.black,
+    };
+    match t {
+        Some(t) => write!(w, "{letter}/{}", Hms(t)),
+        None => Ok(()),
+    }
 }
 
 /// Writes tokens separated by spaces, breaking lines before they reach 80 characters.
@@ -117,90 +207,177 @@ impl<W: Write> Wrapper<'_, W> {
     }
 }
 
-impl<const PLIES: usize> Tracker<PLIES> {
-    /// Writes the game (confirmed moves only) as an export-format PGN: the seven tag roster,
-    /// then `Board`, `TimeControl`, `WhiteClock`/`BlackClock`, `Clock` while live,
-    /// `UTCDate`/`UTCTime`, `Mode`, `FEN`/`SetUp`, `Termination`, `PlyCount`; one
-    /// `{[%clk …] [%emt …]}` comment per move; lines under 80 characters; a blank line
-    /// after the tags and after the game.
-    pub fn write_pgn<W: Write>(&self, header: &PgnHeader<'_>, w: &mut W) -> fmt::Result {
-        let result = self.result.map_or("*", |(r, _)| r.as_pgn());
-        tag(w, "Event", Escaped(header.event))?;
-        tag(w, "Site", Escaped(header.site))?;
-        tag(w, "Date", Escaped(header.date))?;
-        tag(w, "Round", Escaped(header.round))?;
-        tag(w, "White", Escaped(header.white))?;
-        tag(w, "Black", Escaped(header.black))?;
-        tag(w, "Result", result)?;
-        if let Some(b) = header.board {
-            tag(w, "Board", Escaped(b))?;
-        }
-        match (header.time_control, self.config.time_control) {
-            (Some(tc), _) => tag(w, "TimeControl", Escaped(tc))?,
-            (None, Some(tc)) => tag(w, "TimeControl", tc)?,
-            (None, None) => {}
-        }
-        if let Some(t) = self.clocks.initial[0] {
-            tag(w, "WhiteClock", Hms(t))?;
-        }
-        if let Some(t) = self.clocks.initial[1] {
-            tag(w, "BlackClock", Hms(t))?;
-        }
-        if self.state == GameState::Active && self.clocks.last.is_some() {
-            let mut s: heapless::String<16> = heapless::String::new();
-            self.write_clock_tag(&mut s)?;
+/// Writes one game in the export format: tags, a blank line, the movetext, a blank line.
+///
+/// `moves` are the plies from `game.start`, in order; their count is the `PlyCount` and,
+/// with the start's side to move, says whose time a stopped live clock shows.
+pub fn write_game<W, I, S>(header: &PgnHeader<'_>, game: &GameText<'_>, moves: I, w: &mut W) -> fmt::Result
+where
+    W: Write,
+    I: IntoIterator<Item = PgnPly<S>>,
+    I::IntoIter: ExactSizeIterator,
+    S: fmt::Display,
+{
+    let moves = moves.into_iter();
+    let plies = moves.len();
+    let result = game.result.map_or("*", GameResult::as_pgn);
+    tag(w, "Event", Escaped(header.event))?;
+    tag(w, "Site", Escaped(header.site))?;
+    tag(w, "Date", Escaped(header.date))?;
+    tag(w, "Round", Escaped(header.round))?;
+    tag(w, "White", Escaped(header.white))?;
+    tag(w, "Black", Escaped(header.black))?;
+    tag(w, "Result", result)?;
+    if let Some(b) = header.board {
+        tag(w, "Board", Escaped(b))?;
+    }
+    for (name, value) in game.extra_tags.iter().filter(|(n, _)| valid_tag_name(n)) {
+        tag(w, name, Escaped(value))?;
+    }
+    match (header.time_control, game.time_control) {
+        (Some(tc), _) => tag(w, "TimeControl", Escaped(tc))?,
+        (None, Some(tc)) => tag(w, "TimeControl", tc)?,
+        (None, None) => {}
+    }
+    if let Some(t) = game.initial_clocks[0] {
+        tag(w, "WhiteClock", Hms(t))?;
+    }
+    if let Some(t) = game.initial_clocks[1] {
+        tag(w, "BlackClock", Hms(t))?;
+    }
+    if game.result.is_none()
+        && let Some(c) = &game.live_clock
+    {
+        let to_move = if plies.is_multiple_of(2) { game.start.turn() } else { !game.start.turn() };
+        let mut s: heapless::String<24> = heapless::String::new();
+        write_clock_value(c, to_move, &mut s)?;
+        if !s.is_empty() {
             tag(w, "Clock", s.as_str())?;
         }
-        if let Some(d) = header.utc_date {
-            tag(w, "UTCDate", Escaped(d))?;
+    }
+    if let Some(d) = header.utc_date {
+        tag(w, "UTCDate", Escaped(d))?;
+    }
+    if let Some(t) = header.utc_time {
+        tag(w, "UTCTime", Escaped(t))?;
+    }
+    if let Some(m) = header.mode {
+        tag(w, "Mode", Escaped(m))?;
+    }
+    if let Some(v) = game.variant {
+        tag(w, "Variant", Escaped(v))?;
+    }
+    if game.set_up {
+        tag(w, "SetUp", "1")?;
+        tag(w, "FEN", Fen::from_position(game.start, EnPassantMode::Legal))?;
+    }
+    if let (Some(_), Some(t)) = (game.result, game.termination) {
+        tag(w, "Termination", Escaped(t))?;
+    }
+    tag(w, "PlyCount", plies)?;
+    w.write_char('\n')?;
+    write_movetext(game.start, moves, game.result, w)?;
+    w.write_str("\n\n")
+}
+
+/// Writes the movetext alone (plies from `start`, one comment per ply, the result token)
+/// wrapped under 80 characters, without a trailing newline.
+pub fn write_movetext<W, I, S>(start: &Chess, moves: I, result: Option<GameResult>, w: &mut W) -> fmt::Result
+where
+    W: Write,
+    I: IntoIterator<Item = PgnPly<S>>,
+    S: fmt::Display,
+{
+    let mut out = Wrapper { w, col: 0 };
+    let mut number = start.fullmoves().get();
+    let mut turn = start.turn();
+    let mut need_number = true;
+    for ply in moves {
+        match turn {
+            Color::White => out.display(format_args!("{number}."))?,
+            Color::Black if need_number => out.display(format_args!("{number}..."))?,
+            Color::Black => {}
         }
-        if let Some(t) = header.utc_time {
-            tag(w, "UTCTime", Escaped(t))?;
+        out.display(&ply.san)?;
+        // After a comment, Black's move carries its number again.
+        need_number = true;
+        match (ply.clk, ply.emt) {
+            (Some(c), Some(e)) => out.display(format_args!("{{[%clk {}] [%emt {}]}}", Hms(c), Hms(e)))?,
+            (Some(c), None) => out.display(format_args!("{{[%clk {}]}}", Hms(c)))?,
+            (None, Some(e)) => out.display(format_args!("{{[%emt {}]}}", Hms(e)))?,
+            (None, None) => need_number = false,
         }
-        if let Some(m) = header.mode {
-            tag(w, "Mode", Escaped(m))?;
+        if turn == Color::Black {
+            number += 1;
         }
-        if let StartKind::Chess960(_) = self.kind {
-            tag(w, "Variant", "Chess960")?;
+        turn = !turn;
+    }
+    out.token(result.map_or("*", GameResult::as_pgn))
+}
+
+/// The confirmed plies of a tracker, replayed from its start position.
+struct ConfirmedPlies<'t, const PLIES: usize> {
+    tracker: &'t Tracker<PLIES>,
+    pos: Chess,
+    next: usize,
+    end: usize,
+}
+
+impl<const PLIES: usize> Iterator for ConfirmedPlies<'_, PLIES> {
+    type Item = PgnPly<SanPlus>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.end {
+            return None;
         }
-        if self.kind != StartKind::Standard {
-            tag(w, "FEN", Fen::from_position(&self.start, EnPassantMode::Legal))?;
-            tag(w, "SetUp", "1")?;
-        }
-        if let Some((_, reason)) = self.result {
-            tag(w, "Termination", reason.termination())?;
-        }
-        tag(w, "PlyCount", self.confirmed)?;
-        w.write_char('\n')?;
-        self.write_movetext(w)?;
-        w.write_str("\n\n")
+        let rec = self.tracker.records[self.next];
+        let Some(m) = rec.to_move(&self.pos) else {
+            self.end = self.next;
+            return None;
+        };
+        self.next += 1;
+        Some(PgnPly {
+            san: SanPlus::from_move_and_play_unchecked(&mut self.pos, m),
+            clk: rec.clk(),
+            emt: rec.emt(),
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.next;
+        (n, Some(n))
+    }
+}
+
+impl<const PLIES: usize> ExactSizeIterator for ConfirmedPlies<'_, PLIES> {}
+
+impl<const PLIES: usize> Tracker<PLIES> {
+    fn confirmed_plies(&self) -> ConfirmedPlies<'_, PLIES> {
+        ConfirmedPlies { tracker: self, pos: self.start.clone(), next: 0, end: self.confirmed }
+    }
+
+    /// Writes the game (confirmed moves only) with [`write_game`]: the tracker supplies the
+    /// start position, result, `Termination`, configured time control, start clocks and
+    /// (while the game runs) the live `Clock`.
+    pub fn write_pgn<W: Write>(&self, header: &PgnHeader<'_>, w: &mut W) -> fmt::Result {
+        let game = GameText {
+            start: &self.start,
+            set_up: self.kind != StartKind::Standard,
+            variant: matches!(self.kind, StartKind::Chess960(_)).then_some("Chess960"),
+            result: self.result.map(|(r, _)| r),
+            termination: self.result.map(|(_, reason)| reason.termination()),
+            time_control: self.config.time_control,
+            initial_clocks: self.clocks.initial,
+            live_clock: (self.state == GameState::Active && self.clocks.last.is_some())
+                .then(|| self.clocks()),
+            extra_tags: &[],
+        };
+        write_game(header, &game, self.confirmed_plies(), w)
     }
 
     /// Writes the movetext (confirmed moves, comments, result) wrapped under 80 characters,
     /// without a trailing newline.
     pub fn write_movetext<W: Write>(&self, w: &mut W) -> fmt::Result {
-        let mut out = Wrapper { w, col: 0 };
-        let mut pos = self.start.clone();
-        let mut need_number = true;
-        for rec in self.records.iter().take(self.confirmed) {
-            let Some(m) = rec.to_move(&pos) else { break };
-            let n = pos.fullmoves().get();
-            match pos.turn() {
-                Color::White => out.display(format_args!("{n}."))?,
-                Color::Black if need_number => out.display(format_args!("{n}..."))?,
-                Color::Black => {}
-            }
-            out.display(SanPlus::from_move_and_play_unchecked(&mut pos, m))?;
-            need_number = false;
-            match (rec.clk(), rec.emt()) {
-                (Some(c), Some(e)) => out.display(format_args!("{{[%clk {}] [%emt {}]}}", Hms(c), Hms(e)))?,
-                (Some(c), None) => out.display(format_args!("{{[%clk {}]}}", Hms(c)))?,
-                (None, Some(e)) => out.display(format_args!("{{[%emt {}]}}", Hms(e)))?,
-                (None, None) => continue,
-            }
-            // After a comment, Black's move carries its number again.
-            need_number = true;
-        }
-        out.token(self.result.map_or("*", |(r, _)| r.as_pgn()))
+        write_movetext(&self.start, self.confirmed_plies(), self.result.map(|(r, _)| r), w)
     }
 }

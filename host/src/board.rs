@@ -15,18 +15,20 @@
 //! later record, so records reach the disk in order and none is silently lost.
 //!
 //! # Resuming
-//! After a restart (or a correction or a flip), the tracker is restarted from the position
-//! after the last confirmed move ([`dgt_core::Tracker::start_from_fen`]); the plies it
-//! reports are shifted by the number of moves already in the journal. The journal, not
-//! the tracker, is the game's record: the PGN is written from it.
+//! After a restart (or a correction, a flip or a cleared result), a new tracker is given
+//! the journaled game with its history ([`dgt_core::Tracker::resume`]): ply numbers go on,
+//! and a takeback may reach moves made before the restart. The journal, not the tracker,
+//! stays the game's record: the PGN is written from it (with the core's PGN writer).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use dgt_core::{ClockState, EndReason, Event, GameResult, MoveInfo, StartKind, Tracker, View};
+use dgt_core::{ClockState, EndReason, Event, GameResult, MoveInfo, ResumePly, StartKind, Tracker, View};
 use dgt_protocol::{Message, Orientation};
-use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Position, fen::Fen, san::SanPlus, uci::UciMove};
+use shakmaty::{
+    CastlingMode, Chess, Color, EnPassantMode, FromSetup, Position, fen::Fen, san::SanPlus, uci::UciMove,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -122,8 +124,6 @@ pub enum BoardInput {
 struct LiveGame {
     rec: GameRecord,
     journal: Option<Journal>,
-    /// Plies in the journal before the tracker's first ply.
-    offset: u32,
     /// Position after the last confirmed move.
     fen: String,
 }
@@ -148,7 +148,7 @@ pub struct BoardActor {
     tracker: Box<Tracker<PLIES>>,
     tracker_config: dgt_core::Config,
     game: Option<LiveGame>,
-    /// The tracker's next GameStarted continues the current game (a resume, not a new game).
+    /// The tracker's next GameStarted is the operator's new game, whose record exists.
     resuming: bool,
     /// The next game starts from this operator position.
     next_start_fen: Option<String>,
@@ -225,6 +225,30 @@ pub fn check_result(r: &str) -> Result<GameResult, String> {
     }
 }
 
+/// A journaled game's start position and castling mode (Chess960 detected from the FEN).
+pub fn start_position(g: &GameRecord) -> Result<(Chess, CastlingMode), String> {
+    let Some(fen) = &g.start_fen else { return Ok((Chess::default(), CastlingMode::Standard)) };
+    let setup = Fen::from_ascii(fen.as_bytes()).map_err(|e| format!("invalid start FEN: {e}"))?.into_setup();
+    let mode = CastlingMode::detect(&setup);
+    let pos = Chess::from_setup(setup, mode).map_err(|e| format!("illegal start position: {e}"))?;
+    Ok((pos, mode))
+}
+
+/// A journaled game as the tracker resumes it: start, castling mode and confirmed plies.
+fn resume_plies(g: &GameRecord) -> Result<(Chess, CastlingMode, Vec<ResumePly>), String> {
+    let (start, mode) = start_position(g)?;
+    let plies = g
+        .moves
+        .iter()
+        .map(|m| {
+            let uci = UciMove::from_ascii(m.view.uci.as_bytes())
+                .map_err(|_| format!("ply {}: {:?} is not a UCI move", m.view.ply, m.view.uci))?;
+            Ok(ResumePly { uci, clk: m.view.clk, emt: m.view.emt })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok((start, mode, plies))
+}
+
 /// Parses a FEN into a legal position.
 pub fn parse_fen(fen: &str) -> Result<Chess, String> {
     if fen.len() > 120 {
@@ -284,35 +308,40 @@ impl BoardActor {
         let fen = rec.moves.last().and_then(|m| m.fen.clone()).or_else(|| rec.start_fen.clone());
         let fen = fen.unwrap_or_else(|| START_FEN.to_owned());
         self.flipped = rec.flipped;
-        let offset = rec.moves.len() as u32;
-        self.game = Some(LiveGame { rec, journal, offset, fen });
+        self.game = Some(LiveGame { rec, journal, fen });
         if self.game.as_ref().is_some_and(|g| g.rec.result.is_none()) {
-            // With the orientation given, the game goes on at once and the first dump is
-            // reconciled against it (moves made while the relay was down are searched).
-            self.restart_tracker(Some(self.orientation()));
+            // The game goes on at once and the first dump is reconciled against it (moves
+            // made while the relay was down are searched).
+            self.restart_tracker(self.orientation());
         }
         self.publish_board();
         self.refresh_pgn();
     }
 
-    /// Restarts the tracker from the current game's last confirmed position.
-    fn restart_tracker(&mut self, orientation: Option<Orientation>) {
-        let Some(g) = &mut self.game else { return };
-        g.offset = g.rec.moves.len() as u32;
-        let fen = g.fen.clone();
+    /// Restarts the tracker with the current game's journaled moves ([`Tracker::resume`]).
+    fn restart_tracker(&mut self, orientation: Orientation) {
         let now = self.now_ms();
+        let Some(g) = &self.game else { return };
         let mut events = Vec::new();
         *self.tracker = Tracker::new(self.tracker_config);
-        self.resuming = true;
-        let r = self.tracker.start_from_fen(fen.as_bytes(), orientation, now, &mut |e| events.push(e));
+        self.resuming = false;
+        let r = resume_plies(&g.rec).and_then(|(start, mode, plies)| {
+            self.tracker
+                .resume(start, mode, orientation, plies, now, &mut |e| events.push(e))
+                .map_err(|e| e.to_string())
+        });
         if let Err(e) = r {
-            tracing::error!(board = self.number, ?e, %fen, "cannot resume from the journal's position");
-            self.resuming = false;
-        }
-        // A GameStarted now (orientation given) is the resume itself, not a new game.
-        if events.iter().any(|e| matches!(e, Event::GameStarted { .. })) {
-            self.resuming = false;
-            events.retain(|e| !matches!(e, Event::GameStarted { .. }));
+            let (round, moves) = (g.rec.round, g.rec.moves.len());
+            self.alert(
+                AlertLevel::Error,
+                "resume",
+                format!(
+                    "Board {}: the game of round {round} ({moves} plies) cannot be resumed from its journal: {e}. \
+                     Its moves are kept; correct them or start a new game.",
+                    self.number
+                ),
+                Vec::new(),
+            );
         }
         // Events of a restart are handled on the next loop turn; ask for a fresh dump so
         // the new tracker sees the board.
@@ -511,7 +540,7 @@ impl BoardActor {
             }
         };
         self.pending.clear();
-        self.game = Some(LiveGame { rec, journal, offset: 0, fen });
+        self.game = Some(LiveGame { rec, journal, fen });
         self.publish_board();
         self.refresh_pgn();
     }
@@ -523,9 +552,8 @@ impl BoardActor {
     }
 
     fn move_view(&self, m: &MoveInfo) -> MoveView {
-        let offset = self.game.as_ref().map_or(0, |g| g.offset);
         MoveView {
-            ply: u32::from(m.ply) + offset,
+            ply: u32::from(m.ply),
             san: SanPlus::to_string(&m.san),
             uci: m.uci.to_string(),
             clk: m.clk,
@@ -577,17 +605,15 @@ impl BoardActor {
                 self.commit(Record::Move(crate::store::JournalMove { view: mv, fen }), Some(delta)).await;
             }
             Event::MoveRetracted { ply } => {
-                let offset = self.game.as_ref().map_or(0, |g| g.offset);
                 self.svc.hub.publish(Delta::Retract {
                     board: self.number,
                     state: MoveState::Provisional,
-                    from_ply: u32::from(ply) + offset,
+                    from_ply: u32::from(ply),
                     fen: None,
                 });
             }
             Event::Takeback { to_ply } => {
-                let offset = self.game.as_ref().map_or(0, |g| g.offset);
-                let from_ply = u32::from(to_ply) + offset + 1;
+                let from_ply = u32::from(to_ply) + 1;
                 let fen = Some(fen_of(self.tracker.position(View::Confirmed)));
                 let delta = Delta::Retract { board: self.number, state: MoveState::Confirmed, from_ply, fen };
                 self.commit(Record::Takeback { from_ply }, Some(delta)).await;
@@ -819,7 +845,7 @@ impl BoardActor {
                         self.handle_events(events).await;
                     }
                     // Cleared: the game goes on from its last confirmed position.
-                    None => self.restart_tracker(Some(self.orientation())),
+                    None => self.restart_tracker(self.orientation()),
                 }
                 Ok(())
             }
@@ -831,7 +857,7 @@ impl BoardActor {
                 let flipped = self.flipped;
                 let view = self.view();
                 self.commit(Record::Flip { flipped }, Some(Delta::Board { view: Box::new(view) })).await;
-                self.restart_tracker(Some(self.orientation()));
+                self.restart_tracker(self.orientation());
                 Ok(())
             }
             AdminCommand::NewGame(fen) => {
@@ -872,8 +898,8 @@ impl BoardActor {
         if from_ply == 0 || from_ply > have + 1 {
             return Err(format!("from_ply must be between 1 and {}", have + 1));
         }
-        if moves.len() > PLIES {
-            return Err("too many moves".into());
+        if from_ply as usize - 1 + moves.len() > PLIES {
+            return Err(format!("a game holds at most {PLIES} plies"));
         }
         let start = g.rec.start_fen.clone().unwrap_or_else(|| START_FEN.to_owned());
         let mut pos = parse_fen(&start)?;
@@ -902,7 +928,119 @@ impl BoardActor {
             self.commit(Record::Move(m), None).await;
         }
         self.publish_board();
-        self.restart_tracker(Some(self.orientation()));
+        self.restart_tracker(self.orientation());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::JournalMove;
+    use dgt_protocol::{BoardDump, DgtSquare, PieceCode};
+
+    fn dump_of(pos: &Chess) -> SerialEvent {
+        let mut d = BoardDump::EMPTY;
+        for (sq, p) in pos.board().iter() {
+            d.set(DgtSquare::from_square(sq, Orientation::Normal), PieceCode::from_piece(p));
+        }
+        SerialEvent::Board(Message::BoardDump(d))
+    }
+
+    fn after(ucis: &[&str]) -> Chess {
+        let mut pos = Chess::default();
+        for u in ucis {
+            let m = UciMove::from_ascii(u.as_bytes()).unwrap().to_move(&pos).unwrap();
+            pos.play_unchecked(m);
+        }
+        pos
+    }
+
+    async fn wait_for(hub: &Hub, what: &str, f: impl Fn(&BoardView) -> bool) -> BoardView {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(v) = hub.board(1)
+                && f(&v)
+            {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}: {:?}", hub.board(1));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A game journaled by an earlier run (4 plies), then the relay restarts: the arbiter
+    /// takes back the last ply, made before the restart, and the game goes on.
+    #[tokio::test]
+    async fn a_resumed_game_takes_back_a_move_made_before_the_restart() {
+        let dir = std::env::temp_dir().join(format!("dgt-relay-board-resume-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (store, _) = Store::open(&dir).unwrap();
+        let ucis = ["e2e4", "e7e5", "d2d4", "d7d5"];
+        {
+            let header = GameRecord {
+                round: 1,
+                board: 1,
+                serial: Some("777".into()),
+                event: "E".into(),
+                site: "S".into(),
+                time_control: None,
+                utc_date: "2025.01.01".into(),
+                utc_time: "00:00:00".into(),
+                pairing: crate::config::Pairing::default(),
+                start_fen: None,
+                flipped: false,
+                moves: Vec::new(),
+                result: None,
+                termination: None,
+            }
+            .header();
+            let j = store.create_journal(&header).await.unwrap();
+            let mut fen = START_FEN.to_owned();
+            for (i, u) in ucis.iter().enumerate() {
+                let pos = parse_fen(&fen).unwrap();
+                let m = UciMove::from_ascii(u.as_bytes()).unwrap().to_move(&pos).unwrap();
+                let san = SanPlus::from_move(pos, m).to_string();
+                fen = fen_after(&fen, u).unwrap();
+                let view = MoveView { ply: i as u32 + 1, san, uci: (*u).into(), clk: None, emt: None };
+                j.append(&Record::Move(JournalMove { view, fen: Some(fen.clone()) })).await.unwrap();
+            }
+        }
+        // The restart: the journal is all that is left.
+        let (store, games) = Store::open(&dir).unwrap();
+        let store = Arc::new(store);
+        let hub = Arc::new(Hub::new(1));
+        let svc = Services {
+            hub: Arc::clone(&hub),
+            store: Arc::clone(&store),
+            tournament: SharedTournament::default(),
+        };
+        let rec = games.into_iter().next().unwrap();
+        assert_eq!(rec.moves.len(), 4);
+        let actor = BoardActor::new(1, Some("777".into()), svc, Some(rec));
+        let (tx, rx) = mpsc::channel(16);
+        let shutdown = crate::shutdown::Shutdown::new();
+        let task = tokio::spawn(actor.run(rx, shutdown.listener()));
+        let (cmd_tx, _cmd_rx) = mpsc::channel(16);
+        tx.send(BoardInput::Attach { port_id: 1, path: "test".into(), commands: cmd_tx }).await.unwrap();
+        let serial = |event| BoardInput::Serial { port_id: 1, event };
+        tx.send(serial(dump_of(&after(&ucis)))).await.unwrap();
+        // The arbiter puts ...d5 back: the board shows the position after 3 plies.
+        tx.send(serial(dump_of(&after(&ucis[..3])))).await.unwrap();
+        let v = wait_for(&hub, "the takeback", |v| v.moves.len() == 3).await;
+        assert_eq!(v.fen.as_deref(), Some(fen_of(&after(&ucis[..3])).as_str()));
+        let pgn = store.game_pgn(1, 1).unwrap();
+        assert!(pgn.contains("2. d4 *") && !pgn.contains("d5"), "{pgn}");
+        // Black plays ...c5 instead: it is ply 4, confirmed by quiet time (no clock).
+        tx.send(serial(dump_of(&after(&["e2e4", "e7e5", "d2d4", "c7c5"])))).await.unwrap();
+        let v = wait_for(&hub, "the new ply 4", |v| v.moves.len() == 4).await;
+        assert_eq!((v.moves[3].ply, v.moves[3].san.as_str()), (4, "c5"));
+        shutdown.trigger();
+        task.await.unwrap();
+        // The journal on disk tells the same story.
+        let (_, games) = Store::open(&dir).unwrap();
+        let sans: Vec<&str> = games[0].moves.iter().map(|m| m.view.san.as_str()).collect();
+        assert_eq!(sans, ["e4", "e5", "d4", "c5"]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,132 +1,91 @@
 //! The PGN export text of one game, from its journaled record.
 //!
-//! The moves, their SAN and clock values come from the tracker (through the journal);
-//! this module only lays them out in the export format of the PGN standard: the Seven Tag
-//! Roster first and in order, then the relay's tags (`Board`, players' FIDE data, `UTCDate`,
-//! `Mode`, live `Clock`, `SetUp`/`FEN`, `Termination`), lines under 80 characters, and one
-//! comment per move holding both `%clk` and `%emt`. Writing it from the journal, not from
-//! live state, guarantees the published PGN never holds a move the journal does not.
+//! The moves, their SAN and clock values come from the tracker (through the journal); the
+//! export layout (tag order, escaping, move numbers, comments, line length) is the core's
+//! single writer, [`dgt_core::pgn::write_game`]. This module only maps the journaled
+//! [`GameRecord`] to its inputs: `Round "r.b"`, `Board`, the players' titles and FIDE ids,
+//! `UTCDate`/`UTCTime`, `Mode "OTB"`, `SetUp`/`FEN`, the live `Clock` while the game runs,
+//! `Termination`. Writing it from the journal, not from live state, guarantees the
+//! published PGN never holds a move the journal does not.
 
-use std::fmt::Write;
+use dgt_core::pgn::{GameText, PgnHeader, PgnPly};
+use dgt_core::{ClockState, GameResult};
+use shakmaty::{CastlingMode, Chess, Color};
 
-use crate::feed::{ClockView, MoveView, Side};
+use crate::board::{check_result, start_position};
+use crate::feed::{ClockView, Side};
 use crate::store::GameRecord;
-
-/// Formats seconds as `h:mm:ss`.
-pub fn hms(seconds: u32) -> String {
-    format!("{}:{:02}:{:02}", seconds / 3600, (seconds / 60) % 60, seconds % 60)
-}
-
-fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
-}
 
 fn or_unknown(s: &str) -> &str {
     if s.is_empty() { "?" } else { s }
 }
 
-/// Writes the game. `live_clock` adds the `Clock` tag while the game runs.
-pub fn write_game(g: &GameRecord, live_clock: Option<&ClockView>) -> String {
-    let mut out = String::with_capacity(512 + g.moves.len() * 24);
-    let result = g.result.as_deref().unwrap_or("*");
-    let mut tag = |name: &str, value: &str| {
-        let _ = writeln!(out, "[{name} \"{}\"]", escape(value));
-    };
-    tag("Event", or_unknown(&g.event));
-    tag("Site", or_unknown(&g.site));
-    tag("Date", &g.utc_date);
-    tag("Round", &format!("{}.{}", g.round, g.board));
-    tag("White", or_unknown(&g.pairing.white.name));
-    tag("Black", or_unknown(&g.pairing.black.name));
-    tag("Result", result);
-    tag("Board", &g.board.to_string());
-    for (side, p) in [("White", &g.pairing.white), ("Black", &g.pairing.black)] {
-        if let Some(t) = &p.title {
-            tag(&format!("{side}Title"), t);
-        }
-        if let Some(id) = p.fide_id {
-            tag(&format!("{side}FideId"), &id.to_string());
-        }
+fn clock_state(c: &ClockView) -> ClockState {
+    ClockState {
+        white: c.white,
+        black: c.black,
+        running: c.running.map(|s| match s {
+            Side::White => Color::White,
+            Side::Black => Color::Black,
+        }),
+        ..ClockState::default()
     }
-    if let Some(tc) = &g.time_control {
-        tag("TimeControl", tc);
-    }
-    tag("UTCDate", &g.utc_date);
-    tag("UTCTime", &g.utc_time);
-    tag("Mode", "OTB");
-    if let Some(fen) = &g.start_fen {
-        tag("SetUp", "1");
-        tag("FEN", fen);
-    }
-    if g.result.is_none()
-        && let Some(c) = live_clock
-    {
-        let (letter, time) = match c.running {
-            Some(Side::White) => ("W", c.white),
-            Some(Side::Black) => ("B", c.black),
-            None => ("N", c.white),
-        };
-        if let Some(t) = time {
-            tag("Clock", &format!("{letter}/{}", hms(t)));
-        }
-    }
-    if let Some(t) = &g.termination {
-        tag("Termination", t);
-    }
-    out.push('\n');
-    let first_black = g.start_fen.as_deref().is_some_and(|f| f.split(' ').nth(1) == Some("b"));
-    let first_number: u32 = g
-        .start_fen
-        .as_deref()
-        .and_then(|f| f.split(' ').nth(5))
-        .and_then(|n| n.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(1);
-    let mut tokens: Vec<String> = Vec::with_capacity(g.moves.len() * 2 + 1);
-    for (i, m) in g.moves.iter().enumerate() {
-        let idx = i as u32 + u32::from(first_black);
-        let number = first_number + idx / 2;
-        if idx.is_multiple_of(2) {
-            tokens.push(format!("{number}."));
-        } else if i == 0 {
-            tokens.push(format!("{number}..."));
-        }
-        tokens.push(m.view.san.clone());
-        if let Some(c) = comment(&m.view) {
-            tokens.push(c);
-        }
-    }
-    tokens.push(result.to_owned());
-    let mut line_len = 0;
-    for t in tokens {
-        if line_len > 0 && line_len + 1 + t.len() > 79 {
-            out.push('\n');
-            line_len = 0;
-        }
-        if line_len > 0 {
-            out.push(' ');
-            line_len += 1;
-        }
-        out.push_str(&t);
-        line_len += t.len();
-    }
-    out.push_str("\n\n");
-    out
 }
 
-fn comment(m: &MoveView) -> Option<String> {
-    match (m.clk, m.emt) {
-        (None, None) => None,
-        (Some(c), None) => Some(format!("{{[%clk {}]}}", hms(c))),
-        (None, Some(e)) => Some(format!("{{[%emt {}]}}", hms(e))),
-        (Some(c), Some(e)) => Some(format!("{{[%clk {}] [%emt {}]}}", hms(c), hms(e))),
+/// Writes the game. `live_clock` adds the `Clock` tag while the game runs.
+pub fn write_game(g: &GameRecord, live_clock: Option<&ClockView>) -> String {
+    // A start FEN that does not parse (a damaged journal) numbers the moves from 1.
+    let (start, mode) = start_position(g).unwrap_or((Chess::default(), CastlingMode::Standard));
+    let round = format!("{}.{}", g.round, g.board);
+    let board = g.board.to_string();
+    let ids = [&g.pairing.white, &g.pairing.black].map(|p| p.fide_id.map(|id| id.to_string()));
+    let mut extra: Vec<(&str, &str)> = Vec::new();
+    for ((title, fide_id), (p, id)) in [("WhiteTitle", "WhiteFideId"), ("BlackTitle", "BlackFideId")]
+        .into_iter()
+        .zip([&g.pairing.white, &g.pairing.black].into_iter().zip(&ids))
+    {
+        if let Some(t) = &p.title {
+            extra.push((title, t));
+        }
+        if let Some(id) = id {
+            extra.push((fide_id, id));
+        }
     }
+    let header = PgnHeader {
+        event: or_unknown(&g.event),
+        site: or_unknown(&g.site),
+        date: if g.utc_date.is_empty() { "????.??.??" } else { &g.utc_date },
+        round: &round,
+        white: or_unknown(&g.pairing.white.name),
+        black: or_unknown(&g.pairing.black.name),
+        board: Some(&board),
+        time_control: g.time_control.as_deref(),
+        utc_date: Some(&g.utc_date),
+        utc_time: Some(&g.utc_time),
+        mode: Some("OTB"),
+    };
+    let result: Option<GameResult> = g.result.as_deref().and_then(|r| check_result(r).ok());
+    let game = GameText {
+        set_up: g.start_fen.is_some(),
+        variant: (mode == CastlingMode::Chess960).then_some("Chess960"),
+        result,
+        termination: g.termination.as_deref(),
+        live_clock: live_clock.filter(|_| result.is_none()).map(clock_state),
+        extra_tags: &extra,
+        ..GameText::new(&start)
+    };
+    let moves = g.moves.iter().map(|m| PgnPly { san: m.view.san.as_str(), clk: m.view.clk, emt: m.view.emt });
+    let mut out = String::with_capacity(512 + g.moves.len() * 48);
+    // Writing into a String cannot fail.
+    let _ = dgt_core::pgn::write_game(&header, &game, moves, &mut out);
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::{Pairing, Player};
+    use crate::feed::MoveView;
     use crate::store::JournalMove;
 
     fn game() -> GameRecord {
@@ -179,7 +138,9 @@ mod tests {
         assert!(text.contains("[Board \"5\"]\n"));
         assert!(text.contains("[WhiteFideId \"1503014\"]\n"));
         assert!(text.contains("[Clock \"W/1:34:56\"]\n"));
-        assert!(text.contains("1. Nf3 {[%clk 1:29:59] [%emt 0:01:01]} Nf6 {[%clk 1:29:58]"));
+        // Black's move after a comment carries its number again (the core's one layout).
+        assert!(text.contains("1. Nf3 {[%clk 1:29:59] [%emt 0:01:01]} 1... Nf6 {[%clk 1:29:58]"), "{text}");
+        assert!(text.contains("[PlyCount \"40\"]\n"), "{text}");
         assert!(text.lines().all(|l| l.len() < 80), "{text}");
         assert!(text.ends_with(" *\n\n"));
         assert!(text.contains("\n\n1. Nf3"));
@@ -198,5 +159,85 @@ mod tests {
         assert!(text.contains("31. Nf6"));
         assert!(text.ends_with("1/2-1/2\n\n"));
         assert!(!text.contains("[Clock"));
+    }
+
+    #[test]
+    fn a_stopped_clock_shows_the_side_to_move_and_tags_keep_their_order() {
+        let mut g = game();
+        g.moves.truncate(3);
+        let clock = ClockView { white: Some(100), black: Some(200), running: None };
+        let text = write_game(&g, Some(&clock));
+        // After three plies Black is to move: `N/` with Black's time.
+        assert!(text.contains("[Clock \"N/0:03:20\"]\n"), "{text}");
+        let names: Vec<&str> =
+            text.lines().filter_map(|l| l.strip_prefix('[')).filter_map(|l| l.split(' ').next()).collect();
+        assert_eq!(
+            names,
+            [
+                "Event",
+                "Site",
+                "Date",
+                "Round",
+                "White",
+                "Black",
+                "Result",
+                "Board",
+                "WhiteTitle",
+                "WhiteFideId",
+                "TimeControl",
+                "Clock",
+                "UTCDate",
+                "UTCTime",
+                "Mode",
+                "PlyCount"
+            ]
+        );
+        assert!(text.ends_with("2. Nf3 {[%clk 1:29:57] [%emt 0:01:01]} *\n\n"), "{text}");
+    }
+
+    #[test]
+    fn the_host_and_the_tracker_write_the_same_game_alike() {
+        // The tracker's own PGN of a game and the host's, from the journaled moves, share
+        // the core's layout: same movetext.
+        let mut tracker: dgt_core::Tracker<16> = dgt_core::Tracker::default();
+        let ucis = ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4"];
+        let plies = ucis.map(|u| dgt_core::ResumePly {
+            uci: u.parse().unwrap(),
+            clk: Some(3000),
+            emt: if u == "c7c5" { None } else { Some(4) },
+        });
+        tracker
+            .resume(
+                Chess::default(),
+                CastlingMode::Standard,
+                dgt_protocol::Orientation::Normal,
+                plies,
+                0,
+                &mut |_| {},
+            )
+            .unwrap();
+        let mut g = game();
+        g.moves.clear();
+        tracker.for_each_move(dgt_core::View::Confirmed, |m| {
+            g.moves.push(JournalMove {
+                view: MoveView {
+                    ply: u32::from(m.ply),
+                    san: m.san.to_string(),
+                    uci: m.uci.to_string(),
+                    clk: m.clk,
+                    emt: m.emt,
+                },
+                fen: None,
+            })
+        });
+        let mut theirs = String::new();
+        tracker.write_movetext(&mut theirs).unwrap();
+        let ours = write_game(&g, None);
+        let movetext = ours.split("\n\n").nth(1).unwrap();
+        assert_eq!(movetext, theirs);
+        assert!(
+            theirs.starts_with("1. e4 {[%clk 0:50:00] [%emt 0:00:04]} 1... c5 {[%clk 0:50:00]} 2. Nf3"),
+            "{theirs}"
+        );
     }
 }

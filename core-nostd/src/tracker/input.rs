@@ -45,7 +45,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let in_game = self.state == GameState::Active;
         let to_move = self.confirmed_pos.turn();
-        let press = self.clocks.reading(&self.config, times, now_ms, in_game, to_move, self.confirmed);
+        // A resumed game learns the clock's sides as a new one does: from its first readings.
+        let plies = self.confirmed.saturating_sub(self.resumed_at);
+        let press = self.clocks.reading(&self.config, times, now_ms, in_game, to_move, plies);
         let state = self.clocks.state(&self.config);
         if state != self.last_clock_state {
             self.last_clock_state = state;

@@ -1,9 +1,10 @@
 //! Start and end detection: when a game begins (and from what), and when it is over.
 
 use dgt_protocol::Orientation;
-use shakmaty::{Bitboard, Board, CastlingMode, Chess, FromSetup, Move, Position, Role, Setup};
+use shakmaty::{Bitboard, Board, CastlingMode, Chess, EnPassantMode, FromSetup, Move, Position, Role, Setup};
 
-use super::{GameState, MAX_PROVISIONAL, Tracker};
+use super::record::{PlyRecord, to16};
+use super::{GameState, MAX_PROVISIONAL, ResumeError, ResumePly, Tracker};
 use crate::board::{self, CENTRE, placement_hash};
 use crate::event::{EndReason, Event, EventSink, GameResult, StartKind};
 
@@ -117,6 +118,67 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.fast_eval(now, sink);
     }
 
+    pub(super) fn resume_game<S, I>(
+        &mut self,
+        start: Chess,
+        mode: CastlingMode,
+        orientation: Orientation,
+        moves: I,
+        now: u64,
+        sink: &mut S,
+    ) -> Result<(), ResumeError>
+    where
+        S: EventSink + ?Sized,
+        I: IntoIterator<Item = ResumePly>,
+    {
+        let kind = start_kind(&start, mode);
+        self.reset_game(start, mode, kind);
+        self.state = GameState::Idle;
+        self.resumed_at = 0;
+        let mut pos = self.start.clone();
+        for (i, ply) in moves.into_iter().enumerate() {
+            let Ok(m) = ply.uci.to_move(&pos) else {
+                self.reset_game(Chess::default(), CastlingMode::Standard, StartKind::Standard);
+                return Err(ResumeError::IllegalMove { ply: i + 1 });
+            };
+            pos.play_unchecked(m);
+            let mut rec = PlyRecord::new(m, placement_hash(pos.board()));
+            rec.clk = to16(ply.clk);
+            rec.emt = to16(ply.emt);
+            if self.records.push(rec).is_err() {
+                self.reset_game(Chess::default(), CastlingMode::Standard, StartKind::Standard);
+                return Err(ResumeError::TooManyPlies);
+            }
+        }
+        self.confirmed = self.records.len();
+        self.resumed_at = self.confirmed;
+        self.confirmed_pos = pos.clone();
+        self.tip = pos;
+        self.phys.set_orientation(orientation);
+        self.armed_orientation = Some(orientation);
+        self.state = GameState::Active;
+        self.last_confirmed_seen_ms = now;
+        self.clocks.new_game(&self.config, self.confirmed_pos.turn());
+        if let Some(tc) = self.config.time_control {
+            let secs = tc.period_for_move(1).seconds;
+            self.clocks.initial = [Some(secs); 2];
+            self.clocks.initial_fixed = true;
+        }
+        self.restore_prev_clk();
+        let state = self.clocks.state(&self.config);
+        if state != self.last_clock_state {
+            self.last_clock_state = state;
+            sink.event(Event::Clock(state));
+        }
+        if self.check_position_end(sink) {
+            return Ok(());
+        }
+        if self.phys.known {
+            self.board_changed(now, true, sink);
+        }
+        Ok(())
+    }
+
     /// Results shown on the board: magic pieces and kings in the centre.
     pub(super) fn check_board_result<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
         if let Some(sq) = self.phys.magic.first()
@@ -213,6 +275,25 @@ impl<const PLIES: usize> Tracker<PLIES> {
             sink.event(Event::PositionRecovered);
         }
         sink.event(Event::GameEnded { result, reason });
+    }
+}
+
+/// How a game from `start` began: the standard position, a Chess960 one, or an operator's.
+fn start_kind(start: &Chess, mode: CastlingMode) -> StartKind {
+    let setup = start.to_setup(EnPassantMode::Legal);
+    if setup == Setup::initial() {
+        return StartKind::Standard;
+    }
+    let fresh = setup.halfmoves == 0 && setup.fullmoves.get() == 1 && setup.ep_square.is_none();
+    match board::chess960_number(start.board()) {
+        Some(n)
+            if mode == CastlingMode::Chess960
+                && fresh
+                && setup.castling_rights == (start.board().rooks() & Bitboard::BACKRANKS) =>
+        {
+            StartKind::Chess960(n)
+        }
+        _ => StartKind::Fen,
     }
 }
 

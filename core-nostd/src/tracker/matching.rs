@@ -111,15 +111,20 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.confirmed = j;
         self.confirmed_pos = pos.clone();
         self.tip = pos;
-        // %emt of the next moves counts from the remaining plies' clocks.
+        self.restore_prev_clk();
+        sink.event(Event::Takeback { to_ply: j as u16 });
+    }
+
+    /// `%emt` of the next moves counts from the confirmed plies' clocks.
+    pub(super) fn restore_prev_clk(&mut self) {
         let mut prev = [None, None];
         let mut turn = self.start.turn();
-        for rec in &self.records {
-            prev[usize::from(turn == Color::Black)] = rec.clk().or(prev[usize::from(turn == Color::Black)]);
+        for rec in self.records.iter().take(self.confirmed) {
+            let i = usize::from(turn == Color::Black);
+            prev[i] = rec.clk().or(prev[i]);
             turn = !turn;
         }
         self.clocks.prev_clk = prev;
-        sink.event(Event::Takeback { to_ply: j as u16 });
     }
 
     /// When the unpressed plies exactly undo the confirmed plies before them (the board is

@@ -20,7 +20,8 @@ use record::PlyRecord;
 
 use dgt_protocol::{BoardDump, Orientation};
 use shakmaty::{
-    Bitboard, CastlingMode, Chess, Color, EnPassantMode, FromSetup, Position, Setup, fen::Fen, san::SanPlus,
+    Bitboard, CastlingMode, Chess, EnPassantMode, FromSetup, Position, Setup, fen::Fen, san::SanPlus,
+    uci::UciMove,
 };
 
 use crate::board::{PhysBoard, placement_hash};
@@ -63,11 +64,43 @@ pub enum StartError {
     IllegalPosition,
 }
 
+/// Why a game could not be resumed ([`Tracker::resume`]). The tracker is then idle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResumeError {
+    /// The move at this ply (1-based) is not legal in the position before it.
+    IllegalMove {
+        /// The ply.
+        ply: usize,
+    },
+    /// The game has more plies than the tracker holds.
+    TooManyPlies,
+}
+
+impl core::fmt::Display for ResumeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ResumeError::IllegalMove { ply } => write!(f, "the move at ply {ply} is not legal there"),
+            ResumeError::TooManyPlies => f.write_str("more plies than the tracker holds"),
+        }
+    }
+}
+
+/// One confirmed ply of a game being resumed: the move and its clock values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResumePly {
+    /// The move, in UCI (castling as king-to-target or king-takes-rook).
+    pub uci: UciMove,
+    /// The mover's clock after the move, seconds (`%clk`).
+    pub clk: Option<u32>,
+    /// Time spent on the move, seconds (`%emt`).
+    pub emt: Option<u32>,
+}
+
 /// The board tracker for one e-board and clock, with room for `PLIES` plies per game.
 ///
 /// Feed it every decoded message with the caller's monotonic time ([`Tracker::feed`]),
 /// call [`Tracker::tick`] regularly (every 50 to 100 ms is plenty) so that time-based
-/// decisions happen without new bytes, and act on the [`Event`]s it emits.
+/// decisions happen without new bytes, and act on the [`Event`](crate::Event)s it emits.
 #[derive(Clone, Debug)]
 pub struct Tracker<const PLIES: usize> {
     pub(crate) config: Config,
@@ -104,6 +137,8 @@ pub struct Tracker<const PLIES: usize> {
     last_clock_state: ClockState,
     armed_orientation: Option<Orientation>,
     full_reported: bool,
+    /// Confirmed plies restored by the last [`Tracker::resume`] (0 for a game started here).
+    resumed_at: usize,
 }
 
 impl<const PLIES: usize> Default for Tracker<PLIES> {
@@ -142,6 +177,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             last_clock_state: ClockState::default(),
             armed_orientation: None,
             full_reported: false,
+            resumed_at: 0,
         }
     }
 
@@ -187,6 +223,40 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
         }
         self.armed_orientation = orientation;
+    }
+
+    /// Resumes a game with its history, e.g. after a restart of the program: the game
+    /// started from `start` (castling `mode`), and `moves` are its confirmed plies in order
+    /// with their `%clk`/`%emt`. The board is set up as `orientation`.
+    ///
+    /// The line is restored as if the tracker had followed it: ply numbers go on from
+    /// there, takebacks may go back before the resume point, a return to an earlier
+    /// position is recognised, and [`Tracker::write_pgn`] holds the whole game. Emits no
+    /// [`Event::GameStarted`] and no move events for the restored plies; the game is
+    /// active at once (or over, with [`Event::GameEnded`], when the last ply mates or
+    /// stalemates), and the next board reading is matched against its last position.
+    /// The start kind is inferred: the standard position, a Chess960 start (in Chess960
+    /// mode), else an operator position. A configured time control gives the start
+    /// clocks; the clocks' sides are learned from the next readings.
+    ///
+    /// On error the tracker is idle (no game), and nothing was emitted.
+    ///
+    /// [`Event::GameStarted`]: crate::Event::GameStarted
+    /// [`Event::GameEnded`]: crate::Event::GameEnded
+    pub fn resume<S, I>(
+        &mut self,
+        start: Chess,
+        mode: CastlingMode,
+        orientation: Orientation,
+        moves: I,
+        now_ms: u64,
+        sink: &mut S,
+    ) -> Result<(), ResumeError>
+    where
+        S: EventSink + ?Sized,
+        I: IntoIterator<Item = ResumePly>,
+    {
+        self.resume_game(start, mode, orientation, moves, now_ms, sink)
     }
 
     /// Ends the game with a result the operator gives (resignation, agreement, arbiter).
@@ -271,20 +341,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// The live `Clock` tag value: `W/1:34:56` (White's clock runs), `B/…`, or `N/…` when
     /// stopped (the time of the side to move). `None` without a clock reading.
     pub fn write_clock_tag<W: core::fmt::Write>(&self, w: &mut W) -> core::fmt::Result {
-        let s = self.clocks();
-        let (letter, color) = match s.running {
-            Some(Color::White) => ('W', Color::White),
-            Some(Color::Black) => ('B', Color::Black),
-            None => ('N', self.tip.turn()),
-        };
-        let t = match color {
-            Color::White => s.white,
-            Color::Black => s.black,
-        };
-        match t {
-            Some(t) => write!(w, "{letter}/{}", crate::pgn::Hms(t)),
-            None => Ok(()),
-        }
+        crate::pgn::write_clock_value(&self.clocks(), self.tip.turn(), w)
     }
 
     /// The squares reported in the current mismatch, if one is open.
