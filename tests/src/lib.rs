@@ -1,1 +1,18 @@
-//! Placeholder crate: filled in by its own issue.
+//! End-to-end acceptance, interop checks and benchmarks of the DGT live relay: simulated
+//! boards (`dgt-hil-sim`) on real pseudo-terminals feed the real `dgt-relay` binary; real
+//! websocket and HTTP clients read what it publishes, which is compared with the ground
+//! truth of the replayed corpus games and read back by independent PGN readers.
+//!
+//! - [`relay`]: the relay process, its HTTP API, its CPU and memory.
+//! - [`feed`]: a recording websocket client.
+//! - [`acceptance`]: corpus games under noise profiles, compared with the ground truth.
+//! - [`captures`]: the three real board captures written into a pty chunk by chunk.
+//! - [`interop`]: python-chess, pgn-extract and chess.js on the published PGN.
+//! - [`suite`]: the fast subset and the full sweep, with their report.
+
+pub mod acceptance;
+pub mod captures;
+pub mod feed;
+pub mod interop;
+pub mod relay;
+pub mod suite;

@@ -1,0 +1,84 @@
+//! The acceptance sweep: `cargo run --release -p dgt-e2e-tests --bin acceptance -- --all`.
+//!
+//! Options: `--all` (the full sweep; default is the fast subset), `--boards N` (48),
+//! `--speed X` (150), `--seed S` (1; `--seed today` rotates the seeded subsets and
+//! noise daily), `--subset K` (games per other noise profile, 12), `--profiles a,b`,
+//! `--capture-step-ms MS` (20), `--keep` (keep the working folder). Exit status 1 on any
+//! failure.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use dgt_e2e_tests::suite::{SuiteOptions, run};
+use dgt_hil_sim::hands::Profile;
+
+fn main() -> anyhow::Result<()> {
+    let mut opts = SuiteOptions {
+        full: false,
+        boards: 48,
+        speed: 150.0,
+        seed: 1,
+        subset: 12,
+        capture_step: Duration::from_millis(20),
+        relay_bin: PathBuf::new(),
+        dir: dgt_e2e_tests::acceptance::work_dir("acceptance"),
+        only: Vec::new(),
+        progress: true,
+        known: Vec::new(),
+    };
+    let mut keep = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = || args.next().with_context(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--all" => opts.full = true,
+            "--fast" => opts.full = false,
+            "--boards" => opts.boards = val()?.parse()?,
+            "--speed" => opts.speed = val()?.parse()?,
+            "--subset" => opts.subset = val()?.parse()?,
+            "--capture-step-ms" => opts.capture_step = Duration::from_millis(val()?.parse()?),
+            "--seed" => {
+                let v = val()?;
+                opts.seed = if v == "today" {
+                    let days = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_secs() / 86_400);
+                    eprintln!("seed {days} (days since 1970)");
+                    days
+                } else {
+                    v.parse()?
+                };
+            }
+            "--profiles" => {
+                opts.only = val()?.split(',').map(Profile::parse).collect::<Result<_, _>>()?;
+            }
+            "--keep" => keep = true,
+            "-h" | "--help" => {
+                println!("{}", include_str!("acceptance.rs").lines().take(8).collect::<Vec<_>>().join("\n"));
+                return Ok(());
+            }
+            other => bail!("unknown argument {other}"),
+        }
+    }
+    opts.relay_bin = dgt_e2e_tests::relay::relay_binary(true)?;
+    eprintln!(
+        "acceptance: {} sweep, {} boards at x{}, seed {}, relay {}",
+        if opts.full { "full" } else { "fast" },
+        opts.boards,
+        opts.speed,
+        opts.seed,
+        opts.relay_bin.display()
+    );
+    let report = run(&opts)?;
+    println!("{report}");
+    if keep {
+        println!("working folder kept: {}", opts.dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&opts.dir);
+    }
+    if !report.failures.is_empty() {
+        std::process::exit(1);
+    }
+    Ok(())
+}
