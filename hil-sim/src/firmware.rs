@@ -297,6 +297,11 @@ impl Firmware {
         self.stats
     }
 
+    /// Sets the battery charge answered to `0x4C` (`None`: a USB board that ignores it).
+    pub fn set_battery_percent(&mut self, percent: Option<u8>) {
+        self.config.battery_percent = percent;
+    }
+
     /// The attached clock.
     pub fn clock(&self) -> Option<&Dgt3000> {
         self.clock.as_ref()
@@ -745,6 +750,28 @@ mod tests {
             vec![Got::Field(36, PieceCode::WhitePawn), Got::Field(52, PieceCode::Empty)]
         );
         assert_eq!(fw.next_deadline(200), None);
+    }
+
+    #[test]
+    fn battery_answers_follow_the_level_set_and_a_usb_board_stays_silent() {
+        let mut fw = Firmware::new(BoardConfig::default(), start_position(), 0);
+        let battery = |fw: &mut Firmware| {
+            fw.receive(&[0x4C], 0);
+            let out = fw.take_output();
+            let mut dec: Decoder = Decoder::new();
+            let mut got = Vec::new();
+            dec.feed(&out, |d| {
+                if let Decoded::Message(Message::Battery(b)) = d {
+                    got.push((b.percent(), b.charging()));
+                }
+            });
+            (got, out.len())
+        };
+        assert_eq!(battery(&mut fw).0, [(Some(100), Some(false))]);
+        fw.set_battery_percent(Some(17));
+        assert_eq!(battery(&mut fw).0, [(Some(17), Some(false))]);
+        fw.set_battery_percent(None);
+        assert_eq!(battery(&mut fw), (Vec::new(), 0));
     }
 
     #[test]

@@ -180,6 +180,8 @@ enum Control {
     Scenario(Box<Scenario>, StartPolicy, Sender<ScenarioReport>),
     Status(Sender<BoardStatus>),
     Clock(Option<(TimeControl, ClockSide)>),
+    Battery(Option<u8>),
+    ClockBatteryLow(bool),
     Shutdown,
 }
 
@@ -281,6 +283,18 @@ impl SimBoard {
     /// Attaches a new clock (or removes it with `None`).
     pub fn set_clock(&self, clock: Option<(TimeControl, ClockSide)>) -> Result<(), SimError> {
         self.control(Control::Clock(clock))
+    }
+
+    /// Changes the board's battery charge, as answered to `0x4C` from now on (`None`: the
+    /// board ignores the command, as a USB board does).
+    pub fn set_battery(&self, percent: Option<u8>) -> Result<(), SimError> {
+        self.control(Control::Battery(percent))
+    }
+
+    /// Shows or hides the attached clock's battery-low indicator (status bit D2); nothing
+    /// happens without a clock.
+    pub fn set_clock_battery_low(&self, low: bool) -> Result<(), SimError> {
+        self.control(Control::ClockBatteryLow(low))
     }
 
     /// Starts a scenario; it replaces one still running.
@@ -478,6 +492,13 @@ impl Runner {
                 Control::Clock(clock) => {
                     self.catch_up(now);
                     self.attach_clock(clock, now);
+                }
+                Control::Battery(percent) => self.fw.set_battery_percent(percent),
+                Control::ClockBatteryLow(low) => {
+                    self.catch_up(now);
+                    if let Some(c) = self.fw.clock_mut() {
+                        c.set_battery_low(low);
+                    }
                 }
                 Control::Scenario(scenario, policy, done) => {
                     if let Some(old) = self.scenario.take() {

@@ -24,8 +24,10 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use dgt_core::{ClockState, EndReason, Event, GameResult, MoveInfo, ResumePly, StartKind, Tracker, View};
-use dgt_protocol::{Message, Orientation};
+use dgt_core::{
+    ClockState, EndReason, Event, GameResult, GameState, MoveInfo, ResumePly, StartKind, Tracker, View,
+};
+use dgt_protocol::{ClockTimes, Message, Orientation};
 use shakmaty::{
     CastlingMode, Chess, Color, EnPassantMode, FromSetup, Position, fen::Fen, san::SanPlus, uci::UciMove,
 };
@@ -44,6 +46,13 @@ use crate::store::{GameRecord, Journal, Record, Store};
 pub const PLIES: usize = 600;
 /// How often a running clock rewrites the PGN's `Clock` tag.
 const PGN_CLOCK_REFRESH: Duration = Duration::from_secs(5);
+/// How long the clock of a live game may stay stopped before the operator is alerted.
+pub const CLOCK_PAUSE_ALERT: Duration = Duration::from_secs(3);
+/// Below this battery charge (percent, not charging) the operator is alerted.
+pub const BATTERY_LOW_BELOW: u8 = 20;
+/// Above this charge (or when charging) a battery alert is cleared; the gap to
+/// [`BATTERY_LOW_BELOW`] keeps a charge that wobbles around the limit from repeating alerts.
+pub const BATTERY_OK_ABOVE: u8 = 25;
 /// The standard start position.
 pub const START_FEN: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 
@@ -163,6 +172,52 @@ pub struct BoardActor {
     queued: Vec<Event>,
     /// When the PGN was last rewritten for a clock change.
     last_pgn_clock: Option<Instant>,
+    /// Battery, clock presence and clock pause: what the operator was told.
+    health: Health,
+}
+
+/// What the board's alerts about its battery and clock are based on. Each alert is raised
+/// once per change and cleared by its counterpart, never repeated while nothing changes.
+#[derive(Debug)]
+struct Health {
+    /// The board's last battery charge, percent.
+    battery: Option<u8>,
+    /// `battery_low` was raised and not cleared.
+    battery_low: bool,
+    /// A clock reading (or a clock version answer) arrived since start.
+    clock_seen: bool,
+    /// `clock_lost` was raised and not cleared.
+    clock_lost: bool,
+    /// `clock_battery_low` was raised and not cleared.
+    clock_battery_low: bool,
+    /// The last clock state from the tracker showed the clock running (D0).
+    clock_running: bool,
+    /// The clock was started (or a move confirmed) in the current game: a later stop is a
+    /// pause, not a clock still being set up.
+    clock_started: bool,
+    /// The clock of the live game stopped at this time, and was not restarted since.
+    clock_stopped_at: Option<Instant>,
+    /// `clock_paused` was raised and not cleared.
+    clock_paused: bool,
+    /// How long a stop lasts before `clock_paused`.
+    pause_after: Duration,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Health {
+            battery: None,
+            battery_low: false,
+            clock_seen: false,
+            clock_lost: false,
+            clock_battery_low: false,
+            clock_running: false,
+            clock_started: false,
+            clock_stopped_at: None,
+            clock_paused: false,
+            pause_after: CLOCK_PAUSE_ALERT,
+        }
+    }
 }
 
 fn now_utc() -> (String, String) {
@@ -286,6 +341,7 @@ impl BoardActor {
             noise: 0,
             queued: Vec::new(),
             last_pgn_clock: None,
+            health: Health::default(),
         };
         if let Some(rec) = resume {
             actor.resume(rec);
@@ -358,6 +414,7 @@ impl BoardActor {
         v.status = self.status;
         v.flipped = self.flipped;
         v.clock = self.last_clock;
+        v.battery = self.health.battery;
         match &self.game {
             Some(g) => {
                 v.pairing = g.rec.pairing.clone();
@@ -564,6 +621,7 @@ impl BoardActor {
     async fn handle_event(&mut self, e: Event) {
         match e {
             Event::GameStarted { orientation, kind } => {
+                self.reset_clock_pause();
                 self.flipped = orientation == Orientation::Rotated;
                 if self.resuming {
                     self.resuming = false;
@@ -590,6 +648,8 @@ impl BoardActor {
                 });
             }
             Event::MoveConfirmed(m) => {
+                // Moves are being made: the game is under way, whatever the clock did before.
+                self.health.clock_started = true;
                 if self.game.is_none() {
                     self.new_game(None).await;
                 }
@@ -619,6 +679,7 @@ impl BoardActor {
                 self.commit(Record::Takeback { from_ply }, Some(delta)).await;
             }
             Event::Clock(c) => {
+                self.clock_run_state(c.running.is_some());
                 let v = clock_view(&c);
                 if self.last_clock != Some(v) {
                     self.last_clock = Some(v);
@@ -652,6 +713,7 @@ impl BoardActor {
                 );
             }
             Event::GameEnded { result, reason } => {
+                self.reset_clock_pause();
                 let termination = Some(str::to_owned(match reason {
                     EndReason::FlagFall => "time forfeit",
                     _ => "normal",
@@ -726,6 +788,7 @@ impl BoardActor {
                     let mut events = Vec::new();
                     self.tracker.tick(now, &mut |e| events.push(e));
                     self.handle_events(events).await;
+                    self.check_clock_pause();
                 }
                 _ = retry.tick(), if !self.pending.is_empty() => {
                     self.flush_pending().await;
@@ -763,12 +826,15 @@ impl BoardActor {
         match event {
             SerialEvent::Board(msg) => {
                 if let Message::Bwtime(dgt_protocol::Bwtime::Times(t)) = &msg {
+                    self.clock_health(t);
                     self.tracker.feed_clock(t, now, &mut |e| events.push(e));
                 } else {
                     self.tracker.feed(&msg, now, &mut |e| events.push(e));
                 }
             }
             SerialEvent::Lost { reason } | SerialEvent::OpenFailed { reason } => {
+                // No clock reading comes while the board is away: its alert says enough.
+                self.health.clock_stopped_at = None;
                 self.set_status(BoardStatus::NotResponding);
                 self.alert(
                     AlertLevel::Error,
@@ -784,7 +850,9 @@ impl BoardActor {
             }
             SerialEvent::ClockFound { version } => {
                 tracing::info!(board = self.number, ?version, "clock found");
+                self.health.clock_seen = true;
             }
+            SerialEvent::Battery { percent, charging } => self.battery(percent, charging),
             SerialEvent::ClockCommandFailed(cmd) => {
                 self.alert(
                     AlertLevel::Warning,
@@ -800,6 +868,150 @@ impl BoardActor {
             SerialEvent::Opened | SerialEvent::Identified { .. } => {}
         }
         self.handle_events(events).await;
+    }
+
+    /// A battery report: the board object shows the charge, and the operator is told when
+    /// it runs low and when it is fine again (with hysteresis, so no alert storm).
+    fn battery(&mut self, percent: u8, charging: bool) {
+        tracing::debug!(board = self.number, percent, charging, "battery");
+        if self.health.battery != Some(percent) {
+            self.health.battery = Some(percent);
+            // Only the charge changes: the feed's copy of the board, with the new charge.
+            let mut view = self.svc.hub.board(self.number).unwrap_or_else(|| self.view());
+            view.battery = Some(percent);
+            self.svc.hub.publish(Delta::Board { view: Box::new(view) });
+        }
+        if !self.health.battery_low && percent < BATTERY_LOW_BELOW && !charging {
+            self.health.battery_low = true;
+            self.alert(
+                AlertLevel::Warning,
+                "battery_low",
+                format!(
+                    "Board {}: its battery is at {percent} %; charge or swap the board's battery before it \
+                     runs out.",
+                    self.number
+                ),
+                Vec::new(),
+            );
+        } else if self.health.battery_low && (percent > BATTERY_OK_ABOVE || charging) {
+            self.health.battery_low = false;
+            let how = if charging { " and charging" } else { "" };
+            self.alert(
+                AlertLevel::Info,
+                "battery_ok",
+                format!("Board {}: its battery is at {percent} %{how}.", self.number),
+                Vec::new(),
+            );
+        }
+    }
+
+    /// The clock's own state from a reading: connected or not (D5), battery-low sign (D2).
+    fn clock_health(&mut self, t: &ClockTimes) {
+        let n = self.number;
+        if t.status.no_clock() {
+            if self.health.clock_seen && !self.health.clock_lost {
+                self.health.clock_lost = true;
+                self.health.clock_running = false;
+                self.health.clock_stopped_at = None;
+                self.alert(
+                    AlertLevel::Warning,
+                    "clock_lost",
+                    format!(
+                        "Board {n}: the clock is not connected to the board any more; check the clock's cable \
+                         and that it is switched on. Moves are still recorded, without clock times."
+                    ),
+                    Vec::new(),
+                );
+            }
+            return;
+        }
+        self.health.clock_seen = true;
+        if self.health.clock_lost {
+            self.health.clock_lost = false;
+            self.alert(
+                AlertLevel::Info,
+                "clock_back",
+                format!("Board {n}: the clock is connected again."),
+                Vec::new(),
+            );
+        }
+        let low = t.status.battery_low();
+        if low != self.health.clock_battery_low {
+            self.health.clock_battery_low = low;
+            if low {
+                self.alert(
+                    AlertLevel::Warning,
+                    "clock_battery_low",
+                    format!(
+                        "Board {n}: the clock shows its battery-low sign; replace the clock's batteries at the \
+                         next break, or swap the clock."
+                    ),
+                    Vec::new(),
+                );
+            } else {
+                self.alert(
+                    AlertLevel::Info,
+                    "clock_battery_ok",
+                    format!("Board {n}: the clock's battery-low sign is gone."),
+                    Vec::new(),
+                );
+            }
+        }
+    }
+
+    /// The clock runs (D0) or not, as the tracker reports it: a stop during a live game
+    /// starts the pause timer ([`BoardActor::check_clock_pause`]), a restart clears it.
+    fn clock_run_state(&mut self, running: bool) {
+        let live = self.tracker.state() == GameState::Active;
+        let was_running = std::mem::replace(&mut self.health.clock_running, running);
+        if running {
+            self.health.clock_stopped_at = None;
+            if live && !was_running {
+                self.health.clock_started = true;
+            }
+            if self.health.clock_paused {
+                self.health.clock_paused = false;
+                self.alert(
+                    AlertLevel::Info,
+                    "clock_running",
+                    format!("Board {}: the clock runs again.", self.number),
+                    Vec::new(),
+                );
+            }
+        } else if was_running && live && self.health.clock_started && self.health.clock_stopped_at.is_none() {
+            self.health.clock_stopped_at = Some(Instant::now());
+        }
+    }
+
+    /// Raises `clock_paused` when the clock of a live game stayed stopped long enough.
+    fn check_clock_pause(&mut self) {
+        let Some(since) = self.health.clock_stopped_at else { return };
+        if self.tracker.state() != GameState::Active {
+            self.health.clock_stopped_at = None;
+            return;
+        }
+        if since.elapsed() >= self.health.pause_after {
+            self.health.clock_stopped_at = None;
+            if !self.health.clock_paused {
+                self.health.clock_paused = true;
+                self.alert(
+                    AlertLevel::Warning,
+                    "clock_paused",
+                    format!(
+                        "The clock is stopped on board {}: restart it, or set the result if the game is over.",
+                        self.number
+                    ),
+                    Vec::new(),
+                );
+            }
+        }
+    }
+
+    /// A game started or ended: pause tracking starts afresh.
+    fn reset_clock_pause(&mut self) {
+        self.health.clock_started = false;
+        self.health.clock_stopped_at = None;
+        self.health.clock_paused = false;
     }
 
     async fn admin(&mut self, cmd: AdminCommand) -> Result<(), String> {
@@ -967,6 +1179,165 @@ mod tests {
             assert!(Instant::now() < deadline, "timed out waiting for {what}: {:?}", hub.board(1));
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// A board actor on an empty data folder, attached to a port that goes nowhere.
+    struct Harness {
+        hub: Arc<Hub>,
+        tx: mpsc::Sender<BoardInput>,
+        shutdown: crate::shutdown::Shutdown,
+        task: tokio::task::JoinHandle<()>,
+        dir: std::path::PathBuf,
+        _port: mpsc::Receiver<SessionCommand>,
+    }
+
+    impl Harness {
+        async fn start(name: &str, pause_after: Duration) -> Harness {
+            let dir = std::env::temp_dir().join(format!("dgt-relay-board-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let (store, _) = Store::open(&dir).unwrap();
+            let hub = Arc::new(Hub::new(1));
+            let svc = Services {
+                hub: Arc::clone(&hub),
+                store: Arc::new(store),
+                tournament: SharedTournament::default(),
+            };
+            let mut actor = BoardActor::new(1, Some("555".into()), svc, None);
+            actor.health.pause_after = pause_after;
+            let (tx, rx) = mpsc::channel(64);
+            let shutdown = crate::shutdown::Shutdown::new();
+            let task = tokio::spawn(actor.run(rx, shutdown.listener()));
+            let (cmd_tx, port) = mpsc::channel(64);
+            tx.send(BoardInput::Attach { port_id: 1, path: "test".into(), commands: cmd_tx }).await.unwrap();
+            Harness { hub, tx, shutdown, task, dir, _port: port }
+        }
+
+        async fn send(&self, event: SerialEvent) {
+            self.tx.send(BoardInput::Serial { port_id: 1, event }).await.unwrap();
+        }
+
+        /// Sends a battery report and waits until it is handled: everything sent before
+        /// it is handled too.
+        async fn barrier(&self, percent: u8) -> BoardView {
+            self.send(SerialEvent::Battery { percent, charging: true }).await;
+            wait_for(&self.hub, "the barrier", |v| v.battery == Some(percent)).await
+        }
+
+        async fn admin(&self, cmd: AdminCommand) -> Result<(), String> {
+            let (tx, rx) = oneshot::channel();
+            self.tx.send(BoardInput::Admin(cmd, tx)).await.unwrap();
+            rx.await.unwrap()
+        }
+
+        fn codes(&self, prefix: &str) -> Vec<String> {
+            let v = self.hub.board(1).unwrap();
+            v.alerts.iter().filter(|a| a.code.starts_with(prefix)).map(|a| a.code.clone()).collect()
+        }
+
+        async fn stop(self) {
+            self.shutdown.trigger();
+            self.task.await.unwrap();
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    /// A clock reading: 5 minutes a side and the given status byte.
+    fn clock(status: u8) -> SerialEvent {
+        let side = dgt_protocol::SideReading {
+            time: dgt_protocol::ClockTime::from_seconds(300),
+            flags: dgt_protocol::SideFlags::default(),
+        };
+        let t = ClockTimes { right: side, left: side, status: dgt_protocol::ClockStatus(status) };
+        SerialEvent::Board(Message::Bwtime(dgt_protocol::Bwtime::Times(t)))
+    }
+
+    const RUNNING: u8 = 0x01;
+    const STOPPED: u8 = 0x00;
+
+    #[tokio::test]
+    async fn battery_alerts_have_hysteresis_and_the_charge_is_in_the_board_object() {
+        let h = Harness::start("battery", CLOCK_PAUSE_ALERT).await;
+        let v = h.barrier(50).await;
+        assert!(h.codes("battery").is_empty());
+        assert_eq!(serde_json::to_value(&v).unwrap()["battery"], 50);
+        for (percent, charging) in
+            [(19, false), (18, false), (15, false), (22, false), (24, true), (19, false), (26, false)]
+        {
+            h.send(SerialEvent::Battery { percent, charging }).await;
+        }
+        let v = wait_for(&h.hub, "the last report", |v| v.battery == Some(26)).await;
+        // Low once for 19, 18 and 15; 22 is not enough to clear it, charging is; low again,
+        // cleared by a charge over 25 %.
+        assert_eq!(h.codes("battery"), ["battery_low", "battery_ok", "battery_low", "battery_ok"]);
+        let low = v.alerts.iter().find(|a| a.code == "battery_low").unwrap();
+        assert_eq!(low.level, AlertLevel::Warning);
+        assert!(low.message.contains("19 %") && low.message.contains("charge or swap"), "{}", low.message);
+        // A board that never reported a charge has no `battery` field at all.
+        let json = serde_json::to_value(BoardView::new(2, 1)).unwrap();
+        assert!(json.get("battery").is_none(), "{json}");
+        h.stop().await;
+    }
+
+    #[tokio::test]
+    async fn clock_battery_and_connection_alerts_come_once_per_change() {
+        let h = Harness::start("clock-health", CLOCK_PAUSE_ALERT).await;
+        // No clock from the start: nothing was lost.
+        h.send(clock(0x20)).await;
+        h.barrier(90).await;
+        assert!(h.codes("clock").is_empty());
+        for status in [STOPPED, STOPPED | 0x04, RUNNING | 0x04, 0x20, 0x20, STOPPED | 0x04, STOPPED] {
+            h.send(clock(status)).await;
+        }
+        h.barrier(91).await;
+        assert_eq!(
+            h.codes("clock"),
+            ["clock_battery_low", "clock_lost", "clock_back", "clock_battery_ok"],
+            "{:?}",
+            h.hub.board(1)
+        );
+        h.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_stopped_clock_alerts_only_while_the_game_is_live() {
+        let pause = Duration::from_millis(300);
+        let h = Harness::start("pause", pause).await;
+        // Before any game (empty board): the clock is started and stopped, nothing said.
+        h.send(SerialEvent::Board(Message::BoardDump(BoardDump::EMPTY))).await;
+        h.send(clock(RUNNING)).await;
+        h.send(clock(STOPPED)).await;
+        h.barrier(10).await;
+        tokio::time::sleep(pause * 2).await;
+        assert!(h.codes("clock_").is_empty(), "{:?}", h.hub.board(1));
+        // The game starts; the clock is started, then stopped.
+        h.send(dump_of(&Chess::default())).await;
+        wait_for(&h.hub, "the game", |v| v.fen.is_some()).await;
+        h.send(clock(RUNNING)).await;
+        h.send(clock(STOPPED)).await;
+        h.barrier(11).await;
+        // Not at once: a stop shorter than the limit is not a pause.
+        assert!(h.codes("clock_").is_empty());
+        let v = wait_for(&h.hub, "clock_paused", |v| v.alerts.iter().any(|a| a.code == "clock_paused")).await;
+        let alert = v.alerts.iter().find(|a| a.code == "clock_paused").unwrap();
+        assert_eq!(alert.level, AlertLevel::Warning);
+        assert!(alert.message.contains("board 1") && alert.message.contains("set the result"), "{alert:?}");
+        tokio::time::sleep(pause * 2).await;
+        assert_eq!(h.codes("clock_"), ["clock_paused"], "raised once");
+        h.send(clock(RUNNING)).await;
+        wait_for(&h.hub, "clock_running", |v| v.alerts.iter().any(|a| a.code == "clock_running")).await;
+        // A short stop (restarted in time) says nothing.
+        h.send(clock(STOPPED)).await;
+        h.send(clock(RUNNING)).await;
+        h.barrier(12).await;
+        tokio::time::sleep(pause * 2).await;
+        assert_eq!(h.codes("clock_"), ["clock_paused", "clock_running"]);
+        // The game is over: stopping the clock afterwards is normal.
+        h.admin(AdminCommand::Result(Some("1-0".into()))).await.unwrap();
+        h.send(clock(STOPPED)).await;
+        h.barrier(13).await;
+        tokio::time::sleep(pause * 2).await;
+        assert_eq!(h.codes("clock_"), ["clock_paused", "clock_running"]);
+        h.stop().await;
     }
 
     /// A game journaled by an earlier run (4 plies), then the relay restarts: the arbiter

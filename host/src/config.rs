@@ -142,6 +142,8 @@ pub struct Config {
     pub discover: bool,
     /// Silence after which a board is declared not responding (milliseconds).
     pub silence_ms: u64,
+    /// Battery status poll period for Bluetooth boards (milliseconds).
+    pub battery_poll_ms: u64,
     /// Event data.
     pub event: EventInfo,
     /// Boards by number.
@@ -159,6 +161,7 @@ impl Default for Config {
             ports: Vec::new(),
             discover: false,
             silence_ms: 5000,
+            battery_poll_ms: 60_000,
             event: EventInfo::default(),
             boards: Vec::new(),
             max_subscribers: 2000,
@@ -177,6 +180,7 @@ struct RawConfig {
     #[serde(default)]
     discover: bool,
     silence_ms: Option<Spanned<u64>>,
+    battery_poll_ms: Option<Spanned<u64>>,
     max_subscribers: Option<Spanned<usize>>,
     #[serde(default)]
     event: Option<RawEvent>,
@@ -301,6 +305,15 @@ impl Config {
                 return Err(at(s.span().start, "silence_ms must be between 500 and 60000".to_owned()));
             }
             cfg.silence_ms = s.into_inner();
+        }
+        if let Some(b) = raw.battery_poll_ms {
+            if !(1_000..=3_600_000).contains(b.get_ref()) {
+                return Err(at(
+                    b.span().start,
+                    "battery_poll_ms must be between 1000 and 3600000".to_owned(),
+                ));
+            }
+            cfg.battery_poll_ms = b.into_inner();
         }
         if let Some(m) = raw.max_subscribers {
             if !(1..=100_000).contains(m.get_ref()) {
@@ -458,6 +471,12 @@ black = { name = "Nepo, Ian" }
         let tc = "[event]\ntime_control = \"90 min\"\n";
         let e = Config::parse("r.toml", tc).unwrap_err().to_string();
         assert!(e.starts_with("r.toml:2:") && e.contains("time control"), "{e}");
+        let poll = "silence_ms = 2000\nbattery_poll_ms = 10\n";
+        let e = Config::parse("r.toml", poll).unwrap_err().to_string();
+        assert!(e.starts_with("r.toml:2:") && e.contains("battery_poll_ms"), "{e}");
+        let cfg = Config::parse("r.toml", "battery_poll_ms = 30000\n").unwrap();
+        assert_eq!(cfg.battery_poll_ms, 30_000);
+        assert_eq!(Config::default().battery_poll_ms, 60_000);
     }
 
     #[test]

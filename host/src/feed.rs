@@ -112,7 +112,8 @@ pub enum AlertLevel {
 /// An operator alert.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlertView {
-    /// Stable machine-readable code (`position_mismatch`, `not_responding`, `storage`, ...).
+    /// Stable machine-readable code (`position_mismatch`, `not_responding`, `storage`,
+    /// `battery_low`, `clock_paused`, ...; the list is in `API.md`).
     pub code: String,
     /// Severity.
     pub level: AlertLevel,
@@ -154,6 +155,10 @@ pub struct BoardView {
     pub termination: Option<String>,
     /// The board is used rotated (White at the connector's right).
     pub flipped: bool,
+    /// The board's last reported battery charge, percent (Bluetooth boards); absent when
+    /// the board never reported one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub battery: Option<u8>,
     /// The latest alerts, oldest first.
     pub alerts: Vec<AlertView>,
 }
@@ -176,6 +181,7 @@ impl BoardView {
             result: None,
             termination: None,
             flipped: false,
+            battery: None,
             alerts: Vec::new(),
         }
     }

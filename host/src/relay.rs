@@ -95,7 +95,10 @@ impl Relay {
             tasks: Mutex::new(JoinSet::new()),
             writer: Mutex::new(None),
             next_port_id: AtomicU64::new(1),
-            timing: SessionTiming::with_silence(Duration::from_millis(config.silence_ms)),
+            timing: SessionTiming {
+                battery_poll: Duration::from_millis(config.battery_poll_ms),
+                ..SessionTiming::with_silence(Duration::from_millis(config.silence_ms))
+            },
         });
         let writer = tokio::spawn(crate::store::run_pgn_writer(
             Arc::clone(&store),

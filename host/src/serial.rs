@@ -15,6 +15,13 @@
 //! The board is identified by its serial number, so a board moved to another socket keeps
 //! its board number and game.
 //!
+//! # Battery (Bluetooth boards)
+//! `4C` (battery status) goes with the dump request at the handshake and then every
+//! [`SessionTiming::battery_poll`], one request at a time: a request not answered by the
+//! next poll counts as lost. A board that never answers (USB boards ignore `4C`) is not
+//! asked again after [`BATTERY_MISSES`] unanswered polls in this session. Answers become
+//! [`SerialEvent::Battery`].
+//!
 //! # Keep-alive and clock commands (fact sheet 7.3)
 //! `45` every second; silence longer than the configured limit ends the session. Clock
 //! commands go one at a time: the next is sent only after the ack of the previous, a
@@ -33,6 +40,9 @@ use crate::shutdown::Listener;
 
 /// Clock commands waiting behind the one in flight, at most.
 pub const MAX_CLOCK_QUEUE: usize = 16;
+/// Unanswered battery polls after which a board that never answered one is not polled again
+/// in this session (a USB board).
+pub const BATTERY_MISSES: u32 = 3;
 
 /// Timing of a session.
 #[derive(Clone, Copy, Debug)]
@@ -49,6 +59,8 @@ pub struct SessionTiming {
     pub clock_ack: Duration,
     /// Clock command attempts.
     pub clock_attempts: u32,
+    /// Battery status (`4C`) poll period, after the first request at the handshake.
+    pub battery_poll: Duration,
 }
 
 impl Default for SessionTiming {
@@ -60,6 +72,7 @@ impl Default for SessionTiming {
             handshake_attempts: 5,
             clock_ack: Duration::from_secs(2),
             clock_attempts: 3,
+            battery_poll: Duration::from_secs(60),
         }
     }
 }
@@ -94,6 +107,13 @@ pub enum SerialEvent {
     },
     /// A clock command got no ack after every attempt.
     ClockCommandFailed(ClockCommand),
+    /// The board answered a battery status request (Bluetooth boards).
+    Battery {
+        /// Charge, percent (0..=100).
+        percent: u8,
+        /// True while the board is charging (false when the board does not say).
+        charging: bool,
+    },
     /// Bytes were thrown away by the decoder.
     Noise(usize),
     /// The session ended: silence, an I/O error, or no handshake. The port is reopened.
@@ -161,6 +181,12 @@ pub struct Session<T> {
     identified: bool,
     clock_queue: VecDeque<ClockCommand>,
     in_flight: Option<InFlight>,
+    /// A battery request waits for its answer.
+    battery_outstanding: bool,
+    /// Polls in a row that got no answer.
+    battery_misses: u32,
+    /// The board answered a battery request in this session.
+    battery_answered: bool,
 }
 
 impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
@@ -176,6 +202,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
             identified: false,
             clock_queue: VecDeque::new(),
             in_flight: None,
+            battery_outstanding: false,
+            battery_misses: 0,
+            battery_answered: false,
         }
     }
 
@@ -243,6 +272,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
         );
         let mut keepalive = tokio::time::interval(self.timing.keepalive);
         keepalive.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let battery_poll = self.timing.battery_poll.max(Duration::from_millis(100));
+        let mut battery_timer = tokio::time::interval_at(Instant::now() + battery_poll, battery_poll);
+        battery_timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut last_rx = Instant::now();
         let mut buf = [0u8; 512];
         let mut commands_open = true;
@@ -290,6 +322,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
                     }
                     self.send(&[Command::ReturnSerialNumber]).await?;
                 }
+                _ = battery_timer.tick(), if self.identified && self.battery_polling() => {
+                    self.poll_battery().await?;
+                }
                 _ = sleep_until_opt(ack_deadline) => {
                     self.clock_timeout().await?;
                 }
@@ -300,6 +335,24 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
                 return Ok(SessionEnd::Detached);
             }
         }
+    }
+
+    /// False once a board that never answered a battery request missed enough of them.
+    fn battery_polling(&self) -> bool {
+        self.battery_answered || self.battery_misses < BATTERY_MISSES
+    }
+
+    /// Sends a battery request; one still unanswered is counted as lost first.
+    async fn poll_battery(&mut self) -> std::io::Result<()> {
+        if self.battery_outstanding {
+            self.battery_misses += 1;
+            if !self.battery_polling() {
+                tracing::debug!(misses = self.battery_misses, "no battery status: not polled again");
+                return Ok(());
+            }
+        }
+        self.battery_outstanding = true;
+        self.send(&[Command::SendBatteryStatus]).await
     }
 
     async fn clock_timeout(&mut self) -> std::io::Result<()> {
@@ -332,6 +385,13 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
                     out.push(Got::Serial(String::from_utf8_lossy(s).trim().to_owned()))
                 }
                 Message::Version { major, minor } => out.push(Got::Version(major, minor)),
+                Message::Battery(b) => match b.percent() {
+                    Some(percent) => out.push(Got::Battery(SerialEvent::Battery {
+                        percent: percent.min(100),
+                        charging: b.charging().unwrap_or(false),
+                    })),
+                    None => tracing::debug!("empty battery status ignored"),
+                },
                 other => tracing::trace!(?other, "message ignored"),
             },
             Decoded::Noise { len } => out.push(Got::Event(SerialEvent::Noise(len))),
@@ -381,6 +441,14 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
                         return Ok(false);
                     }
                 }
+                Got::Battery(e) => {
+                    self.battery_outstanding = false;
+                    self.battery_misses = 0;
+                    self.battery_answered = true;
+                    if !self.emit(e).await {
+                        return Ok(false);
+                    }
+                }
             }
             if !self.identified
                 && let (Some(serial), Some(version)) = (&self.serial, self.version)
@@ -391,6 +459,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
                     return Ok(false);
                 }
                 self.send(&[Command::SendBoard]).await?;
+                self.poll_battery().await?;
                 self.clock_queue.push_front(ClockCommand::Version);
                 self.pump_clock().await?;
             }
@@ -406,6 +475,8 @@ enum Got {
     Serial(String),
     Version(u8, u8),
     Event(SerialEvent),
+    /// A battery answer (also ends the outstanding request).
+    Battery(SerialEvent),
 }
 
 async fn sleep_until_opt(t: Option<Instant>) {
@@ -553,8 +624,14 @@ mod tests {
     use tokio::io::DuplexStream;
 
     /// A minimal scripted board on the other end of a duplex pipe: answers the handshake,
-    /// keep-alives and dumps; acks clock commands unless told to stay mute.
-    async fn fake_board(mut io: DuplexStream, ack_clock: bool, log: mpsc::UnboundedSender<Command>) {
+    /// keep-alives and dumps; acks clock commands unless told to stay mute; answers battery
+    /// requests with `battery` (percent, charging), or ignores them like a USB board.
+    async fn fake_board(
+        mut io: DuplexStream,
+        ack_clock: bool,
+        battery: Option<(u8, bool)>,
+        log: mpsc::UnboundedSender<Command>,
+    ) {
         let mut parser = CommandParser::new();
         let mut buf = [0u8; 64];
         let mut out = [0u8; 128];
@@ -566,7 +643,12 @@ mod tests {
             for &b in &buf[..n] {
                 let Some(HostInput::Command(cmd)) = parser.push(b) else { continue };
                 let _ = log.send(cmd);
+                let payload =
+                    battery.map(|(pct, charging)| [pct, 0x7F, 0x7F, 0, 10, 0, 1, 0, u8::from(charging)]);
                 let reply = match cmd {
+                    Command::SendBatteryStatus => {
+                        payload.as_ref().map(|p| Message::Battery(dgt_protocol::Battery { payload: p }))
+                    }
                     Command::SendVersion => Some(Message::Version { major: 3, minor: 1 }),
                     Command::ReturnSerialNumber => Some(Message::SerialNumber(b"24518")),
                     Command::SendBoard => Some(Message::BoardDump(BoardDump::EMPTY)),
@@ -596,6 +678,7 @@ mod tests {
             handshake_attempts: 3,
             clock_ack: Duration::from_millis(100),
             clock_attempts: 3,
+            battery_poll: Duration::from_millis(60),
         }
     }
 
@@ -603,7 +686,7 @@ mod tests {
     async fn handshake_identifies_the_board_and_finds_the_clock() {
         let (a, b) = tokio::io::duplex(4096);
         let (log_tx, mut log_rx) = mpsc::unbounded_channel();
-        tokio::spawn(fake_board(b, true, log_tx));
+        tokio::spawn(fake_board(b, true, None, log_tx));
         let (ev_tx, mut ev_rx) = mpsc::channel(64);
         let (_cmd_tx, cmd_rx) = mpsc::channel(4);
         let stop = crate::shutdown::Shutdown::new();
@@ -630,7 +713,7 @@ mod tests {
     async fn unanswered_clock_commands_are_retried_then_given_up() {
         let (a, b) = tokio::io::duplex(4096);
         let (log_tx, mut log_rx) = mpsc::unbounded_channel();
-        tokio::spawn(fake_board(b, false, log_tx));
+        tokio::spawn(fake_board(b, false, None, log_tx));
         let (ev_tx, mut ev_rx) = mpsc::channel(64);
         let (cmd_tx, cmd_rx) = mpsc::channel(4);
         let stop = crate::shutdown::Shutdown::new();
@@ -658,6 +741,52 @@ mod tests {
         let first_beep = sent.iter().position(|c| matches!(c, Command::Clock(ClockCommand::Beep { .. })));
         let last_version = sent.iter().rposition(|c| *c == Command::Clock(ClockCommand::Version));
         assert!(first_beep > last_version);
+    }
+
+    /// Runs a session against the fake board for `run`, returning the events and the
+    /// commands the board received.
+    async fn session_with(battery: Option<(u8, bool)>, run: Duration) -> (Vec<SerialEvent>, Vec<Command>) {
+        let (a, b) = tokio::io::duplex(4096);
+        let (log_tx, mut log_rx) = mpsc::unbounded_channel();
+        tokio::spawn(fake_board(b, true, battery, log_tx));
+        let (ev_tx, mut ev_rx) = mpsc::channel(1024);
+        let (_cmd_tx, cmd_rx) = mpsc::channel(4);
+        let stop = crate::shutdown::Shutdown::new();
+        let mut s = Session::new(a, fast(), ev_tx);
+        let l = stop.listener();
+        let task = tokio::spawn(async move { s.run(cmd_rx, l).await });
+        tokio::time::sleep(run).await;
+        stop.trigger();
+        assert_eq!(task.await.unwrap(), SessionEnd::Shutdown);
+        let events = std::iter::from_fn(|| ev_rx.try_recv().ok()).collect();
+        let sent = std::iter::from_fn(|| log_rx.try_recv().ok()).collect();
+        (events, sent)
+    }
+
+    #[tokio::test]
+    async fn a_bluetooth_board_reports_its_battery_at_the_handshake_and_then_periodically() {
+        let (events, sent) = session_with(Some((42, true)), Duration::from_millis(400)).await;
+        let answers: Vec<&SerialEvent> =
+            events.iter().filter(|e| matches!(e, SerialEvent::Battery { .. })).collect();
+        assert!(answers.len() >= 3, "polled every 60 ms: {events:?}");
+        assert!(answers.iter().all(|e| **e == SerialEvent::Battery { percent: 42, charging: true }));
+        // The first request goes with the handshake's dump request, not a period later.
+        let dump = sent.iter().position(|c| *c == Command::SendBoard);
+        let first = sent.iter().position(|c| *c == Command::SendBatteryStatus);
+        assert!(dump.is_some() && first > dump && first < dump.map(|d| d + 3), "{sent:?}");
+        // One outstanding at a time: never more requests than periods, plus the first.
+        let polls = sent.iter().filter(|c| **c == Command::SendBatteryStatus).count();
+        assert!(polls <= 400 / 60 + 1, "{polls} polls");
+    }
+
+    #[tokio::test]
+    async fn a_usb_board_that_ignores_battery_requests_is_not_asked_forever() {
+        let (events, sent) = session_with(None, Duration::from_millis(600)).await;
+        assert!(!events.iter().any(|e| matches!(e, SerialEvent::Battery { .. })));
+        let polls = sent.iter().filter(|c| **c == Command::SendBatteryStatus).count();
+        // The handshake's request and two more periods, then no more (600 ms is ten periods).
+        assert_eq!(polls, BATTERY_MISSES as usize, "{sent:?}");
+        assert!(events.iter().any(|e| matches!(e, SerialEvent::Identified { .. })));
     }
 
     #[tokio::test]
