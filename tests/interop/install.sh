@@ -15,5 +15,5 @@ if ! command -v pgn-extract >/dev/null 2>&1 && [ ! -x /usr/games/pgn-extract ]; 
   $sudo apt-get install -y pgn-extract
 fi
 python3 -c 'import chess; print("python-chess", chess.__version__)'
-node -e 'import("chess.js").then(() => console.log("chess.js ok"))'
+(cd "$here" && node -e 'import("chess.js").then(() => console.log("chess.js ok"))')
 ls -l /usr/games/pgn-extract 2>/dev/null || command -v pgn-extract
