@@ -7,7 +7,7 @@ use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::OFlag;
+use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::pty::{PtyMaster, grantpt, posix_openpt, ptsname_r, unlockpt};
 use nix::sys::termios::{BaudRate, SetArg, cfmakeraw, cfsetspeed, tcgetattr, tcsetattr};
@@ -39,8 +39,12 @@ impl Pty {
     /// Opens a new pty pair with a raw 9600 8N1 slave.
     pub fn open() -> Result<Pty, SimError> {
         let err = |what: &'static str| move |e: nix::Error| SimError::Pty { what, source: e.into() };
-        let master =
-            posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_NONBLOCK).map_err(err("posix_openpt"))?;
+        // Close-on-exec: a child process started later (a host under test, anything else)
+        // must not inherit the master. A leaked copy keeps the pty pair alive after the
+        // board drops it, so an unplug would never hang up the host's end.
+        let master = posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)
+            .map_err(err("posix_openpt"))?;
+        fcntl(&master, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).map_err(err("fcntl"))?;
         grantpt(&master).map_err(err("grantpt"))?;
         unlockpt(&master).map_err(err("unlockpt"))?;
         let slave_path = PathBuf::from(ptsname_r(&master).map_err(err("ptsname"))?);

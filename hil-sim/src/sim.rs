@@ -205,8 +205,8 @@ impl SimBoard {
             None => None,
         };
         let slave = Arc::new(Mutex::new(pty.slave_path().to_path_buf()));
-        let (wake_rx, wake_tx) =
-            nix::unistd::pipe().map_err(|e| SimError::Pty { what: "pipe", source: e.into() })?;
+        let (wake_rx, wake_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)
+            .map_err(|e| SimError::Pty { what: "pipe", source: e.into() })?;
         fcntl(&wake_rx, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
             .map_err(|e| SimError::Pty { what: "fcntl", source: e.into() })?;
         let (tx, rx) = mpsc::channel();
@@ -424,6 +424,18 @@ impl LineRate {
     }
 }
 
+/// The shortest real time a board stays unplugged: enough for a host to see its port hang
+/// up and for the device node to be gone once, however fast the game runs.
+pub const MIN_UNPLUGGED: Duration = Duration::from_millis(30);
+
+/// How long, in real time, a board stays unplugged for `down_ms` virtual milliseconds at
+/// `speed`: the game time scaled by the speed factor, at least [`MIN_UNPLUGGED`], so that
+/// a fast test does not turn a 2 s unplug into many moves of play.
+pub fn unplugged_for(down_ms: u64, speed: f64) -> Duration {
+    let speed = if speed.is_finite() && speed > 0.0 { speed } else { 1.0 };
+    Duration::from_secs_f64(down_ms as f64 / 1000.0 / speed).max(MIN_UNPLUGGED)
+}
+
 /// Output kept for a host that reads slowly, beyond which bytes are lost (as a UART's
 /// would be).
 const MAX_PENDING: usize = 64 * 1024;
@@ -577,8 +589,7 @@ impl Runner {
     fn apply(&mut self, action: &Action, at: u64) {
         let down = crate::offline::apply_action(&mut self.fw, action, at, self.orientation, self.white_side);
         if let Some(down_ms) = down {
-            let real = Duration::from_secs_f64(down_ms as f64 / 1000.0 / self.vt.speed())
-                .max(Duration::from_millis(150));
+            let real = unplugged_for(down_ms, self.vt.speed());
             self.pty = None;
             self.host = false;
             self.pending.clear();
@@ -749,5 +760,20 @@ impl Runner {
             self.host = false;
             self.pending.clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unplug_lasts_its_game_time_scaled_by_the_speed() {
+        // 2 s of game time at x20 is 100 ms of real time, not many moves of play.
+        assert_eq!(unplugged_for(2_000, 20.0), Duration::from_millis(100));
+        assert_eq!(unplugged_for(3_000, 1.0), Duration::from_secs(3));
+        // Very fast games keep a short real floor, for the host to see the hang-up.
+        assert_eq!(unplugged_for(1_500, 150.0), MIN_UNPLUGGED);
+        assert_eq!(unplugged_for(1_000, f64::NAN), Duration::from_secs(1));
     }
 }

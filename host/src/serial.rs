@@ -8,6 +8,14 @@
 //! reported and retried, never fatal. The session itself is generic over the byte stream
 //! ([`AsyncRead`] + [`AsyncWrite`]) so tests can drive it without a device.
 //!
+//! # Unplugged boards
+//! An unplugged USB board, and a pty whose other end closed, make `read` return end of
+//! file or an error (EIO, ENXIO) at once: the session ends there and then, it does not
+//! wait for the silence limit (which stays the fallback for a board that is connected but
+//! dead). The port is reopened [`REOPEN_FIRST`] later, then with backoff; while the device
+//! node is missing its path is watched every [`NODE_POLL`], so a replugged board (same
+//! path, or the same symlink) is opened as soon as it reappears.
+//!
 //! # Handshake (fact sheet 2.3, 8.3)
 //! `40` (reset) then `4B` (update-nice mode), `4D` (version) and `45` (serial number),
 //! repeated every 2 s until the version and serial number arrive. Then `42` (full board
@@ -31,12 +39,19 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dgt_protocol::{AckKind, Bwtime, ClockCommand, Command, Decoded, Decoder, Message};
+use dgt_protocol::{AckKind, Bwtime, ClockCommand, Command, Decoded, Decoder, EeEvent, Message};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::shutdown::Listener;
+
+/// Wait before the first reopening after a session ended (the board went away).
+pub const REOPEN_FIRST: Duration = Duration::from_millis(100);
+/// While a port's device node is missing, how often its path is checked.
+pub const NODE_POLL: Duration = Duration::from_millis(50);
+/// Most EEPROM events kept from one dump (a full dump holds at most 0x1F00 bytes).
+const MAX_EE_EVENTS: usize = 0x2000;
 
 /// Clock commands waiting behind the one in flight, at most.
 pub const MAX_CLOCK_QUEUE: usize = 16;
@@ -114,6 +129,9 @@ pub enum SerialEvent {
         /// True while the board is charging (false when the board does not say).
         charging: bool,
     },
+    /// The board's EEPROM event log (answer to [`SessionCommand::RequestEeMoves`]), oldest
+    /// first, without the closing EOF.
+    EeMoves(Vec<EeEvent>),
     /// Bytes were thrown away by the decoder.
     Noise(usize),
     /// The session ended: silence, an I/O error, or no handshake. The port is reopened.
@@ -133,6 +151,8 @@ pub enum SerialEvent {
 pub enum SessionCommand {
     /// Send `42` (full board dump).
     RequestDump,
+    /// Send `49` (EEPROM event log); the answer becomes [`SerialEvent::EeMoves`].
+    RequestEeMoves,
     /// Queue a clock command.
     Clock(ClockCommand),
 }
@@ -187,6 +207,8 @@ pub struct Session<T> {
     battery_misses: u32,
     /// The board answered a battery request in this session.
     battery_answered: bool,
+    /// An EEPROM dump being received: its events so far and the payload bytes still due.
+    ee: Option<(Vec<EeEvent>, usize)>,
 }
 
 impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
@@ -205,6 +227,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
             battery_outstanding: false,
             battery_misses: 0,
             battery_answered: false,
+            ee: None,
         }
     }
 
@@ -250,7 +273,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
     ) -> SessionEnd {
         match self.run_inner(&mut commands, &mut stop).await {
             Ok(end) => end,
-            Err(e) => SessionEnd::Lost(format!("I/O error: {e}")),
+            Err(e) => SessionEnd::Lost(gone_reason(&e)),
         }
     }
 
@@ -283,9 +306,11 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
             tokio::select! {
                 _ = stop.wait() => return Ok(SessionEnd::Shutdown),
                 n = self.io.read(&mut buf) => {
+                    // End of file or a read error: the device is gone (unplugged, or the
+                    // other end of a pty closed). Reported at once, not after the silence.
                     let n = n?;
                     if n == 0 {
-                        return Ok(SessionEnd::Lost("end of file on the port".into()));
+                        return Ok(SessionEnd::Lost("the device went away (end of file on the port)".into()));
                     }
                     last_rx = Instant::now();
                     if !self.handle_bytes(&buf[..n]).await? {
@@ -297,6 +322,11 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
                     Some(SessionCommand::RequestDump) => {
                         if self.identified {
                             self.send(&[Command::SendBoard]).await?;
+                        }
+                    }
+                    Some(SessionCommand::RequestEeMoves) => {
+                        if self.identified {
+                            self.send(&[Command::SendEeMoves]).await?;
                         }
                     }
                     Some(SessionCommand::Clock(c)) => {
@@ -396,7 +426,29 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Session<T> {
             },
             Decoded::Noise { len } => out.push(Got::Event(SerialEvent::Noise(len))),
             Decoded::Skipped { id, total_len } => tracing::debug!(id, total_len, "oversized message skipped"),
-            Decoded::EeMovesStart { .. } | Decoded::EeEvent(_) => {}
+            Decoded::EeMovesStart { total_len } => {
+                if self.ee.is_some() {
+                    tracing::debug!("EEPROM dump cut short by another");
+                }
+                let payload = usize::from(total_len).saturating_sub(3);
+                if payload == 0 {
+                    out.push(Got::Event(SerialEvent::EeMoves(Vec::new())));
+                } else {
+                    self.ee = Some((Vec::new(), payload));
+                }
+            }
+            Decoded::EeEvent(e) => {
+                let Some((events, due)) = self.ee.as_mut() else { return };
+                *due = due.saturating_sub(ee_len(&e));
+                if e != EeEvent::Eof && events.len() < MAX_EE_EVENTS {
+                    events.push(e);
+                }
+                if (*due == 0 || e == EeEvent::Eof)
+                    && let Some((events, _)) = self.ee.take()
+                {
+                    out.push(Got::Event(SerialEvent::EeMoves(events)));
+                }
+            }
         });
         for a in acks {
             if a.is_auto() {
@@ -479,6 +531,24 @@ enum Got {
     Battery(SerialEvent),
 }
 
+/// Bytes an EEPROM event takes in the dump.
+fn ee_len(e: &EeEvent) -> usize {
+    match e {
+        EeEvent::Malformed { len, .. } => usize::from(*len).max(1),
+        other => other.encode(&mut [0u8; 3]).unwrap_or(1),
+    }
+}
+
+/// Why a session ended on an I/O error, for people: a vanished device says so.
+fn gone_reason(e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    let gone = matches!(
+        e.kind(),
+        ErrorKind::BrokenPipe | ErrorKind::NotConnected | ErrorKind::UnexpectedEof | ErrorKind::NotFound
+    ) || matches!(e.raw_os_error(), Some(5 | 6 | 19)); // EIO, ENXIO, ENODEV
+    if gone { format!("the device went away ({e})") } else { format!("I/O error: {e}") }
+}
+
 async fn sleep_until_opt(t: Option<Instant>) {
     match t {
         Some(t) => tokio::time::sleep_until(t).await,
@@ -531,6 +601,11 @@ pub fn open_port(path: &std::path::Path) -> Result<tokio_serial::SerialStream, t
 /// Runs sessions on one port path until shutdown: open, session, report, reopen with
 /// backoff. `commands` is kept across sessions; commands sent while the port is closed
 /// wait for the next session (bounded by the channel).
+///
+/// A session that ends (the board went away) is reported at once and the port is reopened
+/// [`REOPEN_FIRST`] later; failed openings back off up to `max_backoff`, but while the
+/// device node is missing the path is checked every [`NODE_POLL`] and opened as soon as it
+/// is back (a replugged board).
 pub async fn run_port(
     path: PathBuf,
     events: mpsc::Sender<SerialEvent>,
@@ -538,7 +613,7 @@ pub async fn run_port(
     mut stop: Listener,
     opts: PortOptions,
 ) {
-    let mut backoff = Duration::from_millis(250);
+    let mut backoff = REOPEN_FIRST;
     let mut last_open_error = String::new();
     loop {
         if stop.is_triggered() {
@@ -568,7 +643,7 @@ pub async fn run_port(
                         if events.send(SerialEvent::Lost { reason }).await.is_err() {
                             return;
                         }
-                        backoff = Duration::from_millis(250);
+                        backoff = REOPEN_FIRST;
                     }
                 }
             }
@@ -589,10 +664,19 @@ pub async fn run_port(
                 backoff = (backoff * 2).min(opts.max_backoff);
             }
         }
+        let missing = !path.exists();
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}
+            _ = node_back(&path), if missing => {}
             _ = stop.wait() => return,
         }
+    }
+}
+
+/// Returns once `path` exists again (checked every [`NODE_POLL`]).
+async fn node_back(path: &std::path::Path) {
+    while !path.exists() {
+        tokio::time::sleep(NODE_POLL).await;
     }
 }
 
@@ -787,6 +871,94 @@ mod tests {
         // The handshake's request and two more periods, then no more (600 ms is ten periods).
         assert_eq!(polls, BATTERY_MISSES as usize, "{sent:?}");
         assert!(events.iter().any(|e| matches!(e, SerialEvent::Identified { .. })));
+    }
+
+    /// Starts a session on `a`; returns its task and events.
+    fn start(
+        a: DuplexStream,
+    ) -> (tokio::task::JoinHandle<SessionEnd>, mpsc::Receiver<SerialEvent>, mpsc::Sender<SessionCommand>)
+    {
+        let (ev_tx, ev_rx) = mpsc::channel(64);
+        let (cmd_tx, cmd_rx) = mpsc::channel(4);
+        let stop = crate::shutdown::Shutdown::new();
+        let mut s = Session::new(a, fast(), ev_tx);
+        let l = stop.listener();
+        let task = tokio::spawn(async move {
+            let _keep = stop;
+            s.run(cmd_rx, l).await
+        });
+        (task, ev_rx, cmd_tx)
+    }
+
+    async fn identify(b: &mut DuplexStream) {
+        let mut out = [0u8; 16];
+        let n = Message::Version { major: 3, minor: 1 }.encode(&mut out).unwrap();
+        b.write_all(&out[..n]).await.unwrap();
+        let n = Message::SerialNumber(b"1").encode(&mut out).unwrap();
+        b.write_all(&out[..n]).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_vanished_device_ends_the_session_at_once() {
+        let (a, mut b) = tokio::io::duplex(4096);
+        let (task, _ev, _cmd) = start(a);
+        identify(&mut b).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let t = Instant::now();
+        drop(b);
+        let end = tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+        // Far below the 300 ms silence limit: seen from the closed stream.
+        assert!(t.elapsed() < Duration::from_millis(150), "{:?}", t.elapsed());
+        assert!(matches!(end, SessionEnd::Lost(ref r) if r.contains("went away")), "{end:?}");
+        assert_eq!(
+            gone_reason(&std::io::Error::from_raw_os_error(5)),
+            "the device went away (Input/output error (os error 5))"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_event_log_is_collected_whole() {
+        let (a, mut b) = tokio::io::duplex(16384);
+        let (task, mut ev, cmd) = start(a);
+        identify(&mut b).await;
+        while !matches!(ev.recv().await, Some(SerialEvent::Identified { .. })) {}
+        cmd.send(SessionCommand::RequestEeMoves).await.unwrap();
+        // The request reaches the board.
+        let mut parser = CommandParser::new();
+        let mut buf = [0u8; 64];
+        'asked: loop {
+            let n = b.read(&mut buf).await.unwrap();
+            for &byte in &buf[..n] {
+                if matches!(parser.push(byte), Some(HostInput::Command(Command::SendEeMoves))) {
+                    break 'asked;
+                }
+            }
+        }
+        let sq = |i| dgt_protocol::DgtSquare::new(i).unwrap();
+        let log = [
+            EeEvent::PowerUp,
+            EeEvent::Field { square: sq(52), piece: dgt_protocol::PieceCode::Empty, quick: false },
+            EeEvent::Field { square: sq(36), piece: dgt_protocol::PieceCode::WhitePawn, quick: true },
+        ];
+        let mut events = vec![EeEvent::Nop; 3000];
+        events.extend(log.iter().copied());
+        events.push(EeEvent::Eof);
+        let mut out = vec![0u8; 8192];
+        let n = dgt_protocol::ee::encode_ee_moves(&events, &mut out).unwrap();
+        // In pieces, as a serial line delivers it.
+        for chunk in out[..n].chunks(100) {
+            b.write_all(chunk).await.unwrap();
+        }
+        let got = loop {
+            match ev.recv().await.unwrap() {
+                SerialEvent::EeMoves(got) => break got,
+                SerialEvent::Lost { reason } => panic!("{reason}"),
+                _ => {}
+            }
+        };
+        assert_eq!(got.len(), 3003);
+        assert_eq!(got[3000..], log[..]);
+        task.abort();
     }
 
     #[tokio::test]
