@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use futures_util::SinkExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
@@ -34,6 +35,13 @@ pub const RING: usize = 4096;
 pub const MAX_CLIENT_MESSAGE: usize = 4096;
 /// Alerts kept per board in the snapshot.
 pub const MAX_ALERTS: usize = 10;
+/// Most frames written to one client with a single flush (one socket write).
+pub const MAX_BATCH: usize = 256;
+/// The websocket read buffer per client, bytes. Client messages are small (at most
+/// [`MAX_CLIENT_MESSAGE`]); the library zero-fills up to this many bytes on every poll of
+/// the socket for reading, which happens each time a frame is sent, so its default
+/// (128 KiB) cost more than the sending itself with many clients.
+pub const READ_BUFFER: usize = 1024;
 
 /// A board's connection state, as LiveChess names them where they overlap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -485,7 +493,8 @@ enum AllTag {
 /// Per-client limits.
 #[derive(Clone, Copy, Debug)]
 pub struct ClientLimits {
-    /// Longest wait for the socket to take one frame before the client is dropped.
+    /// Longest wait for the socket to take one frame (or one batch of frames, see
+    /// [`MAX_BATCH`]) before the client is dropped.
     pub send_timeout: Duration,
     /// Resyncs allowed within [`ClientLimits::resync_window`] before the client is dropped.
     pub max_resyncs: usize,
@@ -613,38 +622,86 @@ pub async fn serve_client(
                 };
                 if !send(&mut ws, reply, limits).await { return ClientEnd::TooSlow; }
             }
-            frame = rx.recv() => match frame {
-                Ok(frame) => {
-                    let wanted = match (frame.board, &filter) {
-                        (Some(b), Some(f)) => f.contains(&b),
-                        _ => true,
-                    };
-                    if wanted && !send(&mut ws, Message::Text(frame.json.clone()), limits).await {
-                        return ClientEnd::TooSlow;
-                    }
+            frame = rx.recv() => {
+                let lagged = match frame {
+                    Ok(frame) => match send_batch(&mut ws, &mut rx, frame, filter.as_ref(), limits).await {
+                        Some(lagged) => lagged,
+                        None => return ClientEnd::TooSlow,
+                    },
+                    Err(broadcast::error::RecvError::Lagged(missed)) => Some(missed),
+                    Err(broadcast::error::RecvError::Closed) => return ClientEnd::Shutdown,
+                };
+                let Some(missed) = lagged else { continue };
+                let now = Instant::now();
+                while resyncs.front().is_some_and(|t| now.duration_since(*t) > limits.resync_window) {
+                    resyncs.pop_front();
                 }
-                Err(broadcast::error::RecvError::Lagged(missed)) => {
-                    let now = Instant::now();
-                    while resyncs.front().is_some_and(|t| now.duration_since(*t) > limits.resync_window) {
-                        resyncs.pop_front();
-                    }
-                    resyncs.push_back(now);
-                    if resyncs.len() > limits.max_resyncs {
-                        tracing::warn!(missed, "websocket client too slow, dropped");
-                        let f = error_frame("too_slow", "the client fell behind too often and is disconnected");
-                        let _ = tokio::time::timeout(limits.send_timeout, ws.send(f)).await;
-                        return ClientEnd::TooSlow;
-                    }
-                    tracing::info!(missed, "websocket client lagged, resynchronising");
-                    let (snap, new_rx) = hub.subscribe();
-                    rx = new_rx;
-                    if !send(&mut ws, snapshot_frame(&snap, filter.as_ref(), true, &hub.relay_alerts()), limits).await {
-                        return ClientEnd::TooSlow;
-                    }
+                resyncs.push_back(now);
+                if resyncs.len() > limits.max_resyncs {
+                    tracing::warn!(missed, "websocket client too slow, dropped");
+                    let f = error_frame("too_slow", "the client fell behind too often and is disconnected");
+                    let _ = tokio::time::timeout(limits.send_timeout, ws.send(f)).await;
+                    return ClientEnd::TooSlow;
                 }
-                Err(broadcast::error::RecvError::Closed) => return ClientEnd::Shutdown,
+                tracing::info!(missed, "websocket client lagged, resynchronising");
+                let (snap, new_rx) = hub.subscribe();
+                rx = new_rx;
+                if !send(&mut ws, snapshot_frame(&snap, filter.as_ref(), true, &hub.relay_alerts()), limits).await {
+                    return ClientEnd::TooSlow;
+                }
             }
         }
+    }
+}
+
+/// Writes `first` and every further frame already in the ring (up to [`MAX_BATCH`]) with
+/// one flush, so a client that has fallen a little behind catches up with one socket write
+/// instead of one per frame. The frames share their JSON bytes with every other client (a
+/// reference count; the library copies them once into this socket's write buffer). Returns `None` when the socket did not take the batch within
+/// the send timeout or failed, `Some(Some(missed))` when the receiver lagged behind the ring
+/// (the frames before the gap have been sent: the caller resynchronises), else `Some(None)`.
+async fn send_batch(
+    ws: &mut WebSocket,
+    rx: &mut broadcast::Receiver<Arc<Frame>>,
+    first: Arc<Frame>,
+    filter: Option<&BTreeSet<u32>>,
+    limits: ClientLimits,
+) -> Option<Option<u64>> {
+    let wanted = |f: &Frame| match (f.board, filter) {
+        (Some(b), Some(set)) => set.contains(&b),
+        _ => true,
+    };
+    let write = async {
+        let mut lagged = None;
+        let mut queued = 0usize;
+        if wanted(&first) {
+            ws.feed(Message::Text(first.json.clone())).await?;
+            queued += 1;
+        }
+        for _ in 1..MAX_BATCH {
+            match rx.try_recv() {
+                Ok(frame) => {
+                    if wanted(&frame) {
+                        ws.feed(Message::Text(frame.json.clone())).await?;
+                        queued += 1;
+                    }
+                }
+                Err(broadcast::error::TryRecvError::Lagged(missed)) => {
+                    lagged = Some(missed);
+                    break;
+                }
+                // Empty, or Closed (the next `recv` reports it).
+                Err(_) => break,
+            }
+        }
+        if queued > 0 {
+            ws.flush().await?;
+        }
+        Ok::<_, axum::Error>(lagged)
+    };
+    match tokio::time::timeout(limits.send_timeout, write).await {
+        Ok(Ok(lagged)) => Some(lagged),
+        _ => None,
     }
 }
 

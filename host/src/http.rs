@@ -145,6 +145,7 @@ async fn ws(State(relay): State<Arc<Relay>>, upgrade: WebSocketUpgrade) -> Respo
     upgrade
         .max_message_size(crate::feed::MAX_CLIENT_MESSAGE)
         .max_frame_size(crate::feed::MAX_CLIENT_MESSAGE)
+        .read_buffer_size(crate::feed::READ_BUFFER)
         .on_upgrade(move |socket| async move {
             let end = crate::feed::serve_client(socket, hub, stop, ClientLimits::default()).await;
             tracing::debug!(?end, "websocket client left");

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use axum::serve::ListenerExt;
 use clap::{Args, Parser, Subcommand};
 use dgt_relay::config::Config;
 use dgt_relay::relay::Relay;
@@ -190,6 +191,13 @@ async fn serve(
     let app = dgt_relay::http::router(Arc::clone(&relay));
     let mut stop = relay.shutdown().listener();
     let server = tokio::spawn(async move {
+        // TCP_NODELAY: feed frames are small and latency matters; without it a frame
+        // written while an earlier one is unacknowledged waits (Nagle) for the ACK.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
+        });
         axum::serve(listener, app).with_graceful_shutdown(async move { stop.wait().await }).await
     });
     let signal = dgt_relay::shutdown::signal().await?;

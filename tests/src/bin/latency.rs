@@ -1,17 +1,43 @@
-//! Host end-to-end latency: from the clock press on a simulated board (timed just before
-//! the press is handed to the in-process `SimBoard`, whose thread writes the BWTIME bytes
-//! to the pty at once: scan period 0, speed 1) to the confirmed move arriving at each
-//! websocket subscriber (tokio-tungstenite clients). Also the relay's CPU and memory.
+//! Host end-to-end latency: from the clock press on a simulated board to the confirmed
+//! move arriving at each websocket subscriber. Also the relay's CPU and memory, and every
+//! delivery that did not arrive.
 //!
 //! ```text
-//! cargo run --release -p dgt-e2e-tests --bin latency -- BOARDS SUBSCRIBERS [SECONDS=15] [PRESS_MS=1000]
+//! cargo run --release -p dgt-e2e-tests --bin latency -- BOARDS SUBSCRIBERS [SECONDS=15] [PRESS_MS=1000] [CLIENT_THREADS=nproc]
 //! ```
-//! Each board plays knight moves back and forth (Nf3 Nf6 Ng1 Ng8 ...), one press every
-//! `PRESS_MS` per board, boards staggered evenly.
+//!
+//! # What runs where
+//! - This process: `BOARDS` in-process `SimBoard`s (speed 1, scan period 0) on real ptys,
+//!   and one thread per board that plays knight moves back and forth (Nf3 Nf6 Ng1 Ng8 ...),
+//!   one clock press every `PRESS_MS` per board, boards staggered evenly.
+//! - The real `dgt-relay` release binary, its own process.
+//! - A second copy of this binary (`latency --clients ...`), a separate process: the
+//!   `SUBSCRIBERS` tokio-tungstenite websocket clients on a multi-thread runtime with
+//!   `CLIENT_THREADS` workers. Each client recognises the frames it times by their prefix
+//!   (`{"v":1,"seq":N,"type":"move","board":B,"state":"confirmed","move":{"ply":P`, the
+//!   relay's field order) without parsing the JSON, checks that delta sequence numbers are
+//!   contiguous, and counts snapshots, resyncs and errors. A confirmed move whose frame does
+//!   not match the prefix is parsed with serde_json, so nothing is missed by the shortcut.
+//!
+//! # What is timed
+//! Start: the press time, taken just before `SimBoard::act(PressClock)` hands the press to
+//! the board's thread, which writes the BWTIME bytes to the pty at once (so the figure
+//! includes that thread's wake-up, tens of µs). End: when the client task gets the frame
+//! from tokio-tungstenite (read and decoded). Both are wall-clock time (`SystemTime`, the
+//! same clock in both processes; NTP slewing changes a millisecond interval by under a
+//! microsecond). All three processes share the machine's cores, so the figures include the
+//! clients' and the boards' own CPU use.
+//!
+//! A delivery is *lost* when a subscriber never got the confirmed move for a press: the
+//! relay resynchronised it (a snapshot replaces the missed deltas) or dropped it. The
+//! client process reports how many resyncs and sequence gaps it saw, so a loss can be told
+//! apart from a benchmark fault.
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use dgt_e2e_tests::relay::{Relay, proc_stat, relay_binary};
@@ -19,28 +45,38 @@ use dgt_hil_sim::{Action, BoardConfig, SimConfig, spawn_fleet};
 use futures_util::StreamExt;
 use shakmaty::{Color, Piece, Role, Square};
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-fn arg<T: std::str::FromStr>(i: usize, default: T) -> T {
-    std::env::args().nth(i).and_then(|a| a.parse().ok()).unwrap_or(default)
+fn arg<T: std::str::FromStr>(args: &[String], i: usize, default: T) -> T {
+    args.get(i).and_then(|a| a.parse().ok()).unwrap_or(default)
 }
 
-type Arrivals = Vec<(u64, u64, Instant)>;
+/// Wall-clock nanoseconds: comparable between the board and client processes.
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
 
 fn main() -> anyhow::Result<()> {
-    let boards: usize = arg(1, 1);
-    let subs: usize = arg(2, 1);
-    let seconds: u64 = arg(3, 15);
-    let press_ms: u64 = arg(4, 1000);
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--clients") {
+        return clients_main(&args[2..]);
+    }
+    let boards: usize = arg(&args, 1, 1);
+    let subs: usize = arg(&args, 2, 1);
+    let seconds: u64 = arg(&args, 3, 15);
+    let press_ms: u64 = arg(&args, 4, 1000);
+    let threads: usize = arg(&args, 5, std::thread::available_parallelism().map_or(2, |n| n.get()));
     let bin = relay_binary(true)?;
     let dir = dgt_e2e_tests::acceptance::work_dir("latency");
     let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
     let mut board_cfg = BoardConfig::with_serial(50001);
     board_cfg.scan_period_ms = 0;
     let template = SimConfig { board: board_cfg, speed: 1.0, ..SimConfig::default() };
     let fleet = spawn_fleet(boards, &template, Some(&dir.join("links")))?;
     let cfg = dir.join("relay.toml");
     std::fs::write(&cfg, format!("max_subscribers = {}\n", subs + 10))?;
-    let mut args: Vec<String> = vec![
+    let mut relay_args: Vec<String> = vec![
         "run".into(),
         "--config".into(),
         cfg.display().to_string(),
@@ -48,10 +84,10 @@ fn main() -> anyhow::Result<()> {
         dir.join("data").display().to_string(),
     ];
     for b in &fleet {
-        args.push("--port".into());
-        args.push(b.path().display().to_string());
+        relay_args.push("--port".into());
+        relay_args.push(b.path().display().to_string());
     }
-    let relay = Relay::start(&bin, &dir, &args)?;
+    let relay = Relay::start(&bin, &dir, &relay_args)?;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let v = relay.json("/api/boards")?;
@@ -71,38 +107,35 @@ fn main() -> anyhow::Result<()> {
         .iter()
         .filter_map(|b| Some((b["serial"].as_str()?.to_owned(), b["board"].as_u64()?)))
         .collect();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
-    let addr = relay.addr;
-    let arrivals: Vec<Arc<Mutex<Arrivals>>> = (0..subs).map(|_| Arc::new(Mutex::new(Vec::new()))).collect();
-    for a in &arrivals {
-        let a = Arc::clone(a);
-        let (ws, _) = rt.block_on(tokio_tungstenite::connect_async(format!("ws://{addr}/ws")))?;
-        rt.spawn(async move {
-            let (_tx, mut rx) = ws.split();
-            while let Some(Ok(msg)) = rx.next().await {
-                if let Message::Text(t) = msg {
-                    let now = Instant::now();
-                    // Cheap pre-filter before parsing.
-                    if !t.as_str().contains("\"confirmed\"") {
-                        continue;
-                    }
-                    let Ok(v) = serde_json::from_str::<serde_json::Value>(t.as_str()) else { continue };
-                    if v["type"] == "move"
-                        && let (Some(b), Some(p)) = (v["board"].as_u64(), v["move"]["ply"].as_u64())
-                        && let Ok(mut a) = a.lock()
-                    {
-                        a.push((b, p, now));
-                    }
-                }
-            }
-        });
+
+    // The subscribers, in their own process.
+    let out = dir.join("arrivals.txt");
+    let mut clients = Command::new(std::env::current_exe()?)
+        .args([
+            "--clients".to_owned(),
+            relay.addr.to_string(),
+            subs.to_string(),
+            out.display().to_string(),
+            threads.to_string(),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting the client process")?;
+    let mut client_out = BufReader::new(clients.stdout.take().context("client stdout")?);
+    let mut line = String::new();
+    client_out.read_line(&mut line)?;
+    if line.trim() != "ready" {
+        bail!("client process: {line}");
     }
     std::thread::sleep(Duration::from_millis(500));
+
     for b in &fleet {
         b.act(Action::StartClock)?;
     }
-    let presses: Arc<Mutex<HashMap<(u64, u64), Instant>>> = Arc::new(Mutex::new(HashMap::new()));
+    let presses: Arc<Mutex<HashMap<(u64, u64), u64>>> = Arc::new(Mutex::new(HashMap::new()));
     let cpu0 = proc_stat(relay.pid());
+    let ccpu0 = proc_stat(clients.id());
     let t0 = Instant::now();
     let cycle = [
         (Color::White, Square::G1, Square::F3),
@@ -127,7 +160,7 @@ fn main() -> anyhow::Result<()> {
                     // Let the placement reach the relay first, as a hand does.
                     std::thread::sleep(Duration::from_millis(150));
                     ply += 1;
-                    let at = Instant::now();
+                    let at = now_ns();
                     if let Ok(mut p) = presses.lock() {
                         p.insert((board_no, ply), at);
                     }
@@ -137,39 +170,221 @@ fn main() -> anyhow::Result<()> {
             });
         }
     });
-    std::thread::sleep(Duration::from_millis(1000));
     let elapsed = t0.elapsed().as_secs_f64();
     let cpu1 = proc_stat(relay.pid());
+    let ccpu1 = proc_stat(clients.id());
+    // Late frames still count: wait before stopping the clients.
+    std::thread::sleep(Duration::from_millis(3000));
+    drop(clients.stdin.take());
+    line.clear();
+    client_out.read_line(&mut line)?;
+    let client_stats = line.trim().to_owned();
+    let status = clients.wait()?;
+    if !status.success() {
+        bail!("client process failed: {status}");
+    }
+
     let presses = presses.lock().map(|p| p.clone()).unwrap_or_default();
-    let mut lat: Vec<f64> = Vec::new();
+    let mut per_client: Vec<HashMap<(u64, u64), u64>> = vec![HashMap::new(); subs];
+    for l in BufReader::new(std::fs::File::open(&out)?).lines() {
+        let l = l?;
+        let f: Vec<u64> = l.split(' ').filter_map(|x| x.parse().ok()).collect();
+        if let [c, b, p, t] = f[..]
+            && let Some(m) = per_client.get_mut(c as usize)
+        {
+            m.entry((b, p)).or_insert(t);
+        }
+    }
+    let mut lat: Vec<f64> = Vec::with_capacity(presses.len() * subs);
     let mut missing = 0usize;
-    for a in &arrivals {
-        let a = a.lock().map(|a| a.clone()).unwrap_or_default();
-        let got: HashMap<(u64, u64), Instant> = a.iter().map(|(b, p, t)| ((*b, *p), *t)).collect();
+    for got in &per_client {
         for (k, at) in &presses {
             match got.get(k) {
-                Some(t) => lat.push(t.saturating_duration_since(*at).as_secs_f64() * 1000.0),
+                Some(t) => lat.push(t.saturating_sub(*at) as f64 / 1e6),
                 None => missing += 1,
             }
         }
     }
     lat.sort_by(f64::total_cmp);
     let pct = |q: f64| lat.get(((lat.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(f64::NAN);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "boards {boards:>3} subscribers {subs:>4}: {} presses, {} deliveries, {missing} missing; latency ms p50 {:.2} p99 {:.2} max {:.2}; relay CPU {:.1}% of one core ({:.2}% per board), RSS {} MiB (peak {} MiB), {} threads",
+        "boards {boards:>3} subscribers {subs:>4}: {} presses, {} deliveries, {missing} lost ({:.3} %); latency ms p50 {:.2} p99 {:.2} max {:.2}; relay CPU {:.1}% of one core, RSS {} MiB (peak {} MiB), {} threads; client process CPU {:.1}% ({threads} threads); {client_stats}; load {}",
         presses.len(),
         lat.len(),
+        100.0 * missing as f64 / (presses.len() * subs).max(1) as f64,
         pct(0.5),
         pct(0.99),
         lat.last().copied().unwrap_or(f64::NAN),
         100.0 * (cpu1.cpu_s - cpu0.cpu_s) / elapsed,
-        100.0 * (cpu1.cpu_s - cpu0.cpu_s) / elapsed / boards as f64,
         cpu1.rss_kib / 1024,
         cpu1.hwm_kib / 1024,
-        cpu1.threads
+        cpu1.threads,
+        100.0 * (ccpu1.cpu_s - ccpu0.cpu_s) / elapsed,
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
     );
     drop(relay);
     drop(fleet);
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// What one subscriber saw.
+#[derive(Default)]
+struct ClientLog {
+    /// Confirmed moves: (board, ply, arrival ns).
+    arrivals: Vec<(u64, u64, u64)>,
+    frames: u64,
+    bytes: u64,
+    snapshots: u64,
+    resyncs: u64,
+    /// Deltas missing between two received sequence numbers (not counting resyncs).
+    seq_gaps: u64,
+    errors: u64,
+    /// Deltas by type: move, clock, retract, other.
+    kinds: [u64; 4],
+    /// The relay closed the connection before the end.
+    closed: bool,
+    last_seq: u64,
+}
+
+/// Reads the unsigned decimal at the start of `s`; returns it and the rest.
+fn number(s: &str) -> Option<(u64, &str)> {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    Some((s[..end].parse().ok()?, &s[end..]))
+}
+
+/// `(board, ply)` of a confirmed move frame from its fixed prefix, after `"seq":N`.
+fn confirmed_move(rest: &str) -> Option<(u64, u64)> {
+    let (board, rest) = number(rest.strip_prefix(r#","type":"move","board":"#)?)?;
+    let (ply, _) = number(rest.strip_prefix(r#","state":"confirmed","move":{"ply":"#)?)?;
+    Some((board, ply))
+}
+
+impl ClientLog {
+    fn snapshot(&mut self, text: &str) {
+        self.snapshots += 1;
+        if text.contains(r#""resync":true"#) {
+            self.resyncs += 1;
+        }
+        // serde_json writes the keys in order: ..., "resync", "seq", "type", "v" (last).
+        if let Some(i) = text.rfind(r#""seq":"#)
+            && let Some((seq, _)) = number(&text[i + 6..])
+        {
+            self.last_seq = seq;
+        }
+    }
+
+    fn frame(&mut self, text: &str, at: u64) {
+        self.frames += 1;
+        self.bytes += text.len() as u64;
+        if let Some(rest) = text.strip_prefix(r#"{"v":1,"seq":"#)
+            && let Some((seq, rest)) = number(rest)
+        {
+            if self.last_seq != 0 && seq != self.last_seq + 1 {
+                self.seq_gaps += seq.saturating_sub(self.last_seq + 1);
+            }
+            self.last_seq = seq;
+            let kind = ["move", "clock", "retract"]
+                .iter()
+                .position(|k| rest.strip_prefix(r#","type":""#).is_some_and(|r| r.starts_with(k)))
+                .unwrap_or(3);
+            self.kinds[kind] += 1;
+            if let Some((b, p)) = confirmed_move(rest) {
+                self.arrivals.push((b, p, at));
+            } else if rest.starts_with(r#","type":"move""#) && rest.contains(r#""confirmed""#) {
+                // Not the expected field order: parse it properly.
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(text)
+                    && let (Some(b), Some(p)) = (v["board"].as_u64(), v["move"]["ply"].as_u64())
+                {
+                    self.arrivals.push((b, p, at));
+                }
+            }
+        } else if text.contains(r#""type":"snapshot""#) {
+            self.snapshot(text);
+        } else if text.contains(r#""type":"error""#) {
+            self.errors += 1;
+        }
+    }
+}
+
+/// The client process: `--clients ADDR N OUTFILE THREADS`. Prints `ready` once every client
+/// has its first snapshot, runs until standard input closes, writes the arrivals
+/// (`client board ply ns` lines) and prints one summary line.
+fn clients_main(args: &[String]) -> anyhow::Result<()> {
+    let addr = args.first().context("address")?.clone();
+    let n: usize = arg(args, 1, 1);
+    let out = args.get(2).context("output file")?.clone();
+    let threads: usize = arg(args, 3, 2);
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(threads.max(1)).enable_all().build()?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    // The library zero-fills its whole read buffer on every read attempt: keep it small.
+    let config = WebSocketConfig::default().read_buffer_size(4096);
+    let mut tasks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (mut ws, _) = rt.block_on(tokio_tungstenite::connect_async_with_config(
+            format!("ws://{addr}/ws"),
+            Some(config),
+            true,
+        ))?;
+        let mut log = ClientLog::default();
+        match rt.block_on(ws.next()) {
+            Some(Ok(Message::Text(t))) => log.snapshot(t.as_str()),
+            other => bail!("no snapshot: {other:?}"),
+        }
+        let mut stop = stop_rx.clone();
+        tasks.push(rt.spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.changed() => break,
+                    msg = ws.next() => match msg {
+                        Some(Ok(Message::Text(t))) => log.frame(t.as_str(), now_ns()),
+                        Some(Ok(_)) => {}
+                        Some(Err(_)) | None => {
+                            log.closed = true;
+                            break;
+                        }
+                    },
+                }
+            }
+            log
+        }));
+    }
+    println!("ready");
+    std::io::stdout().flush()?;
+    // Until the parent closes our standard input.
+    let mut sink = String::new();
+    while std::io::stdin().read_line(&mut sink)? > 0 {}
+    let _ = stop_tx.send(true);
+    let logs: Vec<ClientLog> = rt.block_on(async {
+        let mut logs = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            logs.push(t.await.unwrap_or_default());
+        }
+        logs
+    });
+    let mut w = BufWriter::new(std::fs::File::create(&out)?);
+    for (i, log) in logs.iter().enumerate() {
+        for (b, p, t) in &log.arrivals {
+            writeln!(w, "{i} {b} {p} {t}")?;
+        }
+    }
+    w.flush()?;
+    let sum = |f: fn(&ClientLog) -> u64| logs.iter().map(f).sum::<u64>();
+    println!(
+        "clients saw {} frames ({} MiB; deltas: {} move, {} clock, {} retract, {} other), {} snapshots, {} resyncs, {} seq gaps, {} errors, {} closed by the relay",
+        sum(|l| l.frames),
+        sum(|l| l.bytes) >> 20,
+        sum(|l| l.kinds[0]),
+        sum(|l| l.kinds[1]),
+        sum(|l| l.kinds[2]),
+        sum(|l| l.kinds[3]),
+        sum(|l| l.snapshots),
+        sum(|l| l.resyncs),
+        sum(|l| l.seq_gaps),
+        sum(|l| l.errors),
+        logs.iter().filter(|l| l.closed).count(),
+    );
     Ok(())
 }
