@@ -10,6 +10,9 @@ use crate::event::ClockState;
 const MAX_INC: usize = 60;
 /// Smallest time a new period adds, seconds (anything less is an increment or jitter).
 const MIN_PERIOD_SECS: u32 = 60;
+/// A running clock reports at least every second; one silent for this long is gone (as
+/// the tracker's `CLOCK_STALE_MS`).
+const STALE_MS: u64 = 5000;
 
 /// A lever flip seen on the clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +46,9 @@ pub(crate) struct Clocks {
     last_running: [Option<u32>; 2],
     /// Presses seen since the game started.
     pub presses: u32,
+    /// The clock has run in this game: before that, its readings are the arbiter setting
+    /// it up (lever, times) and supply no `%clk`.
+    ran: bool,
     /// How often each increment (0..=60 s) was seen at a press.
     inc_hist: [u8; MAX_INC + 1],
     /// A flag fall was reported in this game.
@@ -82,6 +88,7 @@ impl Clocks {
             prev_clk: [None; 2],
             last_running: [None; 2],
             presses: 0,
+            ran: false,
             inc_hist: [0; MAX_INC + 1],
             flag_reported: false,
             at_zero: [false; 2],
@@ -90,9 +97,15 @@ impl Clocks {
         }
     }
 
-    /// Forgets everything that belongs to the previous game (keeps the last reading).
-    pub fn new_game(&mut self, config: &Config, to_move: Color) {
-        let last = self.last;
+    /// Forgets everything that belongs to the previous game. The last reading is kept when
+    /// it still describes the clock: a stopped clock (it is silent until touched), or a
+    /// running one that reported within [`STALE_MS`]; a running clock silent for longer is
+    /// gone. A stopped reading is the clock as set for this game: its lever gives White's
+    /// side. A new game (`resumed` false) learns White's side again from the lever at its
+    /// start, never from the previous game's last press; a resumed game continues with a
+    /// clock that runs.
+    pub fn new_game(&mut self, config: &Config, to_move: Color, now: u64, resumed: bool) {
+        let last = self.last.filter(|r| !r.status.running() || now.saturating_sub(self.last_ms) <= STALE_MS);
         let last_ms = self.last_ms;
         *self = Clocks::new();
         self.last = last;
@@ -102,9 +115,30 @@ impl Clocks {
             self.fixed = true;
         }
         if let Some(r) = last {
-            self.learn_mapping(&r, to_move);
+            let running = r.status.running();
+            self.ran = resumed && running;
+            // The previous game's last press says who moved last, not who is White.
+            if resumed || !running {
+                self.learn_mapping(&r, to_move);
+            }
             self.take_initial(&r);
         }
+    }
+
+    /// The clock reported "no clock" (status D5): its times are invalid and it supplies no
+    /// `%clk` until it reports again.
+    pub fn lost(&mut self) {
+        self.last = None;
+        self.ran = false;
+        self.last_running = [None; 2];
+    }
+
+    /// The reading that may give a move's `%clk` at `now`: the latest one, if the clock has
+    /// run in this game and has not gone silent while running.
+    pub fn current(&self, now: u64) -> Option<ClockTimes> {
+        let r = self.last?;
+        let fresh = !r.status.running() || now.saturating_sub(self.last_ms) <= STALE_MS;
+        (self.ran && fresh).then_some(r)
     }
 
     /// The display of a colour.
@@ -162,16 +196,30 @@ impl Clocks {
         self.last = Some(*r);
         self.last_ms = now;
         let flipped = prev.is_some_and(|p| p.high_side() != r.high_side());
-        if in_game && !flipped && !self.fixed && confirmed_plies == 0 && self.presses == 0 {
+        let running = r.status.running();
+        // The lever seen before the game's clock runs, or while it is stopped before the
+        // first move, is the arbiter setting the clock (stop, reset, raise White's lever,
+        // start): it gives White's side and is no press. So does the clock's first start
+        // in the game (the side to move runs).
+        let setting = in_game && ((!running && confirmed_plies == 0) || !self.ran);
+        let first_reading_before_a_press = in_game && !flipped && confirmed_plies == 0 && self.presses == 0;
+        if !self.fixed && (setting || first_reading_before_a_press) {
             self.learn_mapping(r, to_move);
         }
-        if in_game && !flipped {
+        if in_game && (!flipped || setting) {
             self.take_initial(r);
+        }
+        if in_game && running {
+            self.ran = true;
         }
         let mut press = None;
         if let Some(prev) = prev {
             let went_down = prev.high_side();
-            if went_down != r.high_side() && in_game {
+            // Before the first move, the player not to move pressing starts the clock of
+            // the side to move: no move of theirs, so no press.
+            let starts_opponent =
+                confirmed_plies == 0 && self.presses == 0 && self.owner(config, went_down) != to_move;
+            if went_down != r.high_side() && in_game && !setting && !starts_opponent {
                 let by = self.owner(config, went_down);
                 let after = i64::from(r.side(went_down).time.total_seconds());
                 let jump = self.last_running[side_index(went_down)].map(|before| after - i64::from(before));
@@ -202,9 +250,9 @@ impl Clocks {
         press
     }
 
-    /// Fixes the mapping (a move was confirmed with it).
+    /// Fixes the mapping (a move was confirmed with it while the clock runs in the game).
     pub fn fix_mapping(&mut self) {
-        if self.white_side.is_some() {
+        if self.white_side.is_some() && self.ran {
             self.fixed = true;
         }
     }

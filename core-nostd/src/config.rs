@@ -147,6 +147,16 @@ pub struct Config {
     pub mismatch_ms: u32,
     /// How long a clock press waits for the board to show the presser's move.
     pub press_window_ms: u32,
+    /// One board scan period: a press confirms at once when the board has not changed
+    /// for this long before it (the board has already reported where the piece stopped);
+    /// otherwise it waits until the board has been still this long after its last change.
+    pub press_stable_ms: u32,
+    /// The longest a hand is taken to rest a piece on a square it slides through. A press
+    /// finds a piece that could still be sliding on (a pawn that may still make its double
+    /// step, a line piece with room beyond): it confirms at once only when the board has
+    /// been still for `press_stable_ms + slide_pause_ms` (the rest of the slide would have
+    /// been reported by then); otherwise a scan period after the press.
+    pub slide_pause_ms: u32,
     /// Minimum time between two board-dump requests.
     pub dump_request_interval_ms: u32,
     /// Clock display to colour mapping.
@@ -172,6 +182,8 @@ impl Default for Config {
             chain_confirm_ms: 1000,
             mismatch_ms: 1500,
             press_window_ms: 3000,
+            press_stable_ms: 250,
+            slide_pause_ms: 350,
             dump_request_interval_ms: 3000,
             white_clock: WhiteClockSide::FromLever { fallback: ClockSide::Left },
             time_control: None,

@@ -28,7 +28,9 @@ fn play_pressed(s: &mut Sim, pos: &Chess, ucis: &[&str]) -> Chess {
         p = s.play_uci(&p, u);
         s.wait(200);
         s.press(3, 2);
-        s.wait(100);
+        // A piece that could still be sliding on is confirmed once the board has had a
+        // scan's worth of time after the press (settle_ms) to show where it stopped.
+        s.wait(350);
     }
     p
 }

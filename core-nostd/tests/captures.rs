@@ -144,4 +144,11 @@ fn capture_johan_ends_on_black_flag_then_kings_in_centre() {
     assert!(pgn.contains("[Termination \"time forfeit\"]"), "{pgn}");
     assert!(pgn.trim_end().ends_with("1-0"), "{pgn}");
     println!("{pgn}");
+    // Read faster (20 ms a chunk, as the end-to-end suite writes it into a pty), the flag
+    // reading follows White's press of 22. Qxc6 within a few chunks, before the board has
+    // been still long enough to confirm a queen move by its press: the press came before
+    // the flag, so the move counts.
+    let fast = run("johan", 20);
+    assert_eq!(confirmed(&fast), expected, "at 20 ms a chunk");
+    assert_eq!(fast.tracker.result(), Some((GameResult::WhiteWins, EndReason::FlagFall)));
 }

@@ -190,6 +190,9 @@ fn replay(g: &Game, gesture: bool) -> Replay {
         pos.play_unchecked(m);
         sim.wait(100);
     }
+    // A press on a piece that could still be sliding on confirms once the board has had a
+    // scan's worth of time (settle_ms) to show where it stopped.
+    sim.wait(300);
     if let Some(i) = illegal_at {
         // Play the illegal move as a hand would: lift the piece, put it where the PGN says.
         let san = g.sans[i].san;

@@ -24,7 +24,9 @@ fn play_pressed(s: &mut Sim, pos: &Chess, ucis: &[&str]) -> Chess {
         p = s.play_uci(&p, u);
         s.wait(200);
         s.press(3, 2);
-        s.wait(100);
+        // A piece that could still be sliding on is confirmed once the board has had a
+        // scan's worth of time after the press (settle_ms) to show where it stopped.
+        s.wait(350);
     }
     p
 }
@@ -221,6 +223,7 @@ fn three_plies_before_first_press() {
     }
     // White finally presses: e4 and (proved by what followed) e5 and Nf3 stand.
     s.press(5, 2);
+    s.wait(350); // the press confirms once the board had a scan's worth of time to move on
     assert_eq!(confirmed(&s), ["e2e4", "e7e5", "g1f3"]);
 }
 
@@ -262,6 +265,7 @@ fn takeback_of_three_plies() {
     s.wait(500);
     s.play_uci(&pos, "d7d6");
     s.press(4, 2);
+    s.wait(350); // the press confirms once the board had a scan's worth of time to move on
     assert_eq!(confirmed(&s), ["e2e4", "e7e5", "g1f3", "d7d6"]);
     no_mismatch(&s);
 }
@@ -374,6 +378,7 @@ fn forgotten_clock_press() {
     // White notices, plays on and presses: everything stands.
     s.play_uci(&p, "g1f3");
     s.press(20, 2);
+    s.wait(350); // the press confirms once the board had a scan's worth of time to move on
     assert_eq!(confirmed(&s), ["e2e4", "e7e5", "g1f3"]);
 }
 
@@ -403,8 +408,10 @@ fn board_dump_after_reconnect() {
     s.dump();
     assert_eq!(s.tracker.ply_count(View::Live), 2);
     s.press(3, 2);
+    s.wait(350); // the press confirms once the board had a scan's worth of time to move on
     assert_eq!(confirmed(&s), ["d2d4"], "White's press stands for White's move");
     s.press(3, 2);
+    s.wait(350); // the press confirms once the board had a scan's worth of time to move on
     assert_eq!(confirmed(&s), ["d2d4", "d7d5"]);
 }
 

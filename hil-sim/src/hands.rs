@@ -430,10 +430,21 @@ impl Planner<'_> {
             // less), or anywhere when the source has no `%emt`.
             let fast = |j: usize| self.game.moves.get(j).is_some_and(|m| m.emt_s.is_none_or(|e| e <= 1));
             let burst = if self.p > 0 && i + 1 < n && fast(i + 1) && self.rng.chance(self.knobs.burst) {
+                // Three plies in one scan only when the board tells their order: if the
+                // mover's two plies also reach the same board the other way round, no one
+                // watching the board could know which came first.
                 if fast(i + 2) && self.rng.chance(0.3) { 3 } else { 2 }
             } else {
                 1
             };
+            // Only as many plies as the board can tell apart: when another line of legal
+            // plies leaves the same board (the mover's two plies the other way round, a
+            // double step and en passant against a single step and a capture), no one
+            // watching the board could know which was played.
+            let mut burst = burst;
+            while burst > 1 && self.hidden_line(&pos, i, burst) {
+                burst -= 1;
+            }
             if burst > 1 {
                 turn_start = self.burst(&mut pos, i, burst, turn_start, &mut out);
                 i += burst;
@@ -443,7 +454,7 @@ impl Planner<'_> {
             let sm = &self.game.moves[i];
             let mover = pos.turn();
             let side = self.side(mover);
-            let (mv, clk, emt) = (sm.mv, sm.clk_s, sm.emt_s);
+            let (mv, clk, emt) = (sm.mv, self.source_clk(i), sm.emt_s);
             // The move's own gesture, then what may come before it.
             let gesture = self.move_gesture(&pos, mv, &mut events);
             let gesture_len: u64 = gesture.iter().map(|s| s.gap).sum();
@@ -483,6 +494,16 @@ impl Planner<'_> {
                     .range(self.opts.default_think_ms.0, self.opts.default_think_ms.1)
                     .max(needed + 500),
             };
+            // Nobody thinks past their flag: where the source's clock comments contradict
+            // each other (a `%emt` longer than the time left, a `%clk` no press can show),
+            // the press still comes before the mover's time runs out.
+            let limit = self.clock.view(side).remaining_ms.saturating_sub(1_500).max(60);
+            let think = if think > limit && self.flag_falls(side, turn_start + think) {
+                self.note(&mut events, "think_capped");
+                limit
+            } else {
+                think
+            };
             let press_at = turn_start + think;
             // Lay out: extras from the turn's start, the move ending `press_gap` before the press.
             let room_end = press_at.saturating_sub(press_gap.min(think / 3)).max(turn_start + 2);
@@ -516,6 +537,33 @@ impl Planner<'_> {
             i += 1;
         }
         (out, pos, turn_start)
+    }
+
+    /// True when the flag of `side` (whose clock runs) has fallen by `at`.
+    /// The source's `%clk` of ply `i`, unless it is corrupt: a display of 0:00:00 on a move
+    /// the game goes on after is no flag fall (that would have ended it), so it is treated
+    /// as missing (`%emt` or a made-up thinking time places the press instead).
+    fn source_clk(&self, i: usize) -> Option<u32> {
+        self.game.moves[i].clk_s.filter(|&c| c > 0 || i + 1 == self.game.moves.len())
+    }
+
+    fn flag_falls(&self, side: ClockSide, at: u64) -> bool {
+        let mut c = self.clock.clone();
+        c.advance(at);
+        c.view(side).flag
+    }
+
+    /// True when a line of at most `count` legal plies other than the game's plies
+    /// `i..i + count` leaves the same board from `pos`.
+    fn hidden_line(&self, pos: &Chess, i: usize, count: usize) -> bool {
+        let Some(real) = self.game.moves.get(i..i + count) else { return false };
+        let real: Vec<Move> = real.iter().map(|m| m.mv).collect();
+        let mut target = pos.clone();
+        for &m in &real {
+            target.play_unchecked(m);
+        }
+        let mut line = Vec::new();
+        (1..=count).any(|d| other_line(pos, target.board(), d, &real, &mut line))
     }
 
     /// Records the press of ply `i` (and makes it on the planner's clock).
@@ -592,7 +640,7 @@ impl Planner<'_> {
         // The first ply's press lands where the source's clock says, when it says.
         let sm = &self.game.moves[first];
         let side = self.side(pos.turn());
-        let target = match (sm.clk_s, sm.emt_s) {
+        let target = match (self.source_clk(first), sm.emt_s) {
             (Some(c), _) => self.clk_window(side, turn_start, c),
             (None, Some(e)) => Some((u64::from(e) * 1000, u64::from(e) * 1000 + 999)),
             _ => None,
@@ -928,7 +976,9 @@ impl Planner<'_> {
             _ if self.has_clock => "resignation",
             _ => "kings_in_centre",
         };
-        let at = last_press + self.rng.range(1_500, 4_000);
+        // Players take a few seconds after the last press (the board stands still, and a
+        // host must see the last move stand before the end gesture).
+        let at = last_press + self.rng.range(3_500, 6_000);
         match kind {
             "resignation" => self.push(at, Action::Button { button: Button::Run }),
             "flag_fall" => {
@@ -1032,4 +1082,28 @@ fn plain_steps(pos: &Chess, mv: Move) -> Vec<Step> {
         }
         Move::Put { .. } => Vec::new(),
     }
+}
+
+/// Searches a line of exactly `depth` plies from `pos` to `target` other than `real`.
+fn other_line(pos: &Chess, target: &Board, depth: usize, real: &[Move], line: &mut Vec<Move>) -> bool {
+    let diff =
+        (0..64u32).map(Square::new).filter(|&sq| pos.board().piece_at(sq) != target.piece_at(sq)).count();
+    if depth == 0 {
+        return diff == 0 && line.as_slice() != real;
+    }
+    // A ply changes at most four squares.
+    if diff > 4 * depth {
+        return false;
+    }
+    for m in pos.legal_moves() {
+        let mut p = pos.clone();
+        p.play_unchecked(m);
+        line.push(m);
+        let found = other_line(&p, target, depth - 1, real, line);
+        line.pop();
+        if found {
+            return true;
+        }
+    }
+    false
 }

@@ -46,7 +46,8 @@ pub enum Action {
         board: Board,
     },
     /// The board's cable is pulled and plugged back in after `down_ms` virtual
-    /// milliseconds (at least a fraction of a real second).
+    /// milliseconds, played at the board's speed factor but never shorter than
+    /// [`crate::sim::MIN_UNPLUGGED`] (30 ms) of real time.
     Disconnect {
         /// Virtual milliseconds without a connection.
         down_ms: u64,
@@ -102,10 +103,88 @@ pub struct Scenario {
     pub truth: Option<GroundTruth>,
 }
 
+/// How long, in virtual milliseconds, the board stands still at human pace after a hand
+/// action before the rest of a pause is fast-forwarded: the opponent's reaction after a
+/// press, long enough for a host to see the board settle.
+pub const HAND_SETTLE_MS: u64 = 1_000;
+
+impl Action {
+    /// True for what a person's hand does on the board or the clock (the actions whose
+    /// pace a host's timing depends on); false for the cable, the line and the end mark.
+    pub fn is_hand(&self) -> bool {
+        matches!(
+            self,
+            Action::Lift { .. }
+                | Action::Place { .. }
+                | Action::PressClock { .. }
+                | Action::Button { .. }
+                | Action::StartClock
+                | Action::SetPosition { .. }
+        )
+    }
+}
+
 impl Scenario {
     /// The virtual length of the scenario (the time of its last action).
     pub fn duration_ms(&self) -> u64 {
         self.actions.last().map_or(0, |a| a.at_ms)
+    }
+
+    /// The stretches of virtual time, `[from, to)` in milliseconds from the start, sorted
+    /// and disjoint, that a board plays at hand speed: every hand action and the first
+    /// [`HAND_SETTLE_MS`] of the pause after it (so a move's whole gesture, from its first
+    /// lift to its clock press, and the stillness after the press), and, when the game's
+    /// end is shown by hand after the last move (the kings in the centre, a resignation),
+    /// the whole pause before that gesture. The rest (thinking time) may be fast-forwarded.
+    pub fn hand_spans(&self) -> Vec<(u64, u64)> {
+        let times: Vec<u64> = self.actions.iter().filter(|a| a.action.is_hand()).map(|a| a.at_ms).collect();
+        let mut spans: Vec<(u64, u64)> = Vec::new();
+        let mut add = |from: u64, to: u64| {
+            if to <= from {
+                return;
+            }
+            match spans.last_mut() {
+                Some(last) if from <= last.1 => last.1 = last.1.max(to),
+                _ => spans.push((from, to)),
+            }
+        };
+        // The end gesture: the last cluster of hand actions (gaps of at most the settle
+        // time), when the truth says the end was shown by hand.
+        let hand_end =
+            self.truth.as_ref().is_some_and(|t| matches!(t.end.as_str(), "kings_in_centre" | "resignation"));
+        let end_from = if hand_end && times.len() >= 2 {
+            let mut k = times.len() - 1;
+            while k > 0 && times[k] - times[k - 1] <= HAND_SETTLE_MS {
+                k -= 1;
+            }
+            // The pause between the last move and the gesture, at human pace too.
+            (k > 0).then(|| times[k - 1])
+        } else {
+            None
+        };
+        for (i, &t) in times.iter().enumerate() {
+            let next = times.get(i + 1).copied();
+            let to = match (next, end_from) {
+                (Some(n), Some(e)) if t >= e => n,
+                (Some(n), _) => n.min(t + HAND_SETTLE_MS),
+                (None, _) => t + HAND_SETTLE_MS,
+            };
+            add(t, to.max(t + 1));
+        }
+        spans
+    }
+
+    /// The real time the scenario takes on a board at `speed` whose hands move at
+    /// `hand_speed` (see [`crate::sim::SimConfig::hand_speed`]).
+    pub fn real_duration(&self, speed: f64, hand_speed: f64) -> std::time::Duration {
+        let (speed, hand) = crate::sim::rates(speed, hand_speed);
+        let total = self.duration_ms() as f64;
+        let hand_ms: f64 = self
+            .hand_spans()
+            .iter()
+            .map(|&(a, b)| (b.min(self.duration_ms()).saturating_sub(a)) as f64)
+            .sum();
+        std::time::Duration::from_secs_f64(((total - hand_ms) / speed + hand_ms / hand) / 1000.0)
     }
 }
 

@@ -21,33 +21,143 @@ use crate::pty::{Link, Pty};
 use crate::scenario::{Action, Scenario, TimedAction, board_codes, codes_board};
 use crate::truth::GroundTruth;
 
+/// The speed factors a board really uses for `speed` and `hand_speed`: both positive and
+/// finite (else 1.0), the hand speed never faster than the speed.
+pub fn rates(speed: f64, hand_speed: f64) -> (f64, f64) {
+    let ok = |x: f64| if x.is_finite() && x > 0.0 { x } else { 1.0 };
+    let speed = ok(speed);
+    (speed, ok(hand_speed).min(speed))
+}
+
 /// Virtual time: real time multiplied by a speed factor, in milliseconds from an origin.
-#[derive(Clone, Copy, Debug)]
+///
+/// The factor can drop to a slower hand speed over given stretches of virtual time (a
+/// scenario's hand sequences, see [`Scenario::hand_spans`]): the virtual time of every
+/// event stays what it was, only when it happens in real time changes.
+#[derive(Clone, Debug)]
 pub struct VirtualTime {
-    origin: Instant,
+    /// A real instant and the virtual time then, in milliseconds.
+    anchor: Instant,
+    anchor_ms: f64,
     speed: f64,
+    hand_speed: f64,
+    /// Virtual stretches `[from, to)` played at the hand speed, sorted and disjoint, none
+    /// ending before the anchor.
+    spans: Vec<(u64, u64)>,
 }
 
 impl VirtualTime {
     /// Starts now; `speed` 1.0 is real time, 20.0 runs twenty times faster.
     pub fn new(speed: f64) -> VirtualTime {
-        let speed = if speed.is_finite() && speed > 0.0 { speed } else { 1.0 };
-        VirtualTime { origin: Instant::now(), speed }
+        VirtualTime::with_hand_speed(speed, speed)
+    }
+
+    /// Starts now at `speed`; stretches given with [`VirtualTime::set_hand_spans`] run at
+    /// `hand_speed` (at most `speed`).
+    pub fn with_hand_speed(speed: f64, hand_speed: f64) -> VirtualTime {
+        let (speed, hand_speed) = rates(speed, hand_speed);
+        VirtualTime { anchor: Instant::now(), anchor_ms: 0.0, speed, hand_speed, spans: Vec::new() }
+    }
+
+    /// The stretches, from the anchor on, each with its speed factor: `(from, to, speed)`,
+    /// the last one open-ended.
+    fn stretches(&self) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
+        let mut at = self.anchor_ms;
+        let mut spans = self.spans.iter();
+        let mut pending: Option<(f64, f64)> = None;
+        std::iter::from_fn(move || {
+            if let Some((a, b)) = pending.take() {
+                at = b;
+                return Some((a, b, self.hand_speed));
+            }
+            match spans.next() {
+                Some(&(a, b)) => {
+                    let (a, b) = ((a as f64).max(at), b as f64);
+                    if a > at {
+                        pending = Some((a, b));
+                        let from = at;
+                        at = a;
+                        Some((from, a, self.speed))
+                    } else {
+                        at = b;
+                        Some((a, b, self.hand_speed))
+                    }
+                }
+                None => Some((at, f64::INFINITY, self.speed)),
+            }
+        })
+    }
+
+    /// Virtual milliseconds at a real instant (not before the anchor).
+    fn virtual_at(&self, real: Instant) -> f64 {
+        let mut left = real.saturating_duration_since(self.anchor).as_secs_f64() * 1000.0;
+        for (from, to, rate) in self.stretches() {
+            let real_len = (to - from) / rate;
+            if left < real_len {
+                return from + left * rate;
+            }
+            left -= real_len;
+        }
+        unreachable!("the last stretch is open-ended")
     }
 
     /// Virtual milliseconds now.
     pub fn now_ms(&self) -> u64 {
-        (self.origin.elapsed().as_secs_f64() * 1000.0 * self.speed) as u64
+        self.virtual_at(Instant::now()) as u64
     }
 
     /// The real instant of a virtual time.
     pub fn instant_at(&self, ms: u64) -> Instant {
-        self.origin + Duration::from_secs_f64(ms as f64 / 1000.0 / self.speed)
+        let target = ms as f64;
+        if target <= self.anchor_ms {
+            let back = Duration::from_secs_f64((self.anchor_ms - target) / self.speed / 1000.0);
+            return self.anchor.checked_sub(back).unwrap_or(self.anchor);
+        }
+        let mut real_ms = 0.0;
+        for (from, to, rate) in self.stretches() {
+            real_ms += (to.min(target) - from) / rate;
+            if to >= target {
+                break;
+            }
+        }
+        self.anchor + Duration::from_secs_f64(real_ms / 1000.0)
     }
 
-    /// The speed factor.
+    /// The speed factor (between hand sequences).
     pub fn speed(&self) -> f64 {
         self.speed
+    }
+
+    /// The speed factor of hand sequences.
+    pub fn hand_speed(&self) -> f64 {
+        self.hand_speed
+    }
+
+    /// Plays the virtual stretches `spans` (`[from, to)` in virtual milliseconds, sorted)
+    /// at the hand speed from now on, instead of any given before; stretches already past
+    /// are ignored.
+    pub fn set_hand_spans(&mut self, spans: Vec<(u64, u64)>) {
+        self.reanchor();
+        let now = self.anchor_ms;
+        self.spans = spans.into_iter().filter(|&(a, b)| b > a && (b as f64) > now).collect();
+        self.spans.sort_unstable();
+    }
+
+    /// Moves the anchor to now and forgets the stretches that are over (keeps the walk
+    /// from the anchor short).
+    fn reanchor(&mut self) {
+        let now = Instant::now();
+        self.anchor_ms = self.virtual_at(now);
+        self.anchor = now;
+        let v = self.anchor_ms;
+        self.spans.retain(|&(_, b)| (b as f64) > v);
+    }
+
+    /// Re-anchors when a stretch is over.
+    fn tidy(&mut self) {
+        if self.spans.first().is_some_and(|&(_, b)| b as f64 <= self.virtual_at(Instant::now())) {
+            self.reanchor();
+        }
     }
 }
 
@@ -60,6 +170,12 @@ pub struct SimConfig {
     pub link: Option<PathBuf>,
     /// Virtual time speed factor (1.0 = real time).
     pub speed: f64,
+    /// The speed factor of a scenario's hand sequences (see [`Scenario::hand_spans`]):
+    /// from a move's first lift to its clock press and the stillness after it, and the
+    /// game's end gesture, at most `speed`. 1.0 (the default) plays hands at human pace
+    /// however fast the thinking time between moves goes; the virtual time of every
+    /// action (and so every clock reading) is the same at any speed.
+    pub hand_speed: f64,
     /// The pieces on the board at power-up, in board-index order.
     pub position: [PieceCode; 64],
     /// A clock attached at power-up, with White's display.
@@ -77,6 +193,7 @@ impl Default for SimConfig {
             board: BoardConfig::default(),
             link: None,
             speed: 1.0,
+            hand_speed: 1.0,
             position: start_position(),
             clock: Some((TimeControl::fischer(5400, 30), ClockSide::Left)),
             orientation: Orientation::Normal,
@@ -210,7 +327,7 @@ impl SimBoard {
         fcntl(&wake_rx, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
             .map_err(|e| SimError::Pty { what: "fcntl", source: e.into() })?;
         let (tx, rx) = mpsc::channel();
-        let vt = VirtualTime::new(config.speed);
+        let vt = VirtualTime::with_hand_speed(config.speed, config.hand_speed);
         let mut fw = Firmware::new(config.board.clone(), config.position, 0);
         if let Some((tc, side)) = &config.clock {
             fw.attach_clock(Some(Dgt3000::new(tc.clone(), *side, 0)));
@@ -428,12 +545,12 @@ impl LineRate {
 /// up and for the device node to be gone once, however fast the game runs.
 pub const MIN_UNPLUGGED: Duration = Duration::from_millis(30);
 
-/// How long, in real time, a board stays unplugged for `down_ms` virtual milliseconds at
-/// `speed`: the game time scaled by the speed factor, at least [`MIN_UNPLUGGED`], so that
-/// a fast test does not turn a 2 s unplug into many moves of play.
-pub fn unplugged_for(down_ms: u64, speed: f64) -> Duration {
-    let speed = if speed.is_finite() && speed > 0.0 { speed } else { 1.0 };
-    Duration::from_secs_f64(down_ms as f64 / 1000.0 / speed).max(MIN_UNPLUGGED)
+/// When, in real time, a board unplugged at virtual time `at` for `down_ms` virtual
+/// milliseconds is plugged back: at the real instant of virtual time `at + down_ms` (so the
+/// plies the scenario makes meanwhile, thinking fast-forwarded and hands at hand speed, are
+/// all made while it is away, as in the game), and at least [`MIN_UNPLUGGED`] from `now`.
+pub fn plugged_back_at(vt: &VirtualTime, at: u64, down_ms: u64, now: Instant) -> Instant {
+    vt.instant_at(at.saturating_add(down_ms)).max(now + MIN_UNPLUGGED)
 }
 
 /// Output kept for a host that reads slowly, beyond which bytes are lost (as a UART's
@@ -447,6 +564,7 @@ impl Runner {
             if !self.controls() {
                 break;
             }
+            self.vt.tidy();
             let now = self.vt.now_ms();
             if self.reopen_at.is_some_and(|t| Instant::now() >= t) {
                 self.reopen(now);
@@ -515,6 +633,7 @@ impl Runner {
                 Control::Scenario(scenario, policy, done) => {
                     if let Some(old) = self.scenario.take() {
                         let _ = old.done.send(self.report(&old, false));
+                        self.vt.set_hand_spans(Vec::new());
                     }
                     let actions = scenario.actions.clone();
                     self.scenario =
@@ -541,6 +660,8 @@ impl Runner {
             return;
         }
         s.start = Some(now);
+        let spans = s.scenario.hand_spans().into_iter().map(|(a, b)| (now + a, now + b)).collect();
+        self.vt.set_hand_spans(spans);
         let setup = s.scenario.setup.clone();
         self.orientation = setup.orientation;
         self.fw.set_position(board_codes(&setup.position, setup.orientation), now);
@@ -589,14 +710,14 @@ impl Runner {
     fn apply(&mut self, action: &Action, at: u64) {
         let down = crate::offline::apply_action(&mut self.fw, action, at, self.orientation, self.white_side);
         if let Some(down_ms) = down {
-            let real = unplugged_for(down_ms, self.vt.speed());
+            let back = plugged_back_at(&self.vt, at, down_ms, Instant::now());
             self.pty = None;
             self.host = false;
             self.pending.clear();
             if let Some(link) = &self.link {
                 link.remove();
             }
-            self.reopen_at = Some(Instant::now() + real);
+            self.reopen_at = Some(back);
         }
     }
 
@@ -767,13 +888,76 @@ impl Runner {
 mod tests {
     use super::*;
 
+    /// A clock at x100 with hands at x1 over virtual [1000, 2000) and [5000, 5500).
+    fn paced() -> VirtualTime {
+        let mut vt = VirtualTime::with_hand_speed(100.0, 1.0);
+        vt.spans = vec![(1_000, 2_000), (5_000, 5_500)];
+        vt
+    }
+
+    fn real_ms(vt: &VirtualTime, virtual_ms: u64) -> f64 {
+        vt.instant_at(virtual_ms).duration_since(vt.anchor).as_secs_f64() * 1000.0
+    }
+
     #[test]
-    fn an_unplug_lasts_its_game_time_scaled_by_the_speed() {
+    fn hand_stretches_run_at_the_hand_speed_and_the_rest_at_the_speed() {
+        let vt = paced();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        // 1 s of thinking in 10 ms, 1 s of hands in 1 s, 3 s of thinking in 30 ms, ...
+        assert!(close(real_ms(&vt, 1_000), 10.0));
+        assert!(close(real_ms(&vt, 1_500), 510.0));
+        assert!(close(real_ms(&vt, 2_000), 1_010.0));
+        assert!(close(real_ms(&vt, 5_000), 1_040.0));
+        assert!(close(real_ms(&vt, 5_500), 1_540.0));
+        assert!(close(real_ms(&vt, 6_500), 1_550.0));
+        // The inverse mapping.
+        for v in [0u64, 500, 1_000, 1_250, 1_999, 2_000, 4_000, 5_100, 5_499, 6_000, 100_000] {
+            let back = vt.virtual_at(vt.instant_at(v));
+            assert!((back - v as f64).abs() < 0.01, "{v} -> {back}");
+        }
+        // Without hand stretches the speed is the speed, as before.
+        let plain = VirtualTime::new(100.0);
+        assert!(close(real_ms(&plain, 6_500), 65.0));
+        // The hand speed is never faster than the speed.
+        assert_eq!(rates(10.0, 50.0), (10.0, 10.0));
+        assert_eq!(rates(f64::NAN, 0.0), (1.0, 1.0));
+    }
+
+    #[test]
+    fn reanchoring_keeps_the_mapping_and_forgets_past_stretches() {
+        let mut vt = paced();
+        // As if 1,200 real ms had passed: virtual 5,160 (inside the second stretch).
+        let then = vt.anchor + Duration::from_millis(1_200);
+        let v = vt.virtual_at(then);
+        assert!((v - 5_160.0).abs() < 0.01, "{v}");
+        vt.anchor_ms = v;
+        vt.anchor = then;
+        vt.spans.retain(|&(_, b)| b as f64 > v);
+        assert_eq!(vt.spans, vec![(5_000, 5_500)]);
+        assert!((real_ms(&vt, 5_500) - 340.0).abs() < 0.01);
+        assert!((real_ms(&vt, 6_500) - 350.0).abs() < 0.01);
+        // New stretches replace the old ones; those already over are dropped.
+        vt.set_hand_spans(vec![(0, 10), (20_000, 21_000)]);
+        assert_eq!(vt.spans, vec![(20_000, 21_000)]);
+    }
+
+    #[test]
+    fn an_unplug_ends_at_its_virtual_time() {
+        let now = Instant::now();
         // 2 s of game time at x20 is 100 ms of real time, not many moves of play.
-        assert_eq!(unplugged_for(2_000, 20.0), Duration::from_millis(100));
-        assert_eq!(unplugged_for(3_000, 1.0), Duration::from_secs(3));
+        let mut vt = VirtualTime::with_hand_speed(20.0, 1.0);
+        let back = plugged_back_at(&vt, vt.now_ms(), 2_000, now);
+        let real = back.saturating_duration_since(now).as_secs_f64();
+        assert!((0.095..0.2).contains(&real), "{real}");
+        // Hands inside the window run at hand speed, and the board stays away for them too:
+        // 1 s of thinking (50 ms) then 1 s of hands (1 s) then 1 s of thinking (50 ms).
+        let start = vt.now_ms();
+        vt.set_hand_spans(vec![(start + 1_000, start + 2_000)]);
+        let back = plugged_back_at(&vt, start, 3_000, now);
+        let real = back.saturating_duration_since(now).as_secs_f64();
+        assert!((1.09..1.3).contains(&real), "{real}");
         // Very fast games keep a short real floor, for the host to see the hang-up.
-        assert_eq!(unplugged_for(1_500, 150.0), MIN_UNPLUGGED);
-        assert_eq!(unplugged_for(1_000, f64::NAN), Duration::from_secs(1));
+        let vt = VirtualTime::new(1_000.0);
+        assert!(plugged_back_at(&vt, vt.now_ms(), 10, now) >= now + MIN_UNPLUGGED);
     }
 }

@@ -64,6 +64,8 @@ fn a_replay_writes_ground_truth_equal_to_the_source() {
         "7",
         "--speed",
         "5000",
+        "--hand-speed",
+        "5000",
         "--no-wait",
         "--games-per-board",
         "1",

@@ -34,6 +34,8 @@ fn run(game: &SourceGame, profile: Profile, seed: u64, tag: &str) {
         board: BoardConfig::with_serial(seed as u32),
         link: Some(dir.join("board")),
         speed: SPEED,
+        // The wire is what is tested here, not a host's timing: hands as fast as the rest.
+        hand_speed: SPEED,
         ..SimConfig::default()
     })
     .expect("spawn");

@@ -102,8 +102,12 @@ impl Job {
 pub struct RunOptions {
     /// Simulated boards (and relay board sessions) at once.
     pub boards: usize,
-    /// Simulator speed factor.
+    /// Simulator speed factor (thinking time between moves).
     pub speed: f64,
+    /// Speed factor of the hand sequences (a move's lift to its press, the end gesture),
+    /// at most `speed`: the relay's tracker works in real time with thresholds that model
+    /// human hands, so the hands must not be fast-forwarded with the thinking time.
+    pub hand_speed: f64,
     /// Working folder (links, relay data, logs).
     pub dir: PathBuf,
     /// The relay binary.
@@ -178,6 +182,7 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let template = SimConfig {
         board: BoardConfig::with_serial(opts.first_serial),
         speed: opts.speed,
+        hand_speed: opts.hand_speed,
         ..SimConfig::default()
     };
     let links = opts.dir.join("links");
@@ -206,7 +211,7 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
 
     // Longest games first, so that the boards finish together.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].scenario.duration_ms()));
+    order.sort_by_key(|&i| std::cmp::Reverse(jobs[i].scenario.real_duration(opts.speed, opts.hand_speed)));
     let queue = Arc::new(Mutex::new(order.into_iter().collect::<VecDeque<usize>>()));
     let jobs = Arc::new(jobs);
     let outcomes: Arc<Mutex<Vec<Outcome>>> = Arc::new(Mutex::new(Vec::new()));
@@ -221,9 +226,8 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
                     round += 1;
                     let job = &jobs[j];
                     let mut notes = Vec::new();
-                    let timeout = Duration::from_secs_f64(
-                        job.scenario.duration_ms() as f64 / 1000.0 / opts.speed + 60.0,
-                    );
+                    let timeout =
+                        job.scenario.real_duration(opts.speed, opts.hand_speed) + Duration::from_secs(60);
                     let completed =
                         match board.start_scenario(job.scenario.clone(), StartPolicy::WhenHostListens) {
                             Ok(h) => match h.wait(timeout) {

@@ -7,6 +7,7 @@
 //! - [`feed`]: a recording websocket client.
 //! - [`acceptance`]: corpus games under noise profiles, compared with the ground truth.
 //! - [`captures`]: the three real board captures written into a pty chunk by chunk.
+//! - [`offline`]: the tracker fed straight from the simulated firmware, no relay, no pty.
 //! - [`interop`]: python-chess, pgn-extract and chess.js on the published PGN.
 //! - [`suite`]: the fast subset and the full sweep, with their report.
 
@@ -14,5 +15,6 @@ pub mod acceptance;
 pub mod captures;
 pub mod feed;
 pub mod interop;
+pub mod offline;
 pub mod relay;
 pub mod suite;

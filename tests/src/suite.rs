@@ -18,8 +18,10 @@ pub struct SuiteOptions {
     pub full: bool,
     /// Simulated boards at once.
     pub boards: usize,
-    /// Simulator speed.
+    /// Simulator speed (thinking time between moves).
     pub speed: f64,
+    /// Simulator speed of the hand sequences (see [`RunOptions::hand_speed`]).
+    pub hand_speed: f64,
     /// Seed of the plans and of the subsets.
     pub seed: u64,
     /// Games per other noise profile.
@@ -161,6 +163,7 @@ pub fn run(opts: &SuiteOptions) -> anyhow::Result<SuiteReport> {
     let run_opts = RunOptions {
         boards: opts.boards,
         speed: opts.speed,
+        hand_speed: opts.hand_speed,
         dir: opts.dir.join("games"),
         relay_bin: opts.relay_bin.clone(),
         progress: opts.progress.then_some(Duration::from_secs(15)),
@@ -187,10 +190,11 @@ pub fn run(opts: &SuiteOptions) -> anyhow::Result<SuiteReport> {
         rep.failures.push(format!("relay log tail:\n{}", result.log_tail));
     }
     rep.resources = format!(
-        "{} games on {} boards at x{} in {:.1} s; relay: {:.1} CPU s, peak RSS {} MiB",
+        "{} games on {} boards at x{} (hands x{}) in {:.1} s; relay: {:.1} CPU s, peak RSS {} MiB",
         result.outcomes.len(),
         opts.boards.min(result.outcomes.len()),
         opts.speed,
+        opts.hand_speed,
         result.wall.as_secs_f64(),
         result.relay_stat.cpu_s,
         result.relay_stat.hwm_kib / 1024

@@ -38,9 +38,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
-    /// A clock reading (BWTIME times). Readings with the "no clock" bit are ignored.
+    /// A clock reading (BWTIME times). One with the "no clock" bit drops the clock: its
+    /// times are invalid and give no `%clk`.
     pub fn feed_clock<S: EventSink + ?Sized>(&mut self, times: &ClockTimes, now_ms: u64, sink: &mut S) {
         if times.status.no_clock() {
+            self.clocks.lost();
+            let state = self.clocks.state(&self.config);
+            if state != self.last_clock_state {
+                self.last_clock_state = state;
+                sink.event(Event::Clock(state));
+            }
             return;
         }
         let in_game = self.state == GameState::Active;
@@ -81,8 +88,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.state != GameState::Active {
             return;
         }
+        // The press confirms at once when the board cannot be showing a passing state of
+        // the hand (see `press_is_conclusive`): a move that cannot be part of a longer one,
+        // or any line ending in the presser's ply once the board has been still long
+        // enough for the rest of a slide to have been reported. Otherwise the press waits
+        // until the board has been still for a scan period, a scan period after the press.
         if self.at_tip
             && let Some(upto) = self.last_ply_by(press.by)
+            && self.press_is_conclusive(upto, now_ms)
         {
             self.confirm_through(upto, Some(&press), now_ms, sink);
             return;
@@ -108,7 +121,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let terminal = self.tip.is_checkmate() || self.tip.is_stalemate();
             let running = self.clock_running(now_ms) && !terminal;
             let quiet = if running { self.config.unpressed_ms } else { self.config.quiet_ms };
-            if let Some(j) = self.undone_by_provisional()
+            // Only unpressed plies under a running clock can be a takeback: without a
+            // clock, legal plies that bring back an earlier position are a repetition.
+            if running
+                && let Some(j) = self.undone_by_provisional()
                 && still >= u64::from(self.config.chain_confirm_ms)
             {
                 // The arbiter's view: the position returned to an earlier one.

@@ -107,7 +107,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.phys.set_orientation(orientation);
         self.state = GameState::Active;
         self.last_confirmed_seen_ms = now;
-        self.clocks.new_game(&self.config, self.start.turn());
+        self.clocks.new_game(&self.config, self.start.turn(), now, false);
         sink.event(Event::GameStarted { orientation, kind });
         let state = self.clocks.state(&self.config);
         if state != self.last_clock_state {
@@ -158,7 +158,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.armed_orientation = Some(orientation);
         self.state = GameState::Active;
         self.last_confirmed_seen_ms = now;
-        self.clocks.new_game(&self.config, self.confirmed_pos.turn());
+        self.clocks.new_game(&self.config, self.confirmed_pos.turn(), now, true);
         if let Some(tc) = self.config.time_control {
             let secs = tc.period_for_move(1).seconds;
             self.clocks.initial = [Some(secs); 2];

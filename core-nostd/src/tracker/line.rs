@@ -1,7 +1,7 @@
 //! The line of plies: provisional plies added and withdrawn, and finality (which plies
 //! are confirmed, when, and with which `%clk`/`%emt`).
 
-use shakmaty::{Chess, Color, Move, Position, san::SanPlus};
+use shakmaty::{Chess, Color, Move, Position, attacks, san::SanPlus};
 
 use super::record::{PlyRecord, to16};
 use super::{MAX_PROVISIONAL, Tracker};
@@ -91,6 +91,25 @@ impl<const PLIES: usize> Tracker<PLIES> {
         found
     }
 
+    /// Index one past the ply a press by `color` at `pressed_ms` completes, for a press
+    /// that came before the board showed the move: the first ply of `color` the board
+    /// showed at or after the press, else the last one before it. (Not simply the last:
+    /// by the time the board settles, the presser may have made their next move.)
+    fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
+        let mut turn = self.confirmed_pos.turn();
+        let mut before = None;
+        for i in self.confirmed..self.records.len() {
+            if turn == color {
+                if self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)] >= pressed_ms {
+                    return Some(i + 1);
+                }
+                before = Some(i + 1);
+            }
+            turn = !turn;
+        }
+        before
+    }
+
     /// Applies presses that came before the board showed the move, oldest first, once the
     /// board is still (or at once when `immediate`).
     pub(super) fn resolve_pending<S: EventSink + ?Sized>(&mut self, now: u64, immediate: bool, sink: &mut S) {
@@ -106,16 +125,42 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.pending_press[i] = None;
                 continue;
             }
-            let settled = now.saturating_sub(self.last_change_ms) >= u64::from(self.config.settle_ms);
-            if self.at_tip
-                && !self.dirty
-                && (settled || immediate)
-                && let Some(upto) = self.last_ply_by(press.by)
-            {
+            if !self.at_tip || self.dirty {
+                continue;
+            }
+            let Some(upto) = self.ply_for_pending_press(press.by, t) else { continue };
+            // Once the board has been still for a scan period, a scan period after the
+            // press (a reading of the presser's move may have been on its way then).
+            let stable = u64::from(self.config.press_stable_ms);
+            let settled =
+                now.saturating_sub(self.last_change_ms) >= stable && now.saturating_sub(t) >= stable;
+            if settled || immediate {
                 self.pending_press[i] = None;
                 self.confirm_through(upto, Some(&press), now, sink);
             }
         }
+    }
+
+    /// True when a press may confirm the provisional plies up to `upto` at once: the
+    /// presser's ply is the last on the board, and the board cannot be showing a passing
+    /// state of the hand. Either the line is one ply that cannot be a passing state of a
+    /// longer move (no legal move of the same piece further along the same line: a knight,
+    /// a capture, a pawn that cannot go on), or the board has been still long enough that
+    /// the rest of a slide would have been reported (a scan period after the longest rest
+    /// of a sliding hand).
+    pub(super) fn press_is_conclusive(&self, upto: usize, now: u64) -> bool {
+        if upto <= self.confirmed || upto != self.records.len() {
+            return false;
+        }
+        let still = now.saturating_sub(self.last_change_ms);
+        if still >= u64::from(self.config.press_stable_ms) + u64::from(self.config.slide_pause_ms) {
+            return true;
+        }
+        if upto != self.confirmed + 1 {
+            return false;
+        }
+        let pos = &self.confirmed_pos;
+        self.records[self.confirmed].to_move(pos).is_some_and(|m| !may_slide_on(pos, m))
     }
 
     /// Confirms provisional plies until `upto` are confirmed.
@@ -146,7 +191,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let color = pos.turn();
             let move_number = pos.fullmoves().get();
             let seen = self.seen_ms[0];
-            let (clk, emt) = match (press, self.clocks.last) {
+            let (clk, emt) = match (press, self.clocks.current(now)) {
                 (Some(p), _) if press_ply == Some(i) => {
                     let clk = self.clocks.time_of(&self.config, &p.reading, color);
                     (Some(clk), self.clocks.account(&self.config, color, move_number, clk, p.jump))
@@ -180,6 +225,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 return;
             }
         }
-        let _ = now;
     }
+}
+
+/// True when the piece of `m` (a quiet move) could be on its way further: the same piece
+/// has a legal move from the same square to a square beyond `m`'s target, on the same line.
+fn may_slide_on(pos: &Chess, m: Move) -> bool {
+    let Move::Normal { role, from, to, capture: None, promotion: None } = m else { return false };
+    pos.legal_moves()
+        .iter()
+        .any(|n| n.from() == Some(from) && n.role() == role && attacks::between(from, n.to()).contains(to))
 }

@@ -58,16 +58,30 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let target = self.phys.board.clone();
         if !self.phys.magic.any() && has_two_kings(&target) {
-            let depth = self.config.search_depth.max(1);
+            // The fewest plies since the last confirmed one: provisional plies were read
+            // from boards in passing (a scan halfway through a burst), so a line that keeps
+            // them is taken only when no shorter line from an earlier base explains the
+            // board (on a tie, the one keeping more of them).
+            let depth = usize::from(self.config.search_depth.max(1));
             let prov = self.records.len() - self.confirmed;
+            let mut best: Option<(usize, search::Path)> = None;
             for k in (0..=prov).rev() {
+                let limit = match &best {
+                    // Strictly fewer plies in all than the best so far.
+                    Some((bk, bp)) if bk + bp.len() <= k => continue,
+                    Some((bk, bp)) => (bk + bp.len() - k - 1).min(depth),
+                    None => depth,
+                };
                 let Some(pos) = self.position_at(self.confirmed + k) else { break };
-                if let Some(path) = search::find_line(&pos, &target, depth) {
-                    self.retract_to(self.confirmed + k, sink);
-                    self.extend(&path, now, sink);
-                    self.on_match(sink);
-                    return;
+                if let Some(path) = search::find_line(&pos, &target, limit as u8) {
+                    best = Some((k, path));
                 }
+            }
+            if let Some((k, path)) = best {
+                self.retract_to(self.confirmed + k, sink);
+                self.extend(&path, now, sink);
+                self.on_match(sink);
+                return;
             }
             if let Some(j) = self.find_earlier(&target) {
                 self.takeback_to(j, sink);

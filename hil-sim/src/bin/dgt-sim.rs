@@ -46,6 +46,10 @@ struct Cli {
     /// Virtual time speed factor (1 = real time; clock displays always show game time).
     #[arg(long, default_value_t = 1.0)]
     speed: f64,
+    /// Speed factor of a replay's hand sequences (a move's first lift to its press and the
+    /// second after it, the end gesture), at most --speed; 1 = human pace.
+    #[arg(long, default_value_t = 1.0)]
+    hand_speed: f64,
     /// Folder for the stable links board-01, board-02, ...
     #[arg(long)]
     links: Option<PathBuf>,
@@ -171,6 +175,9 @@ fn run(cli: &Cli) -> Result<()> {
     if !(cli.speed.is_finite() && cli.speed > 0.0) {
         bail!("--speed must be a positive number");
     }
+    if !(cli.hand_speed.is_finite() && cli.hand_speed > 0.0) {
+        bail!("--hand-speed must be a positive number");
+    }
     if cli.interactive || cli.script.is_some() {
         return single_board(cli, version);
     }
@@ -248,6 +255,7 @@ fn replay(
             board: board_config(cli, i, version),
             link,
             speed: cli.speed,
+            hand_speed: cli.hand_speed,
             line_rate: cli.paced.then_some(960),
             ..SimConfig::default()
         })
@@ -349,6 +357,7 @@ fn single_board(cli: &Cli, version: (u8, u8)) -> Result<()> {
         board: board_config(cli, 0, version),
         link: cli.link.clone(),
         speed: cli.speed,
+        hand_speed: cli.hand_speed,
         clock,
         line_rate: cli.paced.then_some(960),
         ..SimConfig::default()

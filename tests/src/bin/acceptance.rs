@@ -1,7 +1,7 @@
 //! The acceptance sweep: `cargo run --release -p dgt-e2e-tests --bin acceptance -- --all`.
 //!
 //! Options: `--all` (the full sweep; default is the fast subset), `--boards N` (48),
-//! `--speed X` (150), `--seed S` (1; `--seed today` rotates the seeded subsets and
+//! `--speed X` (150, thinking time), `--hand-speed X` (3, a move's hand sequence), `--seed S` (1; `--seed today` rotates the seeded subsets and
 //! noise daily), `--subset K` (games per other noise profile, 12), `--profiles a,b`,
 //! `--capture-step-ms MS` (20), `--keep` (keep the working folder). Exit status 1 on any
 //! failure.
@@ -18,6 +18,7 @@ fn main() -> anyhow::Result<()> {
         full: false,
         boards: 48,
         speed: 150.0,
+        hand_speed: 3.0,
         seed: 1,
         subset: 12,
         capture_step: Duration::from_millis(20),
@@ -36,6 +37,7 @@ fn main() -> anyhow::Result<()> {
             "--fast" => opts.full = false,
             "--boards" => opts.boards = val()?.parse()?,
             "--speed" => opts.speed = val()?.parse()?,
+            "--hand-speed" => opts.hand_speed = val()?.parse()?,
             "--subset" => opts.subset = val()?.parse()?,
             "--capture-step-ms" => opts.capture_step = Duration::from_millis(val()?.parse()?),
             "--seed" => {
@@ -63,10 +65,11 @@ fn main() -> anyhow::Result<()> {
     }
     opts.relay_bin = dgt_e2e_tests::relay::relay_binary(true)?;
     eprintln!(
-        "acceptance: {} sweep, {} boards at x{}, seed {}, relay {}",
+        "acceptance: {} sweep, {} boards at x{} (hands x{}), seed {}, relay {}",
         if opts.full { "full" } else { "fast" },
         opts.boards,
         opts.speed,
+        opts.hand_speed,
         opts.seed,
         opts.relay_bin.display()
     );

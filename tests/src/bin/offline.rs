@@ -1,0 +1,170 @@
+//! The offline sweep: every corpus game under every noise profile, played through the
+//! simulated firmware straight into the tracker (no relay, no pty), compared with the
+//! ground truth. `cargo run --release -p dgt-e2e-tests --bin offline`.
+//!
+//! Options: `--source worldcup|livechess|all` (all), `--games A..B` (a slice of each
+//! source's game indices, e.g. `0..50`; or `--game N` for one), `--profiles a,b` (all),
+//! `--seed S` (1: game `i` uses seed `S + i`, as the end-to-end suite), `--threads N`
+//! (available cores), `--operator` (results set by the operator after a resignation
+//! instead of shown on the board), `--verbose` (every failing game with its reasons),
+//! `--events` (with `--game`: print the tracker's events). Exit status 1 on any failure.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use dgt_e2e_tests::acceptance::{EndPath, livechess, worldcup};
+use dgt_e2e_tests::offline::{OfflineOptions, OfflineOutcome, replay_through_tracker};
+use dgt_hil_sim::hands::Profile;
+use dgt_hil_sim::pgn::SourceGame;
+
+#[derive(Default)]
+struct Row {
+    games: usize,
+    plies: usize,
+    exact: usize,
+    clk_checked: usize,
+    clk_misses: usize,
+    ghosts: usize,
+    missing: usize,
+    results_wrong: usize,
+    first_fail: Option<(String, u64)>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut source = "all".to_string();
+    let mut range: Option<(usize, usize)> = None;
+    let mut profiles: Vec<Profile> = Profile::ALL.to_vec();
+    let mut seed = 1u64;
+    let mut threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut opts = OfflineOptions::default();
+    let mut verbose = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = || args.next().with_context(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--source" => source = val()?,
+            "--games" => {
+                let v = val()?;
+                let (a, b) = v.split_once("..").context("--games A..B")?;
+                range = Some((a.parse()?, b.parse()?));
+            }
+            "--game" => {
+                let n: usize = val()?.parse()?;
+                range = Some((n, n + 1));
+            }
+            "--profiles" => {
+                profiles = val()?.split(',').map(Profile::parse).collect::<Result<_, _>>()?;
+            }
+            "--seed" => seed = val()?.parse()?,
+            "--threads" => threads = val()?.parse::<usize>()?.max(1),
+            "--operator" => opts.end = EndPath::Operator,
+            "--verbose" => verbose = true,
+            "--events" => opts.keep_events = true,
+            other => bail!("unknown option {other}"),
+        }
+    }
+    let mut games: Vec<(String, SourceGame)> = Vec::new();
+    let sources: &[&str] = match source.as_str() {
+        "all" => &["worldcup", "livechess"],
+        "worldcup" => &["worldcup"],
+        "livechess" => &["livechess"],
+        other => bail!("unknown source {other}"),
+    };
+    for &s in sources {
+        let list = if s == "worldcup" { worldcup()? } else { livechess()? };
+        let (a, b) = range.unwrap_or((0, list.len()));
+        for g in list.into_iter().skip(a).take(b.saturating_sub(a)) {
+            games.push((s.to_string(), g));
+        }
+    }
+    let jobs: Vec<(usize, Profile)> =
+        profiles.iter().flat_map(|&p| (0..games.len()).map(move |g| (g, p))).collect();
+    let started = Instant::now();
+    let next = AtomicUsize::new(0);
+    let outcomes: Mutex<Vec<(usize, String, OfflineOutcome)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(g, p)) = jobs.get(i) else { break };
+                    let (src, game) = &games[g];
+                    let o = replay_through_tracker(game, p, seed.wrapping_add(game.index as u64), &opts);
+                    let label = format!("{src}#{}", game.index);
+                    if let Ok(mut v) = outcomes.lock() {
+                        v.push((i, label, o));
+                    }
+                }
+            });
+        }
+    });
+    let mut outcomes = outcomes.into_inner().unwrap_or_default();
+    outcomes.sort_by_key(|(i, _, _)| *i);
+    let mut rows: BTreeMap<usize, Row> = BTreeMap::new();
+    let order: HashMap<Profile, usize> = profiles.iter().enumerate().map(|(i, p)| (*p, i)).collect();
+    let mut failed = 0usize;
+    for (_, label, o) in &outcomes {
+        let r = rows.entry(order[&o.profile]).or_default();
+        r.games += 1;
+        r.plies += o.plies;
+        r.exact += usize::from(o.passed());
+        r.clk_checked += o.clk_checked;
+        r.clk_misses += o.clk_misses;
+        r.ghosts += o.ghosts.len();
+        r.missing += o.missing;
+        r.results_wrong += usize::from(o.result_wrong());
+        if !o.passed() {
+            failed += 1;
+            if r.first_fail.is_none() {
+                r.first_fail = Some((label.clone(), o.seed));
+            }
+            if verbose {
+                println!("{label} {} seed {}:", o.profile, o.seed);
+                for w in o.why.iter().take(8) {
+                    println!("    {w}");
+                }
+            }
+        }
+        if opts.keep_events {
+            println!("{label} {} seed {} events:", o.profile, o.seed);
+            for (t, e) in &o.events {
+                println!("  {t:>9} {e:?}");
+            }
+            for w in &o.why {
+                println!("    {w}");
+            }
+        }
+    }
+    println!(
+        "{:<16} {:>6} {:>7} {:>6} {:>8} {:>8} {:>6} {:>7} {:>6}  first failure",
+        "profile", "games", "plies", "exact", "clk chk", "clk miss", "ghost", "missing", "result"
+    );
+    for (i, p) in profiles.iter().enumerate() {
+        let Some(r) = rows.get(&i) else { continue };
+        let first = r.first_fail.as_ref().map_or(String::new(), |(l, s)| format!("{l} seed {s}"));
+        println!(
+            "{:<16} {:>6} {:>7} {:>6} {:>8} {:>8} {:>6} {:>7} {:>6}  {first}",
+            p.name(),
+            r.games,
+            r.plies,
+            r.exact,
+            r.clk_checked,
+            r.clk_misses,
+            r.ghosts,
+            r.missing,
+            r.results_wrong
+        );
+    }
+    println!(
+        "{} replays, {failed} failed, {:.1} s on {threads} threads",
+        outcomes.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
