@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Sim, SimClock, parse_uci, piece};
+use common::{Sim, SimClock, clocked, parse_uci, piece, play_pressed};
 use dgt_core::{Config, EndReason, Event, GameResult, GameState, Period, TimeControl, View};
 use dgt_protocol::{ClockSide, ClockStatus, ClockTime, ClockTimes, Orientation, SideFlags, SideReading};
 use shakmaty::{Chess, Color, Position, Role, Square, fen::Fen};
@@ -14,26 +14,6 @@ const W: Color = Color::White;
 const B: Color = Color::Black;
 
 // ----- helpers --------------------------------------------------------------------------
-
-fn clocked(orientation: Orientation, white_side: ClockSide) -> Sim {
-    let mut s = Sim::started(Config::default(), orientation).with_clock(300, white_side);
-    s.start_clock();
-    s
-}
-
-/// Plays moves cleanly with a press after each.
-fn play_pressed(s: &mut Sim, pos: &Chess, ucis: &[&str]) -> Chess {
-    let mut p = pos.clone();
-    for u in ucis {
-        p = s.play_uci(&p, u);
-        s.wait(200);
-        s.press(3, 2);
-        // A piece that could still be sliding on is confirmed once the board has had a
-        // scan's worth of time after the press (settle_ms) to show where it stopped.
-        s.wait(350);
-    }
-    p
-}
 
 fn line(ucis: &[&str]) -> Chess {
     let mut p = Chess::default();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Sim, parse_uci};
+use common::{Sim, parse_uci, play_pressed};
 use dgt_core::{
     Config, EndReason, Event, GameResult, GameState, Period, PgnHeader, ResumeError, ResumePly, StartKind,
     TimeControl, Tracker, View,
@@ -20,19 +20,6 @@ fn clocked() -> Sim {
     let mut s = Sim::started(config(), Orientation::Normal).with_clock(300, ClockSide::Left);
     s.start_clock();
     s
-}
-
-fn play_pressed(s: &mut Sim, pos: &Chess, ucis: &[&str]) -> Chess {
-    let mut p = pos.clone();
-    for u in ucis {
-        p = s.play_uci(&p, u);
-        s.wait(200);
-        s.press(3, 2);
-        // A piece that could still be sliding on is confirmed once the board has had a
-        // scan's worth of time after the press (settle_ms) to show where it stopped.
-        s.wait(350);
-    }
-    p
 }
 
 /// The confirmed plies of a tracker, as a host would have journaled them.

@@ -265,3 +265,24 @@ pub fn parse_uci(pos: &Chess, uci: &str) -> Move {
 pub fn piece(color: Color, role: Role) -> Option<Piece> {
     Some(Piece { color, role })
 }
+
+/// A started game with a 5-minute clock, White on `white_side`, the clock running.
+pub fn clocked(orientation: Orientation, white_side: ClockSide) -> Sim {
+    let mut s = Sim::started(Config::default(), orientation).with_clock(300, white_side);
+    s.start_clock();
+    s
+}
+
+/// Plays moves cleanly with a press after each.
+pub fn play_pressed(s: &mut Sim, pos: &Chess, ucis: &[&str]) -> Chess {
+    let mut p = pos.clone();
+    for u in ucis {
+        p = s.play_uci(&p, u);
+        s.wait(200);
+        s.press(3, 2);
+        // A piece that could still be sliding on is confirmed once the board has had a
+        // scan's worth of time after the press (settle_ms) to show where it stopped.
+        s.wait(350);
+    }
+    p
+}
