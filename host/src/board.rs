@@ -312,13 +312,12 @@ pub fn check_result(r: &str) -> Result<GameResult, String> {
     }
 }
 
-/// A journaled game's start position and castling mode (Chess960 detected from the FEN).
+/// A journaled game's start position and castling mode.
 pub fn start_position(g: &GameRecord) -> Result<(Chess, CastlingMode), String> {
-    let Some(fen) = &g.start_fen else { return Ok((Chess::default(), CastlingMode::Standard)) };
-    let setup = Fen::from_ascii(fen.as_bytes()).map_err(|e| format!("invalid start FEN: {e}"))?.into_setup();
-    let mode = CastlingMode::detect(&setup);
-    let pos = Chess::from_setup(setup, mode).map_err(|e| format!("illegal start position: {e}"))?;
-    Ok((pos, mode))
+    match &g.start_fen {
+        Some(fen) => parse_fen(fen),
+        None => Ok((Chess::default(), CastlingMode::Standard)),
+    }
 }
 
 /// A journaled game as the tracker resumes it: start, castling mode and confirmed plies.
@@ -336,13 +335,17 @@ fn resume_plies(g: &GameRecord) -> Result<(Chess, CastlingMode, Vec<ResumePly>),
     Ok((start, mode, plies))
 }
 
-/// Parses a FEN into a legal position.
-pub fn parse_fen(fen: &str) -> Result<Chess, String> {
+/// Parses a FEN into a legal position and its castling mode: Chess960 when the castling
+/// rights need it (the one FEN reader of the host: start positions, operator FENs,
+/// corrections).
+pub fn parse_fen(fen: &str) -> Result<(Chess, CastlingMode), String> {
     if fen.len() > 120 {
         return Err("FEN too long".into());
     }
-    let f = Fen::from_ascii(fen.as_bytes()).map_err(|e| format!("invalid FEN: {e}"))?;
-    f.into_position(CastlingMode::Standard).map_err(|e| format!("illegal position: {e}"))
+    let setup = Fen::from_ascii(fen.as_bytes()).map_err(|e| format!("invalid FEN: {e}"))?.into_setup();
+    let mode = CastlingMode::detect(&setup);
+    let pos = Chess::from_setup(setup, mode).map_err(|e| format!("illegal position: {e}"))?;
+    Ok((pos, mode))
 }
 
 fn fen_of(pos: &Chess) -> String {
@@ -785,7 +788,7 @@ impl BoardActor {
 /// The FEN after playing `uci` in the position `fen`; `None` if either does not parse or
 /// the move is illegal there.
 pub fn fen_after(fen: &str, uci: &str) -> Option<String> {
-    let mut pos = parse_fen(fen).ok()?;
+    let (mut pos, _) = parse_fen(fen).ok()?;
     let m = UciMove::from_ascii(uci.as_bytes()).ok()?.to_move(&pos).ok()?;
     pos.play_unchecked(m);
     Some(fen_of(&pos))
@@ -1331,7 +1334,7 @@ impl BoardActor {
             }
             AdminCommand::NewGame(fen) => {
                 let pos = match &fen {
-                    Some(f) => parse_fen(f)?,
+                    Some(f) => parse_fen(f)?.0,
                     None => Chess::default(),
                 };
                 let fen_text = fen.as_ref().map(|_| fen_of(&pos));
@@ -1371,7 +1374,7 @@ impl BoardActor {
             return Err(format!("a game holds at most {PLIES} plies"));
         }
         let start = g.rec.start_fen.clone().unwrap_or_else(|| START_FEN.to_owned());
-        let mut pos = parse_fen(&start)?;
+        let (mut pos, _) = parse_fen(&start)?;
         for m in g.rec.moves.iter().take(from_ply as usize - 1) {
             let mv = UciMove::from_ascii(m.view.uci.as_bytes())
                 .ok()
@@ -1405,6 +1408,19 @@ impl BoardActor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_one_fen_reader_keeps_chess960_castling() {
+        let (_, mode) = parse_fen(START_FEN).unwrap();
+        assert_eq!(mode, CastlingMode::Standard);
+        // King on g1 between rooks on f1 and h1: only Chess960 castling rights explain it.
+        let fen = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9";
+        let (_, mode) = parse_fen(fen).unwrap();
+        assert_eq!(mode, CastlingMode::Chess960);
+        // The position after a move reads back with its Chess960 castling rights.
+        let after = fen_after(fen, "a3a4").unwrap();
+        assert_eq!(parse_fen(&after).unwrap().1, CastlingMode::Chess960, "{after}");
+    }
     use crate::store::JournalMove;
     use dgt_protocol::{BoardDump, DgtSquare, PieceCode};
 
@@ -1720,7 +1736,7 @@ mod tests {
             let j = store.create_journal(&header).await.unwrap();
             let mut fen = START_FEN.to_owned();
             for (i, u) in ucis.iter().enumerate() {
-                let pos = parse_fen(&fen).unwrap();
+                let (pos, _) = parse_fen(&fen).unwrap();
                 let m = UciMove::from_ascii(u.as_bytes()).unwrap().to_move(&pos).unwrap();
                 let san = SanPlus::from_move(pos, m).to_string();
                 fen = fen_after(&fen, u).unwrap();
