@@ -244,7 +244,13 @@ pub fn http(
     req.push_str(body);
     s.write_all(req.as_bytes())?;
     let mut resp = Vec::new();
-    s.read_to_end(&mut resp)?;
+    // A server that answers before reading the whole body (413) may reset the connection
+    // after its answer: what arrived is the answer.
+    if let Err(e) = s.read_to_end(&mut resp)
+        && resp.is_empty()
+    {
+        return Err(e.into());
+    }
     let text = String::from_utf8_lossy(&resp).into_owned();
     let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));

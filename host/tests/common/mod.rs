@@ -1,8 +1,8 @@
 //! Helpers for tests that run the real `dgt-relay` binary against simulated boards.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -143,7 +143,8 @@ impl Drop for Relay {
     }
 }
 
-/// A minimal HTTP/1.1 client (one request per connection).
+/// A minimal HTTP/1.1 client (one request per connection): the end-to-end crate's, failing
+/// the test on a connection error.
 pub fn http(
     addr: SocketAddr,
     method: &str,
@@ -151,45 +152,8 @@ pub fn http(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    if !body.is_empty() {
-        req.push_str("Content-Type: application/json\r\n");
-    }
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).unwrap();
-    let mut resp = Vec::new();
-    let _ = s.read_to_end(&mut resp);
-    let text = String::from_utf8_lossy(&resp).into_owned();
-    let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    (status, body)
-}
-
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = s.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        s = rest[n..].trim_start_matches("\r\n");
-    }
-    out
+    dgt_e2e_tests::relay::http(addr, method, path, headers, body)
+        .unwrap_or_else(|e| panic!("{method} {path}: {e:#}"))
 }
 
 /// Confirmed SAN moves of board `n` in a `/api/boards` value.
