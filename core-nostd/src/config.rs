@@ -184,7 +184,7 @@ impl Default for Config {
             press_window_ms: 3000,
             press_stable_ms: 250,
             slide_pause_ms: 350,
-            dump_request_interval_ms: 3000,
+            dump_request_interval_ms: 1000,
             white_clock: WhiteClockSide::FromLever { fallback: ClockSide::Left },
             time_control: None,
             chess960: false,

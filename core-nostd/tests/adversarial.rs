@@ -335,6 +335,23 @@ fn board_dump_shows_two_plies_and_a_piece_in_the_air() {
     check_stream(&s, &["e2e4", "e7e5", "g1f3", "b8c6", "f1b5"]);
 }
 
+#[test]
+fn a_lost_landing_report_is_not_read_as_a_capture_and_a_recapture() {
+    // Black plays Rxd2. The board reports the lifts of d2 and e2 but loses the report of the
+    // rook landing on d2: e2 and d2 empty reads as Rxe3 dxe3, two legal plies. Black's
+    // press must not confirm that: the dump the tracker asks for shows the rook on d2.
+    let (mut s, _) = from_fen("4k3/8/8/8/8/4P3/3Pr3/7K b - - 0 1", Config::default(), Some(300));
+    s.lift(Square::D2);
+    s.lift(Square::E2);
+    // The landing, physically done but never reported.
+    s.board.set_piece_at(Square::D2, piece(Color::Black, Role::Rook).expect("rook"));
+    s.wait(400);
+    s.press(3, 2);
+    s.wait(3000);
+    check_stream(&s, &["e2d2"]);
+    assert_eq!(all_confirmed(&s), ["e2d2"]);
+}
+
 // ----- no clock ---------------------------------------------------------------------------------
 
 #[test]

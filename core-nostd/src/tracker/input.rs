@@ -4,7 +4,7 @@
 use dgt_protocol::{BoardDump, Bwtime, ClockTimes, FieldUpdate, Message};
 use shakmaty::{Color, Position};
 
-use super::{CLOCK_STALE_MS, GameState, Tracker};
+use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, Tracker};
 use crate::event::{EndReason, Event, EventSink, GameResult};
 
 impl<const PLIES: usize> Tracker<PLIES> {
@@ -21,6 +21,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// A full board scan: a stable reading, evaluated at once.
     pub fn feed_dump<S: EventSink + ?Sized>(&mut self, dump: &BoardDump, now_ms: u64, sink: &mut S) {
         let first = !self.phys.known;
+        self.last_dump_ms = Some(now_ms);
         if self.phys.load(dump) || first {
             self.board_changed(now_ms, true, sink);
         } else if self.dirty || self.unexplained_since.is_some() {
@@ -83,6 +84,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.dirty {
             self.deep_eval(now_ms, sink);
         }
+        if self.unexplained_since.is_some() {
+            // The mover says the move is complete but the board does not show a legal one:
+            // a field update may have been lost. A dump settles it.
+            self.request_dump(now_ms, sink);
+        }
         // An earlier press still waiting for the board is settled first.
         self.resolve_pending(now_ms, true, sink);
         if self.state != GameState::Active {
@@ -96,6 +102,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.at_tip
             && let Some(upto) = self.last_ply_by(press.by)
             && self.press_is_conclusive(upto, now_ms)
+            && self.line_verified(upto, now_ms, now_ms, sink)
         {
             self.confirm_through(upto, Some(&press), now_ms, sink);
             return;
@@ -129,6 +136,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
             {
                 // The arbiter's view: the position returned to an earlier one.
                 self.takeback_to(j, sink);
+            } else if !self.line_verified(self.records.len(), self.recent_since(now_ms), now_ms, sink) {
+                // Plies read together wait for a dump (see `line_verified`).
             } else if still >= u64::from(quiet) {
                 // Quiet time: everything stands, except a king just put on a centre square
                 // (it may be half of a kings-in-centre result), which waits for the next move.
@@ -140,14 +149,18 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.confirm_through(self.records.len() - 1, None, now_ms, sink);
             }
         }
-        if let Some(since) = self.unexplained_since
-            && self.mismatch.is_none()
-            && now_ms.saturating_sub(since) >= u64::from(self.config.mismatch_ms)
-        {
-            let squares = self.nearest_diff();
-            self.mismatch = Some(squares);
-            sink.event(Event::PositionMismatch { squares });
-            self.request_dump(now_ms, sink);
+        if let Some(since) = self.unexplained_since {
+            let unexplained = now_ms.saturating_sub(since);
+            if self.mismatch.is_none() && unexplained >= u64::from(self.config.mismatch_ms) {
+                let squares = self.nearest_diff();
+                self.mismatch = Some(squares);
+                sink.event(Event::PositionMismatch { squares });
+            }
+            // A still board that nothing explains may have lost a field update: a dump shows
+            // what is really there. Asked again while it stays so (rate-limited).
+            if unexplained >= u64::from(self.config.settle_ms) && still >= u64::from(self.config.settle_ms) {
+                self.request_dump(now_ms, sink);
+            }
         }
     }
 
@@ -156,6 +169,40 @@ impl<const PLIES: usize> Tracker<PLIES> {
             Some(r) => r.status.running() && now.saturating_sub(self.clocks.last_ms) <= CLOCK_STALE_MS,
             None => false,
         }
+    }
+
+    /// True when the provisional plies up to `upto` may be confirmed as far as the board
+    /// goes. Plies that a single reading showed together (a search of two or more plies)
+    /// are first checked against a dump that arrived at or after `since` (the press, or
+    /// the board's last change): a lost field update can make one real move look like two
+    /// or three others (a capture whose landing was not reported reads as a capture and a
+    /// recapture), and only a dump taken once the move is complete shows that. Asks for
+    /// the dump when one is needed.
+    pub(super) fn line_verified<S: EventSink + ?Sized>(
+        &mut self,
+        upto: usize,
+        since: u64,
+        now: u64,
+        sink: &mut S,
+    ) -> bool {
+        let n = upto.saturating_sub(self.confirmed).min(MAX_PROVISIONAL);
+        if !self.joint[..n].contains(&true) || self.last_dump_ms.is_some_and(|t| t >= since) {
+            return true;
+        }
+        // Once per `since` (a press asks at once, whatever the rate limit).
+        if self.last_dump_request.is_none_or(|t| t < since) {
+            self.last_dump_request = Some(now);
+            sink.event(Event::RequestBoardDump);
+        }
+        false
+    }
+
+    /// From when a dump counts as showing the board now, for confirmations by time: after
+    /// the board's last change and the last press, and not older than `chain_confirm_ms`.
+    fn recent_since(&self, now: u64) -> u64 {
+        let press = self.pending_press.iter().flatten().map(|(_, t)| *t).max().unwrap_or(0);
+        let recent = now.saturating_sub(u64::from(self.config.chain_confirm_ms));
+        (self.last_change_ms + 1).max(press).max(recent)
     }
 
     pub(super) fn request_dump<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {

@@ -41,6 +41,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
             let idx = self.records.len() - 1 - self.confirmed;
             self.seen_ms[idx.min(MAX_PROVISIONAL - 1)] = now;
+            self.joint[idx.min(MAX_PROVISIONAL - 1)] = moves.len() > 1;
             let info = MoveInfo {
                 ply: self.records.len() as u16,
                 color: self.tip.turn(),
@@ -134,7 +135,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let stable = u64::from(self.config.press_stable_ms);
             let settled =
                 now.saturating_sub(self.last_change_ms) >= stable && now.saturating_sub(t) >= stable;
-            if settled || immediate {
+            if (settled || immediate) && self.line_verified(upto, t, now, sink) {
                 self.pending_press[i] = None;
                 self.confirm_through(upto, Some(&press), now, sink);
             }
@@ -218,6 +219,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.confirmed_pos.play_unchecked(m);
             self.confirmed += 1;
             self.seen_ms.copy_within(1.., 0);
+            self.joint.copy_within(1.., 0);
             self.last_confirmed_seen_ms = seen;
             self.clocks.fix_mapping();
             sink.event(Event::MoveConfirmed(info));

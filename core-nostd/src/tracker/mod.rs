@@ -118,6 +118,9 @@ pub struct Tracker<const PLIES: usize> {
     tip: Chess,
     /// When each provisional ply first appeared (index = ply - confirmed).
     seen_ms: [u64; MAX_PROVISIONAL],
+    /// Which provisional plies were read together with another one from a single reading
+    /// (a search of two or more plies): see `line_verified`.
+    joint: [bool; MAX_PROVISIONAL],
     /// When the last confirmed ply appeared (or the game started).
     last_confirmed_seen_ms: u64,
     pub(crate) result: Option<(GameResult, EndReason)>,
@@ -131,6 +134,8 @@ pub struct Tracker<const PLIES: usize> {
     unexplained_since: Option<u64>,
     mismatch: Option<Bitboard>,
     last_dump_request: Option<u64>,
+    /// When the last dump arrived: the only reading not open to a lost field update.
+    last_dump_ms: Option<u64>,
     /// Presses (by White, by Black) still waiting for the board to show the move.
     pending_press: [Option<(Press, u64)>; 2],
     pub(crate) clocks: Clocks,
@@ -163,6 +168,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             confirmed_pos: Chess::default(),
             tip: Chess::default(),
             seen_ms: [0; MAX_PROVISIONAL],
+            joint: [false; MAX_PROVISIONAL],
             last_confirmed_seen_ms: 0,
             result: None,
             last_change_ms: 0,
@@ -172,6 +178,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             unexplained_since: None,
             mismatch: None,
             last_dump_request: None,
+            last_dump_ms: None,
             pending_press: [None, None],
             clocks: Clocks::new(),
             last_clock_state: ClockState::default(),

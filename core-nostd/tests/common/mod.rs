@@ -68,6 +68,8 @@ pub struct Sim {
     pub clock: Option<SimClock>,
     /// Milliseconds between two consecutive field updates.
     pub step_ms: u64,
+    /// Dump requests answered so far (the host answers each one with a dump).
+    pub dumps_answered: usize,
 }
 
 fn code(p: Option<Piece>) -> PieceCode {
@@ -84,6 +86,7 @@ impl Sim {
             board: Board::empty(),
             clock: None,
             step_ms: 40,
+            dumps_answered: 0,
         }
     }
 
@@ -151,6 +154,16 @@ impl Sim {
             let now = self.now;
             let events = &mut self.events;
             self.tracker.tick(now, &mut |e| events.push(e));
+            self.answer_dump_requests();
+        }
+    }
+
+    /// Answers the tracker's dump requests, as the host does (here within a tick).
+    fn answer_dump_requests(&mut self) {
+        let asked = self.count(|e| matches!(e, Event::RequestBoardDump));
+        if asked > self.dumps_answered {
+            self.dumps_answered = asked;
+            self.dump();
         }
     }
 
