@@ -346,6 +346,29 @@ fn kings_in_centre_slowly_without_clock() {
     assert!(confirmed(&s).is_empty(), "Kd4 waited for the next move and was withdrawn");
 }
 
+fn last_king_move_to_the_centre_then_both_kings_picked_up_for_the_signal() {
+    // No clock. White's last move Ke4 stands for 4 s; then both kings are lifted and put
+    // on the centre (a draw: e4 and d4). Ke4 was picked up again, so it was not half of
+    // the signal: it is a move.
+    let fen = b"8/8/2k5/8/8/4K3/8/8 w - - 0 1";
+    let setup = Fen::from_ascii(fen).expect("fen").into_setup();
+    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
+    let mut s = Sim::new(Config::default());
+    s.board = pos.board().clone();
+    s.dump();
+    let events = &mut s.events;
+    let _ = s.tracker.start_from_fen(fen, None, 0, &mut |e| events.push(e));
+    s.slide(Square::E3, Square::E4);
+    s.wait(4000);
+    let wk = s.lift(Square::E4);
+    let bk = s.lift(Square::C6);
+    s.put(Square::E4, wk);
+    s.put(Square::D4, bk);
+    s.wait(500);
+    assert_eq!(s.tracker.result(), Some((GameResult::Draw, EndReason::KingsInCentre)));
+    assert_eq!(confirmed(&s), ["e3e4"]);
+}
+
 fn forgotten_clock_press() {
     let mut s = clocked(Orientation::Normal, ClockSide::Left);
     let p = s.play_uci(&Chess::default(), "e2e4");
@@ -474,6 +497,10 @@ const SCENARIOS: &[Scenario] = &[
     ("a position that matches nothing, then restored", position_matching_nothing_then_restored),
     ("kings in the centre: result, no king move", kings_in_centre_with_no_king_move_recorded),
     ("kings in the centre slowly, no clock", kings_in_centre_slowly_without_clock),
+    (
+        "a last king move to the centre, then both kings picked up for the signal",
+        last_king_move_to_the_centre_then_both_kings_picked_up_for_the_signal,
+    ),
     ("a forgotten clock press", forgotten_clock_press),
     ("no clock: quiet time confirms", no_clock_quiet_time),
     ("a board dump after a reconnect", board_dump_after_reconnect),

@@ -2,7 +2,7 @@
 //! detection, board matching and finality.
 
 use dgt_protocol::{BoardDump, Bwtime, ClockTimes, FieldUpdate, Message};
-use shakmaty::{Color, Position};
+use shakmaty::{Bitboard, Color, Position};
 
 use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, Tracker};
 use crate::event::{EndReason, Event, EventSink, GameResult};
@@ -35,6 +35,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.request_dump(now_ms, sink);
         }
         if self.phys.set(update.square, update.piece()) {
+            if self.at_tip {
+                self.touched_off_tip = Bitboard::EMPTY;
+            }
+            self.touched_off_tip.add(update.square.to_square(self.phys.orientation));
             self.board_changed(now_ms, false, sink);
         }
     }

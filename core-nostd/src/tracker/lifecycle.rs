@@ -197,8 +197,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// At a result signalled on the board: king moves onto the centre (half of the
-    /// signal) and what follows are withdrawn; the rest stands if the board showed it for
-    /// a while before the signal began, else it is withdrawn too.
+    /// signal) and what follows are withdrawn, except a last one that stood for the quiet
+    /// time and was lifted again for the signal; the rest stands if the board showed it for a while
+    /// before the signal began, else it is withdrawn too.
     pub(super) fn settle_line_at_end<S: EventSink + ?Sized>(
         &mut self,
         now: u64,
@@ -207,11 +208,23 @@ impl<const PLIES: usize> Tracker<PLIES> {
     ) {
         let mut end_time = if self.at_tip { now } else { self.tip_left_ms };
         if drop_king_centre {
+            // A king move onto the centre that stood as the last move for the quiet time
+            // (what makes an unpressed move final) before the signal began, and that king
+            // was picked up again for the signal, was a move: half of a signal is not
+            // lifted and put back. A king left where it stood may have been the signal's
+            // first half, and is withdrawn.
+            let running = self.clock_running(now);
+            let quiet = u64::from(if running { self.config.unpressed_ms } else { self.config.quiet_ms });
+            let last = self.records.len().saturating_sub(1);
             let mut pos = self.confirmed_pos.clone();
             for i in self.confirmed..self.records.len() {
                 let Some(m) = self.records[i].to_move(&pos) else { break };
-                if is_king_to_centre(m) {
-                    end_time = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+                let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+                let a_move = i == last
+                    && end_time.saturating_sub(seen) >= quiet
+                    && self.touched_off_tip.contains(m.to());
+                if is_king_to_centre(m) && !a_move {
+                    end_time = seen;
                     self.retract_to(i, sink);
                     break;
                 }

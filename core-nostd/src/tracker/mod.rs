@@ -131,6 +131,8 @@ pub struct Tracker<const PLIES: usize> {
     at_tip: bool,
     /// When the board left the tip last.
     tip_left_ms: u64,
+    /// Squares changed by field updates since the board left the tip.
+    touched_off_tip: Bitboard,
     unexplained_since: Option<u64>,
     mismatch: Option<Bitboard>,
     last_dump_request: Option<u64>,
@@ -175,6 +177,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             dirty: false,
             at_tip: false,
             tip_left_ms: 0,
+            touched_off_tip: Bitboard::EMPTY,
             unexplained_since: None,
             mismatch: None,
             last_dump_request: None,
