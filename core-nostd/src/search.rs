@@ -156,8 +156,101 @@ fn undoes_own_last(path: &[Move], m: Move) -> bool {
     }
 }
 
+/// Every line of exactly `depth` plies from `pos` to `target`, keeping in `best` the one
+/// whose positions on the way the board was seen showing most often (`seen`); the first
+/// found on a tie. `score` counts the seen positions of `path` so far.
+fn dfs_best<F: Fn(&Board) -> bool>(
+    pos: &Chess,
+    target: &Board,
+    depth: u8,
+    path: &mut Path,
+    score: u8,
+    seen: &F,
+    best: &mut Option<(Path, u8)>,
+) {
+    let diff = board_diff(pos.board(), target);
+    if diff.is_empty() {
+        if depth == 0 && best.as_ref().is_none_or(|(_, s)| score > *s) {
+            *best = Some((path.clone(), score));
+        }
+        return;
+    }
+    if depth == 0 {
+        return;
+    }
+    if depth == 1 {
+        if let Some(m) = one_ply(pos, target, diff)
+            && !undoes_own_last(path, m)
+            && path.push(m).is_ok()
+        {
+            if best.as_ref().is_none_or(|(_, s)| score > *s) {
+                *best = Some((path.clone(), score));
+            }
+            path.pop();
+        }
+        return;
+    }
+    if diff.count() > 4 * usize::from(depth) || !material_allows(pos, target, depth) {
+        return;
+    }
+    let rest = depth - 1;
+    for m in pos.legal_moves() {
+        if undoes_own_last(path, m) {
+            continue;
+        }
+        let mut p = pos.clone();
+        p.play_unchecked(m);
+        let nd = board_diff(p.board(), target).count();
+        if nd > 4 * usize::from(rest) || (rest == 1 && nd == 1) || nd == 0 {
+            continue;
+        }
+        if path.push(m).is_err() {
+            return;
+        }
+        let s = score + u8::from(seen(p.board()));
+        dfs_best(&p, target, rest, path, s, seen, best);
+        path.pop();
+    }
+}
+
+/// The shortest sequence of at most `max_depth` legal plies from `pos` that leaves exactly
+/// `target` on the board (empty when it already does). When several lines of that length
+/// do, the one passing through most positions for which `seen` is true: different move
+/// orders can reach the same board (a burst of plies read at once), and the positions the
+/// board showed on the way tell them apart. Returns the line and that count.
+pub(crate) fn find_line_seen<F: Fn(&Board) -> bool>(
+    pos: &Chess,
+    target: &Board,
+    max_depth: u8,
+    seen: &F,
+) -> Option<(Path, u8)> {
+    if !has_two_kings(target) {
+        return None;
+    }
+    let max_depth = max_depth.min(MAX_DEPTH as u8);
+    for depth in 0..=max_depth {
+        if depth >= 2 {
+            // Only the length comes from the plain search; the lines of that length are
+            // then compared.
+            let mut path = Path::new();
+            if !(material_allows(pos, target, depth) && dfs(pos, target, depth, &mut path)) {
+                continue;
+            }
+            let mut best = None;
+            dfs_best(pos, target, depth, &mut Path::new(), 0, seen, &mut best);
+            return best.or(Some((path, 0)));
+        }
+        let mut path = Path::new();
+        if material_allows(pos, target, depth) && dfs(pos, target, depth, &mut path) {
+            return Some((path, 0));
+        }
+    }
+    None
+}
+
 /// The shortest sequence of at most `max_depth` legal plies from `pos` that leaves exactly
 /// `target` on the board (empty when it already does).
+#[cfg(test)]
 pub(crate) fn find_line(pos: &Chess, target: &Board, max_depth: u8) -> Option<Path> {
     if !has_two_kings(target) {
         return None;

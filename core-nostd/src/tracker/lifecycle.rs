@@ -92,6 +92,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.mismatch = None;
         self.pending_press = [None, None];
         self.full_reported = false;
+        self.seen_boards.clear();
     }
 
     pub(super) fn start_game<S: EventSink + ?Sized>(

@@ -12,6 +12,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn on_match<S: EventSink + ?Sized>(&mut self, sink: &mut S) {
         self.dirty = false;
         self.at_tip = true;
+        let h = placement_hash(self.tip.board());
+        if self.seen_boards.last() != Some(&h) {
+            if self.seen_boards.is_full() {
+                self.seen_boards.remove(0);
+            }
+            let _ = self.seen_boards.push(h);
+        }
         self.unexplained_since = None;
         if self.mismatch.take().is_some() {
             sink.event(Event::PositionRecovered);
@@ -61,23 +68,40 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // The fewest plies since the last confirmed one: provisional plies were read
             // from boards in passing (a scan halfway through a burst), so a line that keeps
             // them is taken only when no shorter line from an earlier base explains the
-            // board (on a tie, the one keeping more of them).
+            // board. Among lines of that length, the one through most positions the board
+            // was seen showing (move orders can transpose), then the one keeping more of
+            // the provisional plies.
             let depth = usize::from(self.config.search_depth.max(1));
             let prov = self.records.len() - self.confirmed;
-            let mut best: Option<(usize, search::Path)> = None;
+            let seen_boards = &self.seen_boards;
+            let seen = |b: &shakmaty::Board| seen_boards.contains(&placement_hash(b));
+            // (base, path, plies in all, seen positions on the way)
+            let mut best: Option<(usize, search::Path, usize, u8)> = None;
             for k in (0..=prov).rev() {
                 let limit = match &best {
-                    // Strictly fewer plies in all than the best so far.
-                    Some((bk, bp)) if bk + bp.len() <= k => continue,
-                    Some((bk, bp)) => (bk + bp.len() - k - 1).min(depth),
+                    Some((_, _, total, _)) if *total < k => continue,
+                    Some((_, _, total, _)) => (total - k).min(depth),
                     None => depth,
                 };
                 let Some(pos) = self.position_at(self.confirmed + k) else { break };
-                if let Some(path) = search::find_line(&pos, &target, limit as u8) {
-                    best = Some((k, path));
+                let Some((path, on_way)) = search::find_line_seen(&pos, &target, limit as u8, &seen) else {
+                    continue;
+                };
+                let total = k + path.len();
+                // Kept plies' positions count when a ply follows them.
+                let kept = (self.confirmed..self.confirmed + k)
+                    .filter(|&i| i + 1 < self.confirmed + total && self.seen_boards.contains(&self.records[i].hash))
+                    .count() as u8;
+                let score = on_way + kept;
+                let better = match &best {
+                    None => true,
+                    Some((_, _, t, s)) => total < *t || (total == *t && score > *s),
+                };
+                if better {
+                    best = Some((k, path, total, score));
                 }
             }
-            if let Some((k, path)) = best {
+            if let Some((k, path, _, _)) = best {
                 self.retract_to(self.confirmed + k, sink);
                 self.extend(&path, now, sink);
                 self.on_match(sink);

@@ -31,6 +31,8 @@ use crate::event::{ClockState, EndReason, EventSink, GameResult, MoveInfo, Start
 
 /// Most provisional plies kept at once; older ones are proven by those that follow.
 const MAX_PROVISIONAL: usize = 8;
+/// Positions the board was seen showing that are remembered (see `seen_boards`).
+const SEEN_BOARDS: usize = 16;
 /// A running clock that has sent nothing for this long is treated as absent.
 const CLOCK_STALE_MS: u64 = 5000;
 /// Where the tracker is in a game's life.
@@ -131,6 +133,9 @@ pub struct Tracker<const PLIES: usize> {
     at_tip: bool,
     /// When the board left the tip last.
     tip_left_ms: u64,
+    /// Placement hashes of the last positions the board was seen showing (matched), to
+    /// tell apart move orders that reach the same board.
+    seen_boards: heapless::Vec<u32, SEEN_BOARDS>,
     /// Squares changed by field updates since the board left the tip.
     touched_off_tip: Bitboard,
     unexplained_since: Option<u64>,
@@ -178,6 +183,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             at_tip: false,
             tip_left_ms: 0,
             touched_off_tip: Bitboard::EMPTY,
+            seen_boards: heapless::Vec::new(),
             unexplained_since: None,
             mismatch: None,
             last_dump_request: None,
