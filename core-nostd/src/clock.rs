@@ -42,6 +42,9 @@ pub(crate) struct Clocks {
     pub initial_fixed: bool,
     /// Each colour's `%clk` at its last confirmed ply.
     pub prev_clk: [Option<u32>; 2],
+    /// Each colour's last confirmed ply had no knowable `%clk`, so the next one's `%emt`
+    /// cannot be worked out either.
+    pub prev_unknown: [bool; 2],
     /// Each display's time at the last reading in which it ran.
     last_running: [Option<u32>; 2],
     /// Presses seen since the game started.
@@ -86,6 +89,7 @@ impl Clocks {
             initial: [None; 2],
             initial_fixed: false,
             prev_clk: [None; 2],
+            prev_unknown: [false; 2],
             last_running: [None; 2],
             presses: 0,
             ran: false,
@@ -335,6 +339,17 @@ impl Clocks {
         fallen
     }
 
+    /// Records that a confirmed ply of `color` has no knowable `%clk` (its press was not
+    /// seen and the clock has moved on since).
+    pub fn unknown(&mut self, color: Color) {
+        self.prev_unknown[color_index(color)] = true;
+    }
+
+    /// True when `color`'s display is running in reading `r`.
+    pub fn runs(&self, config: &Config, r: &ClockTimes, color: Color) -> bool {
+        r.status.running() && r.running_side() == Some(self.side_of(config, color))
+    }
+
     /// Records a confirmed ply's `%clk` and returns its `%emt` by clock arithmetic.
     pub fn account(
         &mut self,
@@ -347,6 +362,9 @@ impl Clocks {
         let i = color_index(color);
         let prev = self.prev_clk[i].or(self.initial[i]);
         self.prev_clk[i] = Some(clk);
+        if core::mem::take(&mut self.prev_unknown[i]) {
+            return None;
+        }
         let prev = i64::from(prev?);
         let side = side_index(self.side_of(config, color));
         let added = core::mem::take(&mut self.added_running[side]);

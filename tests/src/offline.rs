@@ -73,6 +73,9 @@ pub struct OfflineOutcome {
     pub clk_checked: usize,
     /// `%clk` missing or more than 1 s off the clock's display after the press.
     pub clk_misses: usize,
+    /// `%clk` left out, rightly, for a press made while the board was unplugged (nobody
+    /// saw it, and the clock had moved on when the board came back).
+    pub clk_unseen: usize,
     /// The result the tracker reported.
     pub result: Option<String>,
     /// The result it should have reported.
@@ -134,7 +137,16 @@ pub fn replay_job(job: &Job, opts: &OfflineOptions) -> OfflineOutcome {
             }
         }
     }
-    let mut o = compare(truth, &run, job.expected_result());
+    let outages: Vec<(u64, u64)> = job
+        .scenario
+        .actions
+        .iter()
+        .filter_map(|a| match a.action {
+            dgt_hil_sim::scenario::Action::Disconnect { down_ms } => Some((a.at_ms, a.at_ms + down_ms)),
+            _ => None,
+        })
+        .collect();
+    let mut o = compare(truth, &run, job.expected_result(), &outages);
     o.label = job.label.clone();
     o.profile = job.profile;
     o.seed = truth.seed;
@@ -311,7 +323,15 @@ impl Run {
     }
 }
 
-fn compare(truth: &GroundTruth, run: &Run, expected_result: Option<String>) -> OfflineOutcome {
+/// Compares the run with the truth. `outages` are the spans (virtual ms) in which the board
+/// was unplugged: a press made then is not seen by anyone, so its `%clk` may be absent
+/// (counted in `clk_unseen`), but a value given must be right.
+fn compare(
+    truth: &GroundTruth,
+    run: &Run,
+    expected_result: Option<String>,
+    outages: &[(u64, u64)],
+) -> OfflineOutcome {
     let mut o = OfflineOutcome {
         label: String::new(),
         profile: Profile::Clean,
@@ -322,6 +342,7 @@ fn compare(truth: &GroundTruth, run: &Run, expected_result: Option<String>) -> O
         missing: 0,
         clk_checked: 0,
         clk_misses: 0,
+        clk_unseen: 0,
         result: run.result.clone(),
         expected_result,
         why: Vec::new(),
@@ -354,8 +375,10 @@ fn compare(truth: &GroundTruth, run: &Run, expected_result: Option<String>) -> O
         let Some(d) = display else { continue };
         o.clk_checked += 1;
         let got = run.line.get(i).filter(|g| g.0 == m.uci);
+        let unseen = m.press_at_ms.is_some_and(|p| outages.iter().any(|&(a, b)| (a..=b).contains(&p)));
         match got.map(|g| g.1) {
             Some(Some(g)) if g.abs_diff(d) <= 1 => {}
+            Some(None) if unseen => o.clk_unseen += 1,
             Some(g) => {
                 o.clk_misses += 1;
                 o.why.push(format!("ply {} {}: %clk {g:?}, the clock showed {d}", i + 1, m.san));

@@ -198,8 +198,25 @@ impl<const PLIES: usize> Tracker<PLIES> {
                     (Some(clk), self.clocks.account(&self.config, color, move_number, clk, p.jump))
                 }
                 (_, Some(r)) => {
-                    let clk = self.clocks.time_of(&self.config, &r, color);
-                    (Some(clk), self.clocks.account(&self.config, color, move_number, clk, None))
+                    // No press of its own was seen (it came while the board was away, or
+                    // was forgotten, or the move ended the game): the clock shows this
+                    // ply's `%clk` only when the mover has not moved since, and their time
+                    // has not run since the move: stopped at their press, started by the
+                    // press now confirming, or still running from before the move (no reply
+                    // on the board) and read within a second of it. Otherwise it is not
+                    // knowable, and none is written rather than a wrong one.
+                    let moved_again = i + 2 < self.records.len();
+                    let replied = i + 1 < self.records.len();
+                    let ran = self.clocks.runs(&self.config, &r, color)
+                        && press.is_none_or(|p| p.by == color)
+                        && (replied || self.clocks.last_ms.abs_diff(seen) > 1000);
+                    if moved_again || ran {
+                        self.clocks.unknown(color);
+                        (None, None)
+                    } else {
+                        let clk = self.clocks.time_of(&self.config, &r, color);
+                        (Some(clk), self.clocks.account(&self.config, color, move_number, clk, None))
+                    }
                 }
                 (_, None) => {
                     let ms = seen.saturating_sub(self.last_confirmed_seen_ms);

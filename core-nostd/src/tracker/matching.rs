@@ -90,7 +90,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 let total = k + path.len();
                 // Kept plies' positions count when a ply follows them.
                 let kept = (self.confirmed..self.confirmed + k)
-                    .filter(|&i| i + 1 < self.confirmed + total && self.seen_boards.contains(&self.records[i].hash))
+                    .filter(|&i| {
+                        i + 1 < self.confirmed + total && self.seen_boards.contains(&self.records[i].hash)
+                    })
                     .count() as u8;
                 let score = on_way + kept;
                 let better = match &best {
@@ -156,13 +158,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// `%emt` of the next moves counts from the confirmed plies' clocks.
     pub(super) fn restore_prev_clk(&mut self) {
         let mut prev = [None, None];
+        let mut unknown = [false, false];
         let mut turn = self.start.turn();
         for rec in self.records.iter().take(self.confirmed) {
             let i = usize::from(turn == Color::Black);
             prev[i] = rec.clk().or(prev[i]);
+            unknown[i] = rec.clk().is_none() && prev[i].is_some();
             turn = !turn;
         }
         self.clocks.prev_clk = prev;
+        self.clocks.prev_unknown = unknown;
     }
 
     /// When the unpressed plies exactly undo the confirmed plies before them (the board is

@@ -27,6 +27,7 @@ struct Row {
     exact: usize,
     clk_checked: usize,
     clk_misses: usize,
+    clk_unseen: usize,
     ghosts: usize,
     missing: usize,
     results_wrong: usize,
@@ -113,6 +114,7 @@ fn main() -> anyhow::Result<()> {
         r.exact += usize::from(o.passed());
         r.clk_checked += o.clk_checked;
         r.clk_misses += o.clk_misses;
+        r.clk_unseen += o.clk_unseen;
         r.ghosts += o.ghosts.len();
         r.missing += o.missing;
         r.results_wrong += usize::from(o.result_wrong());
@@ -139,20 +141,21 @@ fn main() -> anyhow::Result<()> {
         }
     }
     println!(
-        "{:<16} {:>6} {:>7} {:>6} {:>8} {:>8} {:>6} {:>7} {:>6}  first failure",
-        "profile", "games", "plies", "exact", "clk chk", "clk miss", "ghost", "missing", "result"
+        "{:<16} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>6} {:>7} {:>6}  first failure",
+        "profile", "games", "plies", "exact", "clk chk", "clk miss", "unseen", "ghost", "missing", "result"
     );
     for (i, p) in profiles.iter().enumerate() {
         let Some(r) = rows.get(&i) else { continue };
         let first = r.first_fail.as_ref().map_or(String::new(), |(l, s)| format!("{l} seed {s}"));
         println!(
-            "{:<16} {:>6} {:>7} {:>6} {:>8} {:>8} {:>6} {:>7} {:>6}  {first}",
+            "{:<16} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>6} {:>7} {:>6}  {first}",
             p.name(),
             r.games,
             r.plies,
             r.exact,
             r.clk_checked,
             r.clk_misses,
+            r.clk_unseen,
             r.ghosts,
             r.missing,
             r.results_wrong
