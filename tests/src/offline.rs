@@ -84,6 +84,9 @@ pub struct OfflineOutcome {
     pub why: Vec<String>,
     /// Every event with its virtual time (only with [`OfflineOptions::keep_events`]).
     pub events: Vec<(u64, Event)>,
+    /// The truth's plies, one line each: press time, clock after it, faults (only with
+    /// [`OfflineOptions::keep_events`]).
+    pub truth_plies: Vec<String>,
 }
 
 impl OfflineOutcome {
@@ -152,6 +155,14 @@ pub fn replay_job(job: &Job, opts: &OfflineOptions) -> OfflineOutcome {
     o.seed = truth.seed;
     if opts.keep_events {
         o.events = run.events;
+        o.truth_plies = truth
+            .moves
+            .iter()
+            .map(|m| {
+                let clk = if m.color == "white" { m.white_clock_s } else { m.black_clock_s };
+                format!("ply {} {} press {:?} clock {:?} {:?}", m.ply, m.uci, m.press_at_ms, clk, m.events)
+            })
+            .collect();
     }
     o
 }
@@ -343,6 +354,7 @@ fn compare(
         clk_checked: 0,
         clk_misses: 0,
         clk_unseen: 0,
+        truth_plies: Vec::new(),
         result: run.result.clone(),
         expected_result,
         why: Vec::new(),

@@ -2,7 +2,7 @@
 //! detection, board matching and finality.
 
 use dgt_protocol::{BoardDump, Bwtime, ClockTimes, FieldUpdate, Message};
-use shakmaty::{Bitboard, Color, Position};
+use shakmaty::{Bitboard, Position};
 
 use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, Tracker};
 use crate::event::{EndReason, Event, EventSink, GameResult};
@@ -111,7 +111,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.confirm_through(upto, Some(&press), now_ms, sink);
             return;
         }
-        self.pending_press[usize::from(press.by == Color::Black)] = Some((press, now_ms));
+        self.add_pending_press(press, now_ms);
     }
 
     /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.
@@ -204,7 +204,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// From when a dump counts as showing the board now, for confirmations by time: after
     /// the board's last change and the last press, and not older than `chain_confirm_ms`.
     fn recent_since(&self, now: u64) -> u64 {
-        let press = self.pending_press.iter().flatten().map(|(_, t)| *t).max().unwrap_or(0);
+        let press = self.pending_press.iter().map(|(_, t)| *t).max().unwrap_or(0);
         let recent = now.saturating_sub(u64::from(self.config.chain_confirm_ms));
         (self.last_change_ms + 1).max(press).max(recent)
     }

@@ -90,7 +90,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.result = None;
         self.unexplained_since = None;
         self.mismatch = None;
-        self.pending_press = [None, None];
+        self.pending_press.clear();
         self.full_reported = false;
         self.seen_boards.clear();
     }
@@ -282,7 +282,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     ) {
         self.result = Some((result, reason));
         self.state = GameState::Over;
-        self.pending_press = [None, None];
+        self.pending_press.clear();
         self.dirty = false;
         self.unexplained_since = None;
         if self.mismatch.take().is_some() {

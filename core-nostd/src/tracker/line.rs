@@ -112,34 +112,44 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// Applies presses that came before the board showed the move, oldest first, once the
-    /// board is still (or at once when `immediate`).
+    /// board is still (or at once when `immediate`). Several may wait at once: in a burst
+    /// both players can press before one scan shows their plies.
     pub(super) fn resolve_pending<S: EventSink + ?Sized>(&mut self, now: u64, immediate: bool, sink: &mut S) {
-        let mut order = [0usize, 1];
-        if let [Some((_, a)), Some((_, b))] = self.pending_press
-            && b < a
-        {
-            order = [1, 0];
-        }
-        for i in order {
-            let Some((press, t)) = self.pending_press[i] else { continue };
+        let mut k = 0;
+        while k < self.pending_press.len() {
+            let (press, t) = self.pending_press[k];
             if now.saturating_sub(t) > u64::from(self.config.press_window_ms) {
-                self.pending_press[i] = None;
+                self.pending_press.remove(k);
                 continue;
             }
             if !self.at_tip || self.dirty {
-                continue;
+                return;
             }
-            let Some(upto) = self.ply_for_pending_press(press.by, t) else { continue };
+            let Some(upto) = self.ply_for_pending_press(press.by, t) else {
+                k += 1;
+                continue;
+            };
             // Once the board has been still for a scan period, a scan period after the
             // press (a reading of the presser's move may have been on its way then).
             let stable = u64::from(self.config.press_stable_ms);
             let settled =
                 now.saturating_sub(self.last_change_ms) >= stable && now.saturating_sub(t) >= stable;
             if (settled || immediate) && self.line_verified(upto, t, now, sink) {
-                self.pending_press[i] = None;
+                self.pending_press.remove(k);
                 self.confirm_through(upto, Some(&press), now, sink);
+            } else {
+                k += 1;
             }
         }
+    }
+
+    /// Keeps a press until the board shows the presser's move (the oldest is dropped when
+    /// more are waiting than a burst can hold).
+    pub(super) fn add_pending_press(&mut self, press: Press, now: u64) {
+        if self.pending_press.is_full() {
+            self.pending_press.remove(0);
+        }
+        let _ = self.pending_press.push((press, now));
     }
 
     /// True when a press may confirm the provisional plies up to `upto` at once: the

@@ -31,6 +31,8 @@ use crate::event::{ClockState, EndReason, EventSink, GameResult, MoveInfo, Start
 
 /// Most provisional plies kept at once; older ones are proven by those that follow.
 const MAX_PROVISIONAL: usize = 8;
+/// Clock presses kept while waiting for the board to show the moves (a burst of plies).
+const PENDING_PRESSES: usize = 4;
 /// Positions the board was seen showing that are remembered (see `seen_boards`).
 const SEEN_BOARDS: usize = 16;
 /// A running clock that has sent nothing for this long is treated as absent.
@@ -143,8 +145,8 @@ pub struct Tracker<const PLIES: usize> {
     last_dump_request: Option<u64>,
     /// When the last dump arrived: the only reading not open to a lost field update.
     last_dump_ms: Option<u64>,
-    /// Presses (by White, by Black) still waiting for the board to show the move.
-    pending_press: [Option<(Press, u64)>; 2],
+    /// Presses, oldest first, still waiting for the board to show the move.
+    pending_press: heapless::Vec<(Press, u64), PENDING_PRESSES>,
     pub(crate) clocks: Clocks,
     last_clock_state: ClockState,
     armed_orientation: Option<Orientation>,
@@ -188,7 +190,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             mismatch: None,
             last_dump_request: None,
             last_dump_ms: None,
-            pending_press: [None, None],
+            pending_press: heapless::Vec::new(),
             clocks: Clocks::new(),
             last_clock_state: ClockState::default(),
             armed_orientation: None,

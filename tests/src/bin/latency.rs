@@ -197,19 +197,32 @@ fn main() -> anyhow::Result<()> {
     }
     let mut lat: Vec<f64> = Vec::with_capacity(presses.len() * subs);
     let mut missing = 0usize;
+    // Per press: the first and the last subscriber to get it.
+    let mut spread: HashMap<(u64, u64), (f64, f64)> = HashMap::new();
     for got in &per_client {
         for (k, at) in &presses {
             match got.get(k) {
-                Some(t) => lat.push(t.saturating_sub(*at) as f64 / 1e6),
+                Some(t) => {
+                    let ms = t.saturating_sub(*at) as f64 / 1e6;
+                    lat.push(ms);
+                    let e = spread.entry(*k).or_insert((ms, ms));
+                    *e = (e.0.min(ms), e.1.max(ms));
+                }
                 None => missing += 1,
             }
         }
     }
     lat.sort_by(f64::total_cmp);
     let pct = |q: f64| lat.get(((lat.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(f64::NAN);
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let first_ms = median(spread.values().map(|s| s.0).collect());
+    let last_ms = median(spread.values().map(|s| s.1).collect());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "boards {boards:>3} subscribers {subs:>4}: {} presses, {} deliveries, {missing} lost ({:.3} %); latency ms p50 {:.2} p99 {:.2} max {:.2}; relay CPU {:.1}% of one core, RSS {} MiB (peak {} MiB), {} threads; client process CPU {:.1}% ({threads} threads); {client_stats}; load {}",
+        "boards {boards:>3} subscribers {subs:>4}: {} presses, {} deliveries, {missing} lost ({:.3} %); latency ms p50 {:.2} p99 {:.2} max {:.2}; per press (median) first subscriber {first_ms:.2} ms, last {last_ms:.2} ms; relay CPU {:.1}% of one core, RSS {} MiB (peak {} MiB), {} threads; client process CPU {:.1}% ({threads} threads); {client_stats}; load {}",
         presses.len(),
         lat.len(),
         100.0 * missing as f64 / (presses.len() * subs).max(1) as f64,

@@ -135,6 +135,9 @@ fn main() -> anyhow::Result<()> {
             for (t, e) in &o.events {
                 println!("  {t:>9} {e:?}");
             }
+            for line in &o.truth_plies {
+                println!("  truth: {line}");
+            }
             for w in &o.why {
                 println!("    {w}");
             }
