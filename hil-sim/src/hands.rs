@@ -445,8 +445,13 @@ impl Planner<'_> {
             while burst > 1 && self.hidden_line(&pos, i, burst) {
                 burst -= 1;
             }
-            if burst > 1 {
-                turn_start = self.burst(&mut pos, i, burst, turn_start, &mut out);
+            // A burst presses where the source's clock says; when that is past the mover's
+            // flag (the source's clock comments contradict each other), the ply is played
+            // on its own instead, where the thinking time is capped before the flag.
+            if burst > 1
+                && let Some(next) = self.burst(&mut pos, i, burst, turn_start, &mut out)
+            {
+                turn_start = next;
                 i += burst;
                 continue;
             }
@@ -620,7 +625,7 @@ impl Planner<'_> {
         count: usize,
         turn_start: u64,
         out: &mut Vec<PlyTruth>,
-    ) -> u64 {
+    ) -> Option<u64> {
         let p = self.p;
         let forgot = self.rng.chance(self.knobs.forgot_press);
         // Steps of every ply, plainly made, then the presses.
@@ -656,6 +661,9 @@ impl Planner<'_> {
                 (turn_start + think).div_ceil(p) * p
             }
         };
+        if self.flag_falls(side, window + first_press_offset + p) {
+            return None;
+        }
         let mut t = window + 10;
         let mut press_times = vec![0u64; count];
         let mut late_press = false;
@@ -692,7 +700,7 @@ impl Planner<'_> {
             pos.play_unchecked(self.game.moves[first + k].mv);
             turn = press_at;
         }
-        turn
+        Some(turn)
     }
 
     fn move_gesture(&mut self, pos: &Chess, mv: Move, events: &mut Vec<String>) -> Vec<Step> {
