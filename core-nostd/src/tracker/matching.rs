@@ -110,9 +110,17 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 return;
             }
             if let Some(j) = self.find_earlier(&target) {
-                self.takeback_to(j, sink);
-                self.on_match(sink);
-                return;
+                // Taking back more than a move pair waits until the board has stood for the
+                // quiet time: in a long game a piece knocked onto the next square can
+                // briefly show a position of many plies ago (a repetition), and a takeback
+                // of that many plies is set up and left, not a passing state.
+                let still = now.saturating_sub(self.last_change_ms);
+                if self.confirmed - j <= 2 || still >= u64::from(self.config.quiet_ms) {
+                    self.takeback_to(j, sink);
+                    self.on_match(sink);
+                    return;
+                }
+                self.dirty = true;
             }
         }
         if self.unexplained_since.is_none() {
