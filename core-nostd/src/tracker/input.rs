@@ -204,7 +204,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// From when a dump counts as showing the board now, for confirmations by time: after
     /// the board's last change and the last press, and not older than `chain_confirm_ms`.
     fn recent_since(&self, now: u64) -> u64 {
-        let press = self.pending_press.iter().map(|(_, t)| *t).max().unwrap_or(0);
+        let press = self.pending_press.iter().map(|(_, t, _)| *t).max().unwrap_or(0);
         let recent = now.saturating_sub(u64::from(self.config.chain_confirm_ms));
         (self.last_change_ms + 1).max(press).max(recent)
     }

@@ -117,7 +117,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn resolve_pending<S: EventSink + ?Sized>(&mut self, now: u64, immediate: bool, sink: &mut S) {
         let mut k = 0;
         while k < self.pending_press.len() {
-            let (press, t) = self.pending_press[k];
+            let (press, t, bound) = self.pending_press[k];
             if now.saturating_sub(t) > u64::from(self.config.press_window_ms) {
                 self.pending_press.remove(k);
                 continue;
@@ -125,7 +125,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
             if !self.at_tip || self.dirty {
                 return;
             }
-            let Some(upto) = self.ply_for_pending_press(press.by, t) else {
+            // The ply the board showed at the press, while it is still in the line.
+            let bound = bound.filter(|&b| b > self.confirmed && b <= self.records.len());
+            let Some(upto) = bound.or_else(|| self.ply_for_pending_press(press.by, t)) else {
                 k += 1;
                 continue;
             };
@@ -144,12 +146,17 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// Keeps a press until the board shows the presser's move (the oldest is dropped when
-    /// more are waiting than a burst can hold).
+    /// more are waiting than a burst can hold). When the board shows the presser's ply as
+    /// the last of the line at the press, the press is that ply's, whatever the board
+    /// shows by the time it settles (the opponent may be moving already).
     pub(super) fn add_pending_press(&mut self, press: Press, now: u64) {
         if self.pending_press.is_full() {
             self.pending_press.remove(0);
         }
-        let _ = self.pending_press.push((press, now));
+        let bound = self
+            .last_ply_by(press.by)
+            .filter(|&upto| self.at_tip && !self.dirty && upto == self.records.len());
+        let _ = self.pending_press.push((press, now, bound));
     }
 
     /// True when a press may confirm the provisional plies up to `upto` at once: the
