@@ -64,6 +64,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let target = self.phys.board.clone();
+        // The board the line last matched, less some pieces: most likely hands holding them
+        // (a capture half done, a piece on its way), so the plies the board showed are not
+        // given up for a longer line that removes them. Only plies on from the tip may
+        // explain it (a capture and a recapture on the same square with the same kind of
+        // piece does leave the tip less two pieces).
+        let lifted_only = {
+            let d = board_diff(self.tip.board(), &target);
+            !d.is_empty() && (d & target.occupied()).is_empty()
+        };
         if !self.phys.magic.any() && has_two_kings(&target) {
             // The fewest plies since the last confirmed one: provisional plies were read
             // from boards in passing (a scan halfway through a burst), so a line that keeps
@@ -78,6 +87,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // (base, path, plies in all, seen positions on the way)
             let mut best: Option<(usize, search::Path, usize, u8)> = None;
             for k in (0..=prov).rev() {
+                if lifted_only && k < prov {
+                    break;
+                }
                 let limit = match &best {
                     Some((_, _, total, _)) if *total < k => continue,
                     Some((_, _, total, _)) => (total - k).min(depth),
@@ -109,7 +121,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.on_match(sink);
                 return;
             }
-            if let Some(j) = self.find_earlier(&target) {
+            if let Some(j) = self.find_earlier(&target).filter(|_| !lifted_only) {
                 // Taking back more than a move pair waits until the board has stood for the
                 // quiet time: in a long game a piece knocked onto the next square can
                 // briefly show a position of many plies ago (a repetition), and a takeback
