@@ -126,7 +126,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 return;
             }
             // The ply the board showed at the press, while it is still in the line.
-            let bound = bound.filter(|&b| b > self.confirmed && b <= self.records.len());
+            let bound = self.still_bound(bound);
             let Some(upto) = bound.or_else(|| self.ply_for_pending_press(press.by, t)) else {
                 k += 1;
                 continue;
@@ -155,8 +155,28 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let bound = self
             .last_ply_by(press.by)
-            .filter(|&upto| self.at_tip && !self.dirty && upto == self.records.len());
+            .filter(|&upto| self.at_tip && !self.dirty && upto == self.records.len())
+            .map(|upto| (upto, self.records[upto - 1].hash));
         let _ = self.pending_press.push((press, now, bound));
+    }
+
+    /// The ply (index one past it) a waiting press was bound to, while that same ply is
+    /// still in the line unconfirmed.
+    pub(super) fn still_bound(&self, bound: Option<(usize, u32)>) -> Option<usize> {
+        bound
+            .filter(|&(b, h)| b > self.confirmed && b <= self.records.len() && self.records[b - 1].hash == h)
+            .map(|(b, _)| b)
+    }
+
+    /// How many provisional plies a new explanation of the board must keep: those up to
+    /// the last one a waiting press was bound to (the board showed it when the mover said
+    /// the move was done).
+    pub(super) fn pressed_plies(&self) -> usize {
+        self.pending_press
+            .iter()
+            .filter_map(|&(_, _, b)| self.still_bound(b))
+            .max()
+            .map_or(0, |b| b - self.confirmed)
     }
 
     /// True when a press may confirm the provisional plies up to `upto` at once: the

@@ -86,8 +86,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let seen = |b: &shakmaty::Board| seen_boards.contains(&placement_hash(b));
             // (base, path, plies in all, seen positions on the way)
             let mut best: Option<(usize, search::Path, usize, u8)> = None;
+            // Plies a waiting press was bound to stand (see `pressed_plies`).
+            let keep = if lifted_only { prov } else { self.pressed_plies() };
             for k in (0..=prov).rev() {
-                if lifted_only && k < prov {
+                if k < keep {
                     break;
                 }
                 let limit = match &best {

@@ -146,8 +146,9 @@ pub struct Tracker<const PLIES: usize> {
     /// When the last dump arrived: the only reading not open to a lost field update.
     last_dump_ms: Option<u64>,
     /// Presses, oldest first, still waiting for the board to show the move.
-    /// (press, when, the ply it was bound to: see `add_pending_press`)
-    pending_press: heapless::Vec<(Press, u64, Option<usize>), PENDING_PRESSES>,
+    /// (press, when, the ply it was bound to and that ply's placement hash: see
+    /// `add_pending_press`)
+    pending_press: heapless::Vec<(Press, u64, Option<(usize, u32)>), PENDING_PRESSES>,
     pub(crate) clocks: Clocks,
     last_clock_state: ClockState,
     armed_orientation: Option<Orientation>,
