@@ -50,6 +50,10 @@ pub enum GameState {
     Over,
 }
 
+/// A clock press waiting for the board: the press, when it came, and the ply it was
+/// bound to with that ply's placement hash (see `add_pending_press`).
+type PendingPress = (Press, u64, Option<(usize, u32)>);
+
 /// Which line a query is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
@@ -146,9 +150,7 @@ pub struct Tracker<const PLIES: usize> {
     /// When the last dump arrived: the only reading not open to a lost field update.
     last_dump_ms: Option<u64>,
     /// Presses, oldest first, still waiting for the board to show the move.
-    /// (press, when, the ply it was bound to and that ply's placement hash: see
-    /// `add_pending_press`)
-    pending_press: heapless::Vec<(Press, u64, Option<(usize, u32)>), PENDING_PRESSES>,
+    pending_press: heapless::Vec<PendingPress, PENDING_PRESSES>,
     pub(crate) clocks: Clocks,
     last_clock_state: ClockState,
     armed_orientation: Option<Orientation>,
