@@ -185,6 +185,66 @@ fn two_plies_inside_one_scan_window() {
     assert_eq!(clks, [Some(300), Some(300)], "each ply has its own press's %clk");
 }
 
+fn three_plies_and_presses_inside_one_scan_window() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "d7d5"]);
+    // A burst: exd5 (pressed), Qxd5 (pressed), Nc3 (pressed), all before the board
+    // reports anything. Two presses of White wait at once; each ply gets its own %clk.
+    s.press(3, 2);
+    s.press(5, 2);
+    s.press(7, 2);
+    s.put(Square::E4, None);
+    s.put(Square::D5, piece(W, Role::Pawn));
+    s.put(Square::D8, None);
+    s.put(Square::D5, piece(B, Role::Queen));
+    s.put(Square::B1, None);
+    s.put(Square::C3, piece(W, Role::Knight));
+    s.wait(2000);
+    assert_eq!(confirmed(&s), ["e2e4", "d7d5", "e4d5", "d8d5", "b1c3"]);
+    let mut clks = Vec::new();
+    s.tracker.for_each_move(View::Confirmed, |m| clks.push(m.clk));
+    // 300 each at the start; White e4 -3+2, exd5 -3+2, Nc3 -7+2; Black d5 -3+2, Qxd5 -5+2.
+    assert_eq!(clks[2..], [Some(298), Some(296), Some(293)], "each press's own %clk");
+}
+
+fn capture_and_recapture_leaving_the_tip_less_two_pieces() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "d7d5", "f2f3"]);
+    // dxe4 fxe4 inside one scan: e4 ends with a white pawn as before, so the board reads
+    // as the tip less two pawns (d5, f3), as if they were in the hands. Two plies on from
+    // the tip explain it; nothing else does.
+    s.press(3, 2);
+    s.press(3, 2);
+    s.put(Square::D5, None);
+    s.put(Square::F3, None);
+    s.wait(1500);
+    assert_eq!(confirmed(&s), ["e2e4", "d7d5", "f2f3", "d5e4", "f3e4"]);
+}
+
+fn a_piece_in_the_hand_is_not_read_as_a_longer_line() {
+    // White's rook slides c4-c3-c2 and White presses; Black then lifts their rook from g2
+    // to move it. The board (tip less Black's rook) must not be read as Rc3 Rxc2?? Rxc2:
+    // Black's rook is in the hand.
+    let (mut s, _) = from_fen("8/8/8/7k/2R5/8/6r1/4K3 w - - 0 1", true);
+    s.lift(Square::C4);
+    s.put(Square::C3, piece(W, Role::Rook));
+    s.wait(150);
+    s.lift(Square::C3);
+    s.put(Square::C2, piece(W, Role::Rook));
+    s.wait(100);
+    s.press(2, 2);
+    s.lift(Square::G2);
+    s.wait(800);
+    s.put(Square::G3, piece(B, Role::Rook));
+    s.wait(150);
+    s.lift(Square::G3);
+    s.put(Square::G4, piece(B, Role::Rook));
+    s.wait(300);
+    s.press(2, 2);
+    s.wait(600);
+    assert_eq!(confirmed(&s), ["c4c2", "g2g4"]);
+}
+
 fn reversed_update_order_within_a_scan() {
     let mut s = clocked(Orientation::Normal, ClockSide::Left);
     // "Piece on new square" before "old square empty".
@@ -497,6 +557,12 @@ const SCENARIOS: &[Scenario] = &[
     ("a position that matches nothing, then restored", position_matching_nothing_then_restored),
     ("kings in the centre: result, no king move", kings_in_centre_with_no_king_move_recorded),
     ("kings in the centre slowly, no clock", kings_in_centre_slowly_without_clock),
+    ("three plies and their presses inside one scan window", three_plies_and_presses_inside_one_scan_window),
+    (
+        "a capture and a recapture leaving the tip less two pieces",
+        capture_and_recapture_leaving_the_tip_less_two_pieces,
+    ),
+    ("a piece in the hand is not read as a longer line", a_piece_in_the_hand_is_not_read_as_a_longer_line),
     (
         "a last king move to the centre, then both kings picked up for the signal",
         last_king_move_to_the_centre_then_both_kings_picked_up_for_the_signal,
