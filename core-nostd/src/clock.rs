@@ -13,6 +13,10 @@ const MIN_PERIOD_SECS: u32 = 60;
 /// A running clock reports at least every second; one silent for this long is gone (as
 /// the tracker's `CLOCK_STALE_MS`).
 const STALE_MS: u64 = 5000;
+/// A running clock is read at least every second: after a longer silence (the board was
+/// away) a lever found the other way round was pressed at a time nobody saw, so it is no
+/// press of the reading's moment.
+const SILENCE_MS: u64 = 2500;
 
 /// A lever flip seen on the clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,6 +201,8 @@ impl Clocks {
         confirmed_plies: usize,
     ) -> Option<Press> {
         let prev = self.last;
+        let silent =
+            prev.is_some_and(|p| p.status.running()) && now.saturating_sub(self.last_ms) > SILENCE_MS;
         self.last = Some(*r);
         self.last_ms = now;
         let flipped = prev.is_some_and(|p| p.high_side() != r.high_side());
@@ -223,7 +229,7 @@ impl Clocks {
             // the side to move: no move of theirs, so no press.
             let starts_opponent =
                 confirmed_plies == 0 && self.presses == 0 && self.owner(config, went_down) != to_move;
-            if went_down != r.high_side() && in_game && !setting && !starts_opponent {
+            if went_down != r.high_side() && in_game && !setting && !starts_opponent && !silent {
                 let by = self.owner(config, went_down);
                 let after = i64::from(r.side(went_down).time.total_seconds());
                 let jump = self.last_running[side_index(went_down)].map(|before| after - i64::from(before));
