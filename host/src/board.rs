@@ -182,6 +182,9 @@ pub struct BoardActor {
     pending: VecDeque<(Record, Option<Delta>)>,
     storage_failing: bool,
     last_clock: Option<ClockView>,
+    /// A clock change to hand to the feed once the current batch of events is handled, so
+    /// that a press's confirmed move goes out before its clock change.
+    clock_to_send: Option<ClockView>,
     svc: Services,
     epoch: Instant,
     noise: u64,
@@ -371,6 +374,7 @@ impl BoardActor {
             pending: VecDeque::new(),
             storage_failing: false,
             last_clock: None,
+            clock_to_send: None,
             svc,
             epoch: Instant::now(),
             noise: 0,
@@ -643,6 +647,9 @@ impl BoardActor {
         for e in events {
             self.handle_event(e).await;
         }
+        if let Some(v) = self.clock_to_send.take() {
+            self.svc.hub.clock(self.number, v);
+        }
     }
 
     fn move_view(&self, m: &MoveInfo) -> MoveView {
@@ -720,7 +727,9 @@ impl BoardActor {
                 let v = clock_view(&c);
                 if self.last_clock != Some(v) {
                     self.last_clock = Some(v);
-                    self.svc.hub.publish(Delta::Clock { board: self.number, clock: v });
+                    // Sent after the batch's moves; a delta only when the clock changes
+                    // state (see `Hub::clock`).
+                    self.clock_to_send = Some(v);
                     // The PGN's live `Clock` tag follows, at most every few seconds.
                     if self.last_pgn_clock.is_none_or(|t| t.elapsed() >= PGN_CLOCK_REFRESH) {
                         self.last_pgn_clock = Some(Instant::now());

@@ -9,6 +9,13 @@
 //! happening. A client whose socket does not accept a frame within a time limit is
 //! dropped too. Queues are therefore bounded by the ring size, per relay, not per client.
 //!
+//! # Why clock readings are mostly not deltas
+//! A running clock is read once a second, but a client can count it down itself from the
+//! last value it got. [`Hub::clock`] keeps every reading in the state (snapshots and
+//! `/api/boards` are current) and sends a delta only when the clocks change state (a press,
+//! a stop, a time set). With 100 running clocks this removes 100 frames a second per
+//! subscriber, most of the feed's traffic in a real round.
+//!
 //! # Why the lock covers numbering and sending
 //! [`Hub::publish`] assigns the sequence number, updates the state and sends under one
 //! mutex, and [`Hub::subscribe`] copies the state and creates its receiver under the same
@@ -366,6 +373,9 @@ struct HubInner {
     round: u32,
     boards: BTreeMap<u32, BoardView>,
     relay_alerts: VecDeque<AlertView>,
+    /// Per board, the clocks as last sent in a delta and when: what a client counting down
+    /// locally started from.
+    sent_clocks: BTreeMap<u32, (ClockView, Instant)>,
 }
 
 /// The shared state and the fan-out ring.
@@ -389,6 +399,7 @@ impl Hub {
                 round,
                 boards: BTreeMap::new(),
                 relay_alerts: VecDeque::new(),
+                sent_clocks: BTreeMap::new(),
             }),
             tx: broadcast::channel(RING).0,
         }
@@ -402,6 +413,29 @@ impl Hub {
     /// Numbers, applies and sends one delta; returns its sequence number.
     pub fn publish(&self, delta: Delta) -> u64 {
         let mut inner = self.lock();
+        Hub::publish_locked(&mut inner, &self.tx, delta, Instant::now())
+    }
+
+    fn publish_locked(
+        inner: &mut HubInner,
+        tx: &broadcast::Sender<Arc<Frame>>,
+        delta: Delta,
+        now: Instant,
+    ) -> u64 {
+        match &delta {
+            Delta::Clock { board, clock } => {
+                inner.sent_clocks.insert(*board, (*clock, now));
+            }
+            Delta::Board { view } => match view.clock {
+                Some(clock) => {
+                    inner.sent_clocks.insert(view.board, (clock, now));
+                }
+                None => {
+                    inner.sent_clocks.remove(&view.board);
+                }
+            },
+            _ => {}
+        }
         inner.seq += 1;
         let seq = inner.seq;
         let round = inner.round;
@@ -417,8 +451,32 @@ impl Hub {
                 format!(r#"{{"v":{FEED_VERSION},"seq":{seq},"type":"error","message":"{e}"}}"#)
             });
         // No receivers is fine.
-        let _ = self.tx.send(Arc::new(Frame { seq, board: delta.board(), json: json.into() }));
+        let _ = tx.send(Arc::new(Frame { seq, board: delta.board(), json: json.into() }));
         seq
+    }
+
+    /// Takes a clock reading of `board`. The reading always updates the board's state (so
+    /// snapshots and `/api/boards` show the latest times), but it becomes a `clock` delta
+    /// only when a client counting the running side down from the last delta would
+    /// otherwise be wrong (see [`clock_needs_delta`]): a clock started, stopped or pressed, a
+    /// time changed on a stopped side, or a running time that differs from the count-down
+    /// by more than the readings' 1 s resolution (a time set by the arbiter, added time).
+    /// Returns the delta's sequence number if one was sent.
+    pub fn clock(&self, board: u32, clock: ClockView) -> Option<u64> {
+        self.clock_at(board, clock, Instant::now())
+    }
+
+    fn clock_at(&self, board: u32, clock: ClockView, now: Instant) -> Option<u64> {
+        let mut inner = self.lock();
+        let sent = inner.sent_clocks.get(&board).copied();
+        let due = sent.is_none_or(|(last, at)| clock_needs_delta(&last, now.duration_since(at), &clock));
+        if due {
+            return Some(Hub::publish_locked(&mut inner, &self.tx, Delta::Clock { board, clock }, now));
+        }
+        if let Some(view) = inner.boards.get_mut(&board) {
+            view.clock = Some(clock);
+        }
+        None
     }
 
     /// A snapshot and a receiver that continues exactly after it.
@@ -456,6 +514,34 @@ impl Hub {
     /// Current websocket receivers.
     pub fn receivers(&self) -> usize {
         self.tx.receiver_count()
+    }
+}
+
+/// Whether a clock reading must be sent as a delta, given the clocks last sent (`last`,
+/// `elapsed` ago). A client shows the running side's time as the last value sent minus the
+/// whole seconds since it arrived, so a reading that only confirms that count-down is not
+/// sent. Readings are whole seconds taken at arbitrary moments within a second, so a
+/// count-down from one reading may be 1 s off the next one by rounding alone: only a
+/// difference of 2 s or more is a real change.
+pub fn clock_needs_delta(last: &ClockView, elapsed: Duration, now: &ClockView) -> bool {
+    if last.running != now.running {
+        return true;
+    }
+    let (last_run, now_run, last_stopped, now_stopped) = match now.running {
+        None => return last != now,
+        Some(Side::White) => (last.white, now.white, last.black, now.black),
+        Some(Side::Black) => (last.black, now.black, last.white, now.white),
+    };
+    if last_stopped != now_stopped {
+        return true;
+    }
+    match (last_run, now_run) {
+        (Some(from), Some(reading)) => {
+            let counted = (elapsed.as_millis() + 500) / 1000;
+            let expected = u128::from(from).saturating_sub(counted);
+            expected.abs_diff(u128::from(reading)) >= 2
+        }
+        (a, b) => a != b,
     }
 }
 
@@ -567,14 +653,51 @@ pub async fn serve_client(
     if !send(&mut ws, snapshot_frame(&snap, None, false, &alerts), limits).await {
         return ClientEnd::TooSlow;
     }
+    // Made once: a new shutdown future on every wake-up costs a registration and a
+    // deregistration each time.
+    let stopping = stop.wait();
+    tokio::pin!(stopping);
     loop {
+        // In this order, and no further once one is ready: a wake-up for a frame polls the
+        // ring only, not the socket for client messages as well. Client messages are read
+        // whenever the ring is empty for this client, i.e. after every batch unless new
+        // frames arrived while it was written (at most RING / MAX_BATCH batches in a row).
         tokio::select! {
-            _ = stop.wait() => {
+            biased;
+            () = &mut stopping => {
                 let _ = tokio::time::timeout(limits.send_timeout, ws.send(Message::Close(Some(CloseFrame {
                     code: 1001,
                     reason: "relay shutting down".into(),
                 })))).await;
                 return ClientEnd::Shutdown;
+            }
+            frame = rx.recv() => {
+                let lagged = match frame {
+                    Ok(frame) => match send_batch(&mut ws, &mut rx, frame, filter.as_ref(), limits).await {
+                        Some(lagged) => lagged,
+                        None => return ClientEnd::TooSlow,
+                    },
+                    Err(broadcast::error::RecvError::Lagged(missed)) => Some(missed),
+                    Err(broadcast::error::RecvError::Closed) => return ClientEnd::Shutdown,
+                };
+                let Some(missed) = lagged else { continue };
+                let now = Instant::now();
+                while resyncs.front().is_some_and(|t| now.duration_since(*t) > limits.resync_window) {
+                    resyncs.pop_front();
+                }
+                resyncs.push_back(now);
+                if resyncs.len() > limits.max_resyncs {
+                    tracing::warn!(missed, "websocket client too slow, dropped");
+                    let f = error_frame("too_slow", "the client fell behind too often and is disconnected");
+                    let _ = tokio::time::timeout(limits.send_timeout, ws.send(f)).await;
+                    return ClientEnd::TooSlow;
+                }
+                tracing::info!(missed, "websocket client lagged, resynchronising");
+                let (snap, new_rx) = hub.subscribe();
+                rx = new_rx;
+                if !send(&mut ws, snapshot_frame(&snap, filter.as_ref(), true, &hub.relay_alerts()), limits).await {
+                    return ClientEnd::TooSlow;
+                }
             }
             incoming = ws.recv() => {
                 let text = match incoming {
@@ -621,34 +744,6 @@ pub async fn serve_client(
                     }
                 };
                 if !send(&mut ws, reply, limits).await { return ClientEnd::TooSlow; }
-            }
-            frame = rx.recv() => {
-                let lagged = match frame {
-                    Ok(frame) => match send_batch(&mut ws, &mut rx, frame, filter.as_ref(), limits).await {
-                        Some(lagged) => lagged,
-                        None => return ClientEnd::TooSlow,
-                    },
-                    Err(broadcast::error::RecvError::Lagged(missed)) => Some(missed),
-                    Err(broadcast::error::RecvError::Closed) => return ClientEnd::Shutdown,
-                };
-                let Some(missed) = lagged else { continue };
-                let now = Instant::now();
-                while resyncs.front().is_some_and(|t| now.duration_since(*t) > limits.resync_window) {
-                    resyncs.pop_front();
-                }
-                resyncs.push_back(now);
-                if resyncs.len() > limits.max_resyncs {
-                    tracing::warn!(missed, "websocket client too slow, dropped");
-                    let f = error_frame("too_slow", "the client fell behind too often and is disconnected");
-                    let _ = tokio::time::timeout(limits.send_timeout, ws.send(f)).await;
-                    return ClientEnd::TooSlow;
-                }
-                tracing::info!(missed, "websocket client lagged, resynchronising");
-                let (snap, new_rx) = hub.subscribe();
-                rx = new_rx;
-                if !send(&mut ws, snapshot_frame(&snap, filter.as_ref(), true, &hub.relay_alerts()), limits).await {
-                    return ClientEnd::TooSlow;
-                }
             }
         }
     }
@@ -765,6 +860,81 @@ mod tests {
         ] {
             assert!(serde_json::from_str::<ClientMessage>(bad).is_err(), "{bad}");
         }
+    }
+
+    fn clocks(white: u32, black: u32, running: Option<Side>) -> ClockView {
+        ClockView { white: Some(white), black: Some(black), running }
+    }
+
+    #[test]
+    fn a_running_clock_that_counts_down_as_expected_needs_no_delta() {
+        let w = Some(Side::White);
+        let last = clocks(300, 300, w);
+        let s = Duration::from_millis;
+        // One reading a second, each 1 s lower: what a client counts down by itself.
+        for k in 1..=120u32 {
+            let now = clocks(300 - k, 300, w);
+            assert!(!clock_needs_delta(&last, s(u64::from(k) * 1000 + 40), &now), "{k}");
+            // Readings taken anywhere within the second: off by the 1 s resolution at most.
+            assert!(!clock_needs_delta(&last, s(u64::from(k) * 1000 + 700), &now), "{k}");
+            assert!(!clock_needs_delta(&last, s(u64::from(k) * 1000 - 400), &now), "{k}");
+        }
+        // Flag: the count-down stops at zero.
+        assert!(!clock_needs_delta(&last, s(400_000), &clocks(0, 300, w)));
+    }
+
+    #[test]
+    fn a_press_a_stop_or_a_set_time_needs_a_delta() {
+        let s = Duration::from_millis;
+        let last = clocks(300, 280, Some(Side::White));
+        // Pressed: the other side runs, the mover's time (with increment) is new.
+        assert!(clock_needs_delta(&last, s(5_000), &clocks(297, 280, Some(Side::Black))));
+        // Stopped (pause, or the game ended).
+        assert!(clock_needs_delta(&last, s(5_000), &clocks(295, 280, None)));
+        // The stopped side's time changed (an arbiter's correction).
+        assert!(clock_needs_delta(&last, s(5_000), &clocks(295, 340, Some(Side::White))));
+        // The running time jumped (time added, or set): 2 s or more off the count-down.
+        assert!(clock_needs_delta(&last, s(5_000), &clocks(293, 280, Some(Side::White))));
+        assert!(clock_needs_delta(&last, s(5_000), &clocks(297, 280, Some(Side::White))));
+        assert!(clock_needs_delta(&last, s(5_000), &clocks(1_200, 280, Some(Side::White))));
+        // Stopped clocks: any change is news, no change is not.
+        let stopped = clocks(300, 280, None);
+        assert!(!clock_needs_delta(&stopped, s(60_000), &stopped));
+        assert!(clock_needs_delta(&stopped, s(60_000), &clocks(300, 281, None)));
+        // A time that appears or disappears.
+        let none = ClockView { white: None, black: Some(280), running: Some(Side::White) };
+        assert!(clock_needs_delta(&last, s(1_000), &none));
+    }
+
+    #[test]
+    fn clock_readings_update_the_state_and_become_deltas_only_on_change() {
+        let hub = Hub::new(1);
+        let (_, mut rx) = hub.subscribe();
+        let t0 = Instant::now();
+        let w = Some(Side::White);
+        // The first reading of a board is always sent.
+        assert_eq!(hub.clock_at(3, clocks(300, 300, w), t0), Some(1));
+        // Ticks: state updated, no delta, no sequence number.
+        for k in 1..=10u32 {
+            let at = t0 + Duration::from_millis(u64::from(k) * 1000);
+            assert_eq!(hub.clock_at(3, clocks(300 - k, 300, w), at), None);
+            assert_eq!(hub.board(3).and_then(|b| b.clock), Some(clocks(300 - k, 300, w)));
+        }
+        assert_eq!(hub.seq(), 1);
+        let (snap, _) = hub.subscribe();
+        assert_eq!(snap.boards[0].clock, Some(clocks(290, 300, w)));
+        // The press: a delta, and the count-down restarts from it.
+        let at = t0 + Duration::from_millis(10_500);
+        assert_eq!(hub.clock_at(3, clocks(292, 300, Some(Side::Black)), at), Some(2));
+        assert_eq!(hub.clock_at(3, clocks(292, 299, Some(Side::Black)), at + Duration::from_secs(1)), None);
+        // A whole-board delta carries the clocks too: a client counts down from there.
+        let mut view = BoardView::new(3, 1);
+        view.clock = Some(clocks(292, 250, Some(Side::Black)));
+        hub.publish(Delta::Board { view: Box::new(view) });
+        let later = Instant::now() + Duration::from_secs(1);
+        assert_eq!(hub.clock_at(3, clocks(292, 249, Some(Side::Black)), later), None);
+        let seqs: Vec<u64> = std::iter::from_fn(|| rx.try_recv().ok()).map(|f| f.seq).collect();
+        assert_eq!(seqs, [1, 2, 3]);
     }
 
     #[test]

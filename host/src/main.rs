@@ -96,7 +96,7 @@ fn main() -> anyhow::Result<()> {
             if cfg.ports.is_empty() && !cfg.discover {
                 bail!("no board to relay: give --port PATH, --discover, or ports/discover in the config");
             }
-            runtime()?.block_on(serve(cfg, None))
+            run(cfg, None)
         }
         Cmd::Demo { boards, speed, games, common } => {
             if !(speed > 0.0 && speed <= 1000.0) {
@@ -125,7 +125,7 @@ fn main() -> anyhow::Result<()> {
                     pairing: dgt_relay::config::Pairing::default(),
                 });
             }
-            runtime()?.block_on(serve(cfg, Some((games, opts))))
+            run(cfg, Some((games, opts)))
         }
     }
 }
@@ -139,20 +139,31 @@ fn apply_common(cfg: &mut Config, common: Common) {
     }
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+/// The demo's games and options (none when relaying real boards).
+type DemoSetup = Option<(Vec<dgt_hil_sim::pgn::SourceGame>, dgt_relay::demo::DemoOptions)>;
+
+/// Runs the relay on two tokio runtimes. The boards (serial sessions, trackers, journal)
+/// run on one; HTTP and the websocket clients on the other. With many subscribers a
+/// published move wakes one task per client; on a shared runtime the next clock press's
+/// serial bytes would wait in the run queue behind all of them, so the boards get their
+/// own worker threads, which the kernel runs as soon as bytes arrive.
+fn run(cfg: Config, demo: DemoSetup) -> anyhow::Result<()> {
+    let boards = tokio::runtime::Builder::new_multi_thread().thread_name("boards").enable_all().build()?;
+    let feed = tokio::runtime::Builder::new_multi_thread().thread_name("feed").enable_all().build()?;
+    let result = boards.block_on(serve(cfg, demo, feed.handle().clone()));
+    feed.shutdown_timeout(std::time::Duration::from_secs(1));
+    result
 }
 
-async fn serve(
-    mut cfg: Config,
-    demo: Option<(Vec<dgt_hil_sim::pgn::SourceGame>, dgt_relay::demo::DemoOptions)>,
-) -> anyhow::Result<()> {
+async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -> anyhow::Result<()> {
     let generated = cfg.ensure_token()?;
     let relay =
         Relay::start(&cfg).with_context(|| format!("cannot open the data folder {}", cfg.data.display()))?;
-    let listener = tokio::net::TcpListener::bind(cfg.listen)
-        .await
+    // Bound here, served on the feed runtime (a socket belongs to the runtime that first
+    // polls it).
+    let listener = std::net::TcpListener::bind(cfg.listen)
         .with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     if !addr.ip().is_loopback() {
         tracing::warn!(%addr, "listening beyond this machine: admin calls are protected by the token only");
@@ -190,7 +201,8 @@ async fn serve(
 
     let app = dgt_relay::http::router(Arc::clone(&relay));
     let mut stop = relay.shutdown().listener();
-    let server = tokio::spawn(async move {
+    let server = feed.spawn(async move {
+        let listener = tokio::net::TcpListener::from_std(listener)?;
         // TCP_NODELAY: feed frames are small and latency matters; without it a frame
         // written while an earlier one is unacknowledged waits (Nagle) for the ACK.
         let listener = listener.tap_io(|tcp| {

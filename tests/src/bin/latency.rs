@@ -9,7 +9,11 @@
 //! # What runs where
 //! - This process: `BOARDS` in-process `SimBoard`s (speed 1, scan period 0) on real ptys,
 //!   and one thread per board that plays knight moves back and forth (Nf3 Nf6 Ng1 Ng8 ...),
-//!   one clock press every `PRESS_MS` per board, boards staggered evenly.
+//!   one clock press every `PRESS_MS` per board, boards staggered evenly. The default,
+//!   1000 ms, is a stress rate (100 boards: 100 presses a second). A real round is far
+//!   slower: a blitz game (3+2, about 80 plies in 10 minutes) is one press every 7.5 s per
+//!   board, rapid about one every 45 s, classical one every 2-3 minutes; `PRESS_MS=10000`
+//!   (10 presses a second over 100 boards) is therefore a blitz round's rate.
 //! - The real `dgt-relay` release binary, its own process.
 //! - A second copy of this binary (`latency --clients ...`), a separate process: the
 //!   `SUBSCRIBERS` tokio-tungstenite websocket clients on a multi-thread runtime with
@@ -27,6 +31,10 @@
 //! same clock in both processes; NTP slewing changes a millisecond interval by under a
 //! microsecond). All three processes share the machine's cores, so the figures include the
 //! clients' and the boards' own CPU use.
+//!
+//! Per press, the first and the last subscriber's latency are also taken; their medians
+//! over all presses separate the path to the relay and its first write (first) from the
+//! fan-out to every subscriber (last).
 //!
 //! A delivery is *lost* when a subscriber never got the confirmed move for a press: the
 //! relay resynchronised it (a snapshot replaces the missed deltas) or dropped it. The
