@@ -103,45 +103,6 @@ fn material_allows(pos: &Chess, target: &Board, depth: u8) -> bool {
     (0..=cap_w).contains(&lost_w) && (0..=cap_b).contains(&lost_b)
 }
 
-fn dfs(pos: &Chess, target: &Board, depth: u8, path: &mut Path) -> bool {
-    let diff = board_diff(pos.board(), target);
-    if diff.is_empty() {
-        return true;
-    }
-    if depth == 0 {
-        return false;
-    }
-    if depth == 1 {
-        return match one_ply(pos, target, diff) {
-            Some(m) if !undoes_own_last(path, m) => path.push(m).is_ok(),
-            _ => false,
-        };
-    }
-    if diff.count() > 4 * usize::from(depth) || !material_allows(pos, target, depth) {
-        return false;
-    }
-    let rest = depth - 1;
-    for m in pos.legal_moves() {
-        if undoes_own_last(path, m) {
-            continue;
-        }
-        let mut p = pos.clone();
-        p.play_unchecked(m);
-        let nd = board_diff(p.board(), target).count();
-        if nd > 4 * usize::from(rest) || (rest == 1 && nd == 1) {
-            continue;
-        }
-        if path.push(m).is_err() {
-            return false;
-        }
-        if dfs(&p, target, rest, path) {
-            return true;
-        }
-        path.pop();
-    }
-    false
-}
-
 /// True when `m` takes back the same side's previous ply of `path` (a piece out and back).
 ///
 /// Such a pair leaves no trace on the board, so a line holding one explains a board on which
@@ -156,42 +117,54 @@ fn undoes_own_last(path: &[Move], m: Move) -> bool {
     }
 }
 
-/// Every line of exactly `depth` plies from `pos` to `target`, keeping in `best` the one
-/// whose positions on the way the board was seen showing most often (`seen`); the first
-/// found on a tie. `score` counts the seen positions of `path` so far.
-fn dfs_best<F: Fn(&Board) -> bool>(
+/// What a walk looks for: lines to `target`, scored by `seen`; with `first`, the first
+/// line found ends the walk.
+struct Walk<'a, F> {
+    target: &'a Board,
+    seen: &'a F,
+    first: bool,
+}
+
+/// Walks the lines of exactly `depth` plies from `pos` to the target, keeping in `best` the
+/// one whose positions on the way the board was seen showing most often (the first found
+/// on a tie). `score` counts the seen positions of `path` so far. Returns true when the
+/// walk is to stop (a line found, with `first`).
+fn walk<F: Fn(&Board) -> bool>(
+    w: &Walk<'_, F>,
     pos: &Chess,
-    target: &Board,
     depth: u8,
     path: &mut Path,
     score: u8,
-    seen: &F,
     best: &mut Option<(Path, u8)>,
-) {
-    let diff = board_diff(pos.board(), target);
-    if diff.is_empty() {
-        if depth == 0 && best.as_ref().is_none_or(|(_, s)| score > *s) {
+) -> bool {
+    let target = w.target;
+    let first = w.first;
+    let keep = |path: &Path, best: &mut Option<(Path, u8)>| {
+        if best.as_ref().is_none_or(|(_, s)| score > *s) {
             *best = Some((path.clone(), score));
         }
-        return;
+    };
+    let diff = board_diff(pos.board(), target);
+    if diff.is_empty() {
+        keep(path, best);
+        return first;
     }
     if depth == 0 {
-        return;
+        return false;
     }
     if depth == 1 {
         if let Some(m) = one_ply(pos, target, diff)
             && !undoes_own_last(path, m)
             && path.push(m).is_ok()
         {
-            if best.as_ref().is_none_or(|(_, s)| score > *s) {
-                *best = Some((path.clone(), score));
-            }
+            keep(path, best);
             path.pop();
+            return first;
         }
-        return;
+        return false;
     }
     if diff.count() > 4 * usize::from(depth) || !material_allows(pos, target, depth) {
-        return;
+        return false;
     }
     let rest = depth - 1;
     for m in pos.legal_moves() {
@@ -205,12 +178,15 @@ fn dfs_best<F: Fn(&Board) -> bool>(
             continue;
         }
         if path.push(m).is_err() {
-            return;
+            return false;
         }
-        let s = score + u8::from(seen(p.board()));
-        dfs_best(&p, target, rest, path, s, seen, best);
+        let s = score + u8::from((w.seen)(p.board()));
+        if walk(w, &p, rest, path, s, best) {
+            return true;
+        }
         path.pop();
     }
+    false
 }
 
 /// The shortest sequence of at most `max_depth` legal plies from `pos` that leaves exactly
@@ -229,21 +205,20 @@ pub(crate) fn find_line_seen<F: Fn(&Board) -> bool>(
     }
     let max_depth = max_depth.min(MAX_DEPTH as u8);
     for depth in 0..=max_depth {
-        if depth >= 2 {
-            // Only the length comes from the plain search; the lines of that length are
-            // then compared.
-            let mut path = Path::new();
-            if !(material_allows(pos, target, depth) && dfs(pos, target, depth, &mut path)) {
-                continue;
-            }
-            let mut best = None;
-            dfs_best(pos, target, depth, &mut Path::new(), 0, seen, &mut best);
-            return best.or(Some((path, 0)));
+        if !material_allows(pos, target, depth) {
+            continue;
         }
-        let mut path = Path::new();
-        if material_allows(pos, target, depth) && dfs(pos, target, depth, &mut path) {
-            return Some((path, 0));
+        let mut found = None;
+        if !walk(&Walk { target, seen, first: true }, pos, depth, &mut Path::new(), 0, &mut found) {
+            continue;
         }
+        if depth < 2 {
+            return found;
+        }
+        // The length is known; now every line of that length is compared.
+        let mut best = None;
+        walk(&Walk { target, seen, first: false }, pos, depth, &mut Path::new(), 0, &mut best);
+        return best.or(found);
     }
     None
 }
@@ -252,17 +227,7 @@ pub(crate) fn find_line_seen<F: Fn(&Board) -> bool>(
 /// `target` on the board (empty when it already does).
 #[cfg(test)]
 pub(crate) fn find_line(pos: &Chess, target: &Board, max_depth: u8) -> Option<Path> {
-    if !has_two_kings(target) {
-        return None;
-    }
-    let max_depth = max_depth.min(MAX_DEPTH as u8);
-    for depth in 0..=max_depth {
-        let mut path = Path::new();
-        if material_allows(pos, target, depth) && dfs(pos, target, depth, &mut path) {
-            return Some(path);
-        }
-    }
-    None
+    find_line_seen(pos, target, max_depth, &|_| false).map(|(p, _)| p)
 }
 
 #[cfg(test)]
