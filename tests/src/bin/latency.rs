@@ -40,9 +40,25 @@
 //! relay resynchronised it (a snapshot replaces the missed deltas) or dropped it. The
 //! client process reports how many resyncs and sequence gaps it saw, so a loss can be told
 //! apart from a benchmark fault.
+//!
+//! # The floor: one frame to N loopback sockets
+//! ```text
+//! cargo run --release -p dgt-e2e-tests --bin latency -- floor N [ROUNDS=100] [READER=spin|tokio]
+//! ```
+//! No relay, websocket or JSON: this process accepts `N` loopback TCP connections
+//! (`TCP_NODELAY`) and, every 100 ms, writes the same 200-byte frame to each socket in turn,
+//! one `write()` each, the wall-clock time of the loop's start stamped in the frame. A second
+//! copy of this binary (`latency --floor-reader ...`) holds the other ends and reads them
+//! with nonblocking reads: `spin` (the default: the lower floor) is a round-robin loop over
+//! all the sockets that yields the CPU when a pass finds nothing, so it keeps one core busy
+//! and is never woken; `tokio` is a current-thread runtime with one task per socket (epoll
+//! underneath, like the relay's real subscribers). Reported: latency from the loop's start
+//! to each read (p50/p99/max over all deliveries), the write loop's duration, and both
+//! processes' CPU per delivery (thread CPU time from `schedstat`).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -66,8 +82,11 @@ fn now_ns() -> u64 {
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("--clients") {
-        return clients_main(&args[2..]);
+    match args.get(1).map(String::as_str) {
+        Some("--clients") => return clients_main(&args[2..]),
+        Some("floor") => return floor_main(&args[2..]),
+        Some("--floor-reader") => return floor_reader_main(&args[2..]),
+        _ => {}
     }
     let boards: usize = arg(&args, 1, 1);
     let subs: usize = arg(&args, 2, 1);
@@ -408,4 +427,225 @@ fn clients_main(args: &[String]) -> anyhow::Result<()> {
         logs.iter().filter(|l| l.closed).count(),
     );
     Ok(())
+}
+
+/// Bytes in one floor frame; the first 8 are the write loop's start (wall-clock ns, LE).
+const FLOOR_FRAME: usize = 200;
+
+/// The calling thread's CPU time in ns (`/proc/thread-self/schedstat`), 0 if unreadable.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `floor N [ROUNDS] [READER]`: the writer. Starts the reader process, accepts its
+/// connections, writes the rounds, then closes the sockets and prints the figures.
+fn floor_main(args: &[String]) -> anyhow::Result<()> {
+    let n: usize = arg(args, 0, 1000);
+    let rounds: usize = arg(args, 1, 100);
+    let mode = args.get(2).map_or("spin", String::as_str);
+    if !matches!(mode, "tokio" | "spin") {
+        bail!("reader must be spin or tokio, not {mode}");
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").context("binding the listener")?;
+    let addr = listener.local_addr()?;
+    let mut reader = Command::new(std::env::current_exe()?)
+        .args(["--floor-reader".to_owned(), addr.to_string(), n.to_string(), mode.to_owned()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting the reader process")?;
+    // Accept without blocking, so a reader that dies is noticed.
+    listener.set_nonblocking(true)?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut socks = Vec::with_capacity(n);
+    while socks.len() < n {
+        match listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false)?;
+                s.set_nodelay(true)?;
+                socks.push(s);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if let Some(status) = reader.try_wait()? {
+                    bail!("reader exited early: {status}");
+                }
+                if Instant::now() > deadline {
+                    bail!("only {} of {n} connections accepted", socks.len());
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(e).context("accepting"),
+        }
+    }
+    let mut out = BufReader::new(reader.stdout.take().context("reader stdout")?);
+    let mut line = String::new();
+    out.read_line(&mut line)?;
+    if line.trim() != "ready" {
+        bail!("reader process: {line:?}");
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut frame = [b'x'; FLOOR_FRAME];
+    let mut loops: Vec<f64> = Vec::with_capacity(rounds);
+    let mut short = 0usize;
+    let cpu0 = thread_cpu_ns();
+    for _ in 0..rounds {
+        let start = Instant::now();
+        frame[..8].copy_from_slice(&now_ns().to_le_bytes());
+        for s in &mut socks {
+            let m = s.write(&frame).context("writing")?;
+            if m < FLOOR_FRAME {
+                short += 1;
+                s.write_all(&frame[m..]).context("writing")?;
+            }
+        }
+        loops.push(start.elapsed().as_secs_f64() * 1e3);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    // The reader stops at end of file on every socket.
+    drop(socks);
+    line.clear();
+    out.read_line(&mut line)?;
+    let status = reader.wait()?;
+    if !status.success() {
+        bail!("reader process failed: {status}");
+    }
+    let f: Vec<u64> = line.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    let [got, p50, p99, max, reader_cpu] = f[..] else {
+        bail!("reader process: {line:?}");
+    };
+    loops.sort_by(f64::total_cmp);
+    let writes = (n * rounds).max(1) as f64;
+    println!(
+        "floor: {n} sockets x {rounds} rounds, {mode} reader: {got} of {} deliveries; latency ms p50 {:.2} p99 {:.2} max {:.2}; write loop ms median {:.2} max {:.2}; writer CPU {:.2} us per delivery (one write each; {short} short writes); reader CPU {:.2} us per delivery; load {}",
+        n * rounds,
+        p50 as f64 / 1e6,
+        p99 as f64 / 1e6,
+        max as f64 / 1e6,
+        loops.get(loops.len() / 2).copied().unwrap_or(f64::NAN),
+        loops.last().copied().unwrap_or(f64::NAN),
+        cpu_ns as f64 / 1e3 / writes,
+        reader_cpu as f64 / 1e3 / got.max(1) as f64,
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+    );
+    Ok(())
+}
+
+/// One socket's partial frame; records the latency of each whole frame.
+#[derive(Default)]
+struct FloorInbox {
+    pending: Vec<u8>,
+}
+
+impl FloorInbox {
+    fn take(&mut self, data: &[u8], at: u64, lat: &mut Vec<u64>) {
+        self.pending.extend_from_slice(data);
+        let whole = self.pending.len() / FLOOR_FRAME * FLOOR_FRAME;
+        for f in self.pending[..whole].chunks_exact(FLOOR_FRAME) {
+            let mut stamp = [0u8; 8];
+            stamp.copy_from_slice(&f[..8]);
+            lat.push(at.saturating_sub(u64::from_le_bytes(stamp)));
+        }
+        self.pending.drain(..whole);
+    }
+}
+
+/// Tells the writer that every socket is connected.
+fn floor_ready() -> anyhow::Result<()> {
+    println!("ready");
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+/// The reader process: `--floor-reader ADDR N MODE`. Reads until every socket is at end of
+/// file, then prints `deliveries p50 p99 max cpu` (ns).
+fn floor_reader_main(args: &[String]) -> anyhow::Result<()> {
+    let addr: SocketAddr = args.first().context("address")?.parse()?;
+    let n: usize = arg(args, 1, 1);
+    let (mut lat, cpu) = match args.get(2).map(String::as_str) {
+        Some("tokio") => floor_read_tokio(addr, n)?,
+        _ => floor_read_spin(addr, n)?,
+    };
+    lat.sort_unstable();
+    let pct = |q: f64| lat.get(((lat.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(0);
+    println!("{} {} {} {} {cpu}", lat.len(), pct(0.5), pct(0.99), lat.last().copied().unwrap_or(0));
+    Ok(())
+}
+
+/// Round-robin nonblocking reads over all the sockets; yields the CPU after an empty pass.
+fn floor_read_spin(addr: SocketAddr, n: usize) -> anyhow::Result<(Vec<u64>, u64)> {
+    let mut socks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let s = TcpStream::connect(addr).context("connecting")?;
+        s.set_nonblocking(true)?;
+        socks.push((s, FloorInbox::default()));
+    }
+    floor_ready()?;
+    let cpu0 = thread_cpu_ns();
+    let mut lat = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !socks.is_empty() {
+        let mut idle = true;
+        let mut i = 0;
+        while i < socks.len() {
+            let (s, inbox) = &mut socks[i];
+            match s.read(&mut buf) {
+                Ok(0) => {
+                    socks.swap_remove(i);
+                    continue;
+                }
+                Ok(m) => {
+                    inbox.take(&buf[..m], now_ns(), &mut lat);
+                    idle = false;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e).context("reading"),
+            }
+            i += 1;
+        }
+        if idle {
+            std::thread::yield_now();
+        }
+    }
+    Ok((lat, thread_cpu_ns().saturating_sub(cpu0)))
+}
+
+/// A current-thread tokio runtime, one task per socket: readiness, then one nonblocking read.
+fn floor_read_tokio(addr: SocketAddr, n: usize) -> anyhow::Result<(Vec<u64>, u64)> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
+    rt.block_on(async {
+        let mut socks = Vec::with_capacity(n);
+        for _ in 0..n {
+            socks.push(tokio::net::TcpStream::connect(addr).await.context("connecting")?);
+        }
+        floor_ready()?;
+        let cpu0 = thread_cpu_ns();
+        let tasks: Vec<_> = socks
+            .into_iter()
+            .map(|s| {
+                tokio::spawn(async move {
+                    let mut inbox = FloorInbox::default();
+                    let mut lat = Vec::new();
+                    let mut buf = [0u8; 2048];
+                    loop {
+                        s.readable().await?;
+                        match s.try_read(&mut buf) {
+                            Ok(0) => return Ok::<_, std::io::Error>(lat),
+                            Ok(m) => inbox.take(&buf[..m], now_ns(), &mut lat),
+                            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut lat = Vec::new();
+        for t in tasks {
+            lat.extend(t.await.context("reader task")?.context("reading")?);
+        }
+        Ok((lat, thread_cpu_ns().saturating_sub(cpu0)))
+    })
 }
