@@ -381,6 +381,14 @@ impl Planner<'_> {
         self.rng.range(self.p + 30, self.p + 120).max(60)
     }
 
+    /// A piece picked up and put back on its square, held long enough for a scan to see
+    /// the square empty (an adjustment, a nudge).
+    fn lift_and_put_back(&mut self, steps: &mut Vec<Step>, square: Square, piece: Piece) {
+        let held = self.dwell();
+        steps.push(lift(self.hand(), square));
+        steps.push(place(held, square, piece));
+    }
+
     /// The press time window `[lo, hi]` (ms after the turn's start) that makes the mover's
     /// display show `clk_s` after the press, with the planner's clock.
     fn clk_window(&self, side: ClockSide, turn_start: u64, clk_s: u32) -> Option<(u64, u64)> {
@@ -842,9 +850,7 @@ impl Planner<'_> {
         if self.rng.chance(self.knobs.adjust)
             && let Some(piece) = after.board().piece_at(to)
         {
-            let d = self.dwell();
-            steps.push(lift(h(self), to));
-            steps.push(place(d, to, piece));
+            self.lift_and_put_back(&mut steps, to, piece);
             self.note(events, "adjust");
         }
         if self.rng.chance(self.knobs.nudge) {
@@ -856,9 +862,7 @@ impl Planner<'_> {
             if let Some(&sq) = self.rng.pick(&near)
                 && let Some(piece) = after.board().piece_at(sq)
             {
-                let d = self.dwell();
-                steps.push(lift(h(self), sq));
-                steps.push(place(d, sq, piece));
+                self.lift_and_put_back(&mut steps, sq, piece);
                 self.note(events, "nudge");
             }
         }

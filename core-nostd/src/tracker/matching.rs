@@ -74,50 +74,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             !d.is_empty() && (d & target.occupied()).is_empty()
         };
         if !self.phys.magic.any() && has_two_kings(&target) {
-            // The fewest plies since the last confirmed one: provisional plies were read
-            // from boards in passing (a scan halfway through a burst), so a line that keeps
-            // them is taken only when no shorter line from an earlier base explains the
-            // board. Among lines of that length, the one through most positions the board
-            // was seen showing (move orders can transpose), then the one keeping more of
-            // the provisional plies.
-            let depth = usize::from(self.config.search_depth.max(1));
-            let prov = self.records.len() - self.confirmed;
-            let seen_boards = &self.seen_boards;
-            let seen = |b: &shakmaty::Board| seen_boards.contains(&placement_hash(b));
-            // (base, path, plies in all, seen positions on the way)
-            let mut best: Option<(usize, search::Path, usize, u8)> = None;
-            // Plies a waiting press was bound to stand (see `pressed_plies`).
-            let keep = if lifted_only { prov } else { self.pressed_plies() };
-            for k in (0..=prov).rev() {
-                if k < keep {
-                    break;
-                }
-                let limit = match &best {
-                    Some((_, _, total, _)) if *total < k => continue,
-                    Some((_, _, total, _)) => (total - k).min(depth),
-                    None => depth,
-                };
-                let Some(pos) = self.position_at(self.confirmed + k) else { break };
-                let Some((path, on_way)) = search::find_line_seen(&pos, &target, limit as u8, &seen) else {
-                    continue;
-                };
-                let total = k + path.len();
-                // Kept plies' positions count when a ply follows them.
-                let kept = (self.confirmed..self.confirmed + k)
-                    .filter(|&i| {
-                        i + 1 < self.confirmed + total && self.seen_boards.contains(&self.records[i].hash)
-                    })
-                    .count() as u8;
-                let score = on_way + kept;
-                let better = match &best {
-                    None => true,
-                    Some((_, _, t, s)) => total < *t || (total == *t && score > *s),
-                };
-                if better {
-                    best = Some((k, path, total, score));
-                }
-            }
-            if let Some((k, path, _, _)) = best {
+            // Plies a waiting press was bound to stand (see `pressed_plies`); a board
+            // showing the tip less some pieces keeps them all.
+            let keep = if lifted_only { self.records.len() - self.confirmed } else { self.pressed_plies() };
+            if let Some((k, path)) = self.best_line(&target, keep) {
                 self.retract_to(self.confirmed + k, sink);
                 self.extend(&path, now, sink);
                 self.on_match(sink);
@@ -140,6 +100,44 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.unexplained_since.is_none() {
             self.unexplained_since = Some(now);
         }
+    }
+
+    /// The line that explains `target`: the provisional plies up to a base `k` (at least
+    /// `keep` of them) and a searched path from there. The fewest plies since the last
+    /// confirmed one: provisional plies were read from boards in passing (a scan halfway
+    /// through a burst), so a line that keeps them is taken only when no shorter line from
+    /// an earlier base explains the board. Among lines of that length, the one through
+    /// most positions the board was seen showing (move orders can transpose), then the one
+    /// keeping more of the provisional plies.
+    fn best_line(&self, target: &Board, keep: usize) -> Option<(usize, search::Path)> {
+        let depth = usize::from(self.config.search_depth.max(1));
+        let prov = self.records.len() - self.confirmed;
+        let seen = |b: &Board| self.seen_boards.contains(&placement_hash(b));
+        // (base, path, plies in all, seen positions on the way)
+        let mut best: Option<(usize, search::Path, usize, u8)> = None;
+        for k in (keep.min(prov)..=prov).rev() {
+            let limit = match &best {
+                Some((_, _, total, _)) if *total < k => continue,
+                Some((_, _, total, _)) => (total - k).min(depth),
+                None => depth,
+            };
+            let Some(pos) = self.position_at(self.confirmed + k) else { break };
+            let Some((path, on_way)) = search::find_line_seen(&pos, target, limit as u8, &seen) else {
+                continue;
+            };
+            let total = k + path.len();
+            // Kept plies' positions count when a ply follows them.
+            let kept = (self.confirmed..self.confirmed + k)
+                .filter(|&i| {
+                    i + 1 < self.confirmed + total && self.seen_boards.contains(&self.records[i].hash)
+                })
+                .count() as u8;
+            let score = on_way + kept;
+            if best.as_ref().is_none_or(|(_, _, t, s)| total < *t || (total == *t && score > *s)) {
+                best = Some((k, path, total, score));
+            }
+        }
+        best.map(|(k, path, _, _)| (k, path))
     }
 
     /// True when the tip, or one legal ply from it or from a provisional base, shows `target`.
