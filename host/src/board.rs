@@ -21,16 +21,9 @@
 //! stays the game's record: the PGN is written from it (with the core's PGN writer).
 //!
 //! # Moves made while the board was away
-//! When the port is lost, the actor keeps the board as the tracker last saw it. After the
-//! reconnect the dump is reconciled by the tracker (a few plies deep). If the tracker still
-//! reports a mismatch within [`AWAY_WINDOW`], the actor downloads the board's EEPROM event
-//! log (`49`), finds the last point where the logged board equals the kept one
-//! ([`changes_since`]), and feeds every square change logged since then to the tracker as
-//! ordinary field updates, with synthetic times (a clock press logged in between counts as
-//! the end of a move), then asks for a fresh dump. The chess stays in the tracker; this is
-//! only a replay of what the board saw. A board whose log does not reach back that far
-//! (no power-up in it) or shows nothing since (a USB board logs nothing while it has no
-//! power) leaves the mismatch to the operator as before.
+//! When the port is lost, the actor keeps the board as the tracker last saw it; when it is
+//! back, [`crate::reconcile`] decides from the first reading whether the board's event log
+//! must be read and replayed before the tracker sees anything new.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -39,7 +32,7 @@ use std::time::Duration;
 use dgt_core::{
     ClockState, EndReason, Event, GameResult, GameState, MoveInfo, ResumePly, StartKind, Tracker, View,
 };
-use dgt_protocol::{BoardDump, ClockTimes, DgtSquare, EeEvent, FieldUpdate, Message, Orientation, PieceCode};
+use dgt_protocol::{ClockTimes, EeEvent, Message, Orientation};
 use shakmaty::{
     CastlingMode, Chess, Color, EnPassantMode, FromSetup, Position, fen::Fen, san::SanPlus, uci::UciMove,
 };
@@ -50,6 +43,7 @@ use crate::config::{EventInfo, Pairing};
 use crate::feed::{
     AlertLevel, AlertView, BoardStatus, BoardView, ClockView, Delta, Hub, MoveState, MoveView, Side,
 };
+use crate::reconcile::{self, Intake, Reconcile};
 use crate::serial::{SerialEvent, SessionCommand};
 use crate::shutdown::Listener;
 use crate::store::{GameRecord, Journal, Record, Store};
@@ -65,11 +59,6 @@ pub const BATTERY_LOW_BELOW: u8 = 20;
 /// Above this charge (or when charging) a battery alert is cleared; the gap to
 /// [`BATTERY_LOW_BELOW`] keeps a charge that wobbles around the limit from repeating alerts.
 pub const BATTERY_OK_ABOVE: u8 = 25;
-/// After a reconnect, how long the tracker has to report a mismatch for the board's event
-/// log to be replayed; after that the board kept from before the loss is forgotten.
-pub const AWAY_WINDOW: Duration = Duration::from_secs(15);
-/// How long the board may take to send its event log (8 KB at 9600 baud take 8 s).
-const EE_ANSWER: Duration = Duration::from_secs(30);
 /// The standard start position.
 pub const START_FEN: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 
@@ -194,21 +183,10 @@ pub struct BoardActor {
     last_pgn_clock: Option<Instant>,
     /// Battery, clock presence and clock pause: what the operator was told.
     health: Health,
-    /// The board as the tracker saw it when the port was lost, until it is reconciled.
-    away: Option<Away>,
+    /// A board whose port was lost, until it is reconciled (see the module docs).
+    away: Option<Reconcile>,
     /// Added to the real time the tracker sees, once a replay moved its time forward.
     time_shift_ms: u64,
-}
-
-/// The board kept from the moment its port was lost (see the module docs).
-#[derive(Debug)]
-struct Away {
-    /// What the tracker knew was on the board.
-    board: BoardDump,
-    /// Forgotten after this; `None` while the board is away.
-    deadline: Option<Instant>,
-    /// The event log was asked for.
-    requested: bool,
 }
 
 /// What the board's alerts about its battery and clock are based on. Each alert is raised
@@ -749,7 +727,6 @@ impl BoardActor {
                     ),
                     list,
                 );
-                self.ask_event_log();
             }
             Event::PositionRecovered => {
                 self.alert(
@@ -803,137 +780,6 @@ pub fn fen_after(fen: &str, uci: &str) -> Option<String> {
     Some(fen_of(&pos))
 }
 
-/// The pause before a replayed square change, as the log suggests it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Gap {
-    /// Under about 250 ms after the previous change (the log's quick bit).
-    Quick,
-    /// A change on its own.
-    Normal,
-    /// A clock lever moved (or the board was powered up) since the previous change: a move
-    /// ended there.
-    Press,
-}
-
-/// One square change from a board's event log.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Step {
-    /// The square, by board index.
-    pub square: DgtSquare,
-    /// Its new content.
-    pub piece: PieceCode,
-    /// The pause before it.
-    pub gap: Gap,
-}
-
-/// The square changes a board's EEPROM event log holds since the board last showed
-/// `known`, oldest first; `None` when the log never shows `known` (it does not reach back
-/// to a power-up, or the board was changed in a way it did not log) or nothing changed
-/// since.
-///
-/// The log is replayed from its first power-up: a power-up means an empty board, then the
-/// power-up sequence lists every occupied square in index order, and every later field
-/// event is a change. The last point where the replayed board equals `known` is where the
-/// tracker's knowledge ends. A later power-up (the board unplugged and replugged) restates
-/// the whole board: what differs from the replay is a change made while the board had no
-/// power, reported as such.
-pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<Vec<Step>> {
-    // Find the last point where the board equals `known`.
-    let mut state: [Option<PieceCode>; 64] = [None; 64];
-    let mut differ = 64usize;
-    let mut matched = None;
-    for (i, e) in log.iter().enumerate() {
-        match *e {
-            EeEvent::PowerUp => {
-                state = [Some(PieceCode::Empty); 64];
-                differ = DgtSquare::ALL.iter().filter(|sq| !known.piece(**sq).is_empty()).count();
-                if differ == 0 {
-                    matched = Some(i);
-                }
-            }
-            EeEvent::Field { square, piece, .. } => {
-                let k = usize::from(square.index());
-                let want = known.piece(square);
-                let was = state[k] == Some(want);
-                state[k] = Some(piece);
-                match (was, piece == want) {
-                    (true, false) => differ += 1,
-                    (false, true) => differ -= 1,
-                    _ => {}
-                }
-                if differ == 0 {
-                    matched = Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    let start = matched? + 1;
-    // Replay from there.
-    let mut cur = [PieceCode::Empty; 64];
-    for sq in DgtSquare::ALL {
-        cur[usize::from(sq.index())] = known.piece(sq);
-    }
-    let mut steps = Vec::new();
-    let mut press = false;
-    // A power-up sequence being read: the board it lists and the last square listed.
-    let mut block: Option<([PieceCode; 64], Option<u8>)> = None;
-    for e in &log[start..] {
-        if let Some((board, last)) = &mut block {
-            if let EeEvent::Field { square, piece, .. } = *e
-                && !piece.is_empty()
-                && last.is_none_or(|l| square.index() > l)
-            {
-                board[usize::from(square.index())] = piece;
-                *last = Some(square.index());
-                continue;
-            }
-            let board = *board;
-            block = None;
-            restate(&mut cur, &board, &mut steps);
-            press = false;
-        }
-        match *e {
-            EeEvent::PowerUp => block = Some(([PieceCode::Empty; 64], None)),
-            EeEvent::Time { .. } => press = true,
-            EeEvent::Field { square, piece, quick } => {
-                let k = usize::from(square.index());
-                if cur[k] != piece {
-                    cur[k] = piece;
-                    let gap = if std::mem::take(&mut press) {
-                        Gap::Press
-                    } else if quick {
-                        Gap::Quick
-                    } else {
-                        Gap::Normal
-                    };
-                    steps.push(Step { square, piece, gap });
-                }
-            }
-            _ => {}
-        }
-    }
-    if let Some((board, _)) = block {
-        restate(&mut cur, &board, &mut steps);
-    }
-    (!steps.is_empty()).then_some(steps)
-}
-
-/// The changes from `cur` to `board` (a power-up's listing): lifts first, then placements.
-fn restate(cur: &mut [PieceCode; 64], board: &[PieceCode; 64], steps: &mut Vec<Step>) {
-    let mut first = true;
-    for lifts in [true, false] {
-        for sq in DgtSquare::ALL {
-            let k = usize::from(sq.index());
-            if cur[k] != board[k] && board[k].is_empty() == lifts {
-                cur[k] = board[k];
-                let gap = if std::mem::take(&mut first) { Gap::Press } else { Gap::Quick };
-                steps.push(Step { square: sq, piece: board[k], gap });
-            }
-        }
-    }
-}
-
 impl BoardActor {
     /// Runs the board until shutdown (or until every sender is gone), then flushes.
     pub async fn run(mut self, mut input: mpsc::Receiver<BoardInput>, mut stop: Listener) {
@@ -967,9 +813,8 @@ impl BoardActor {
                     self.tracker.tick(now, &mut |e| events.push(e));
                     self.handle_events(events).await;
                     self.check_clock_pause();
-                    if self.away.as_ref().and_then(|a| a.deadline).is_some_and(|d| Instant::now() >= d) {
-                        tracing::debug!(board = self.number, "board from before the reconnect forgotten");
-                        self.away = None;
+                    if self.away.as_ref().is_some_and(|a| a.overdue(now)) {
+                        self.finish_away(None).await;
                     }
                 }
                 _ = retry.tick(), if !self.pending.is_empty() => {
@@ -992,8 +837,9 @@ impl BoardActor {
         tracing::info!(board = self.number, port = %path, "board attached");
         self.port = Some((port_id, path.clone(), commands));
         self.set_status(BoardStatus::Active);
+        let now = self.now_ms();
         if let Some(a) = &mut self.away {
-            a.deadline = Some(Instant::now() + AWAY_WINDOW);
+            a.attached(now);
         }
         if back {
             self.alert(
@@ -1013,9 +859,22 @@ impl BoardActor {
             SerialEvent::Board(msg) => {
                 if let Message::Bwtime(dgt_protocol::Bwtime::Times(t)) = &msg {
                     self.clock_health(t);
-                    self.tracker.feed_clock(t, now, &mut |e| events.push(e));
-                } else {
-                    self.tracker.feed(&msg, now, &mut |e| events.push(e));
+                }
+                match self.away.as_mut().map(|a| a.intake(msg, now)) {
+                    None => self.tracker.feed(&msg, now, &mut |e| events.push(e)),
+                    Some(Intake::Feed(msgs)) => {
+                        tracing::debug!(
+                            board = self.number,
+                            "the board is as it was before the port was lost"
+                        );
+                        self.away = None;
+                        for (t, m) in msgs {
+                            self.tracker.feed(&m, t, &mut |e| events.push(e));
+                        }
+                    }
+                    Some(Intake::Held) => {}
+                    Some(Intake::AskLog) => self.ask_event_log().await,
+                    Some(Intake::Overflow) => self.finish_away(None).await,
                 }
             }
             SerialEvent::Lost { reason } | SerialEvent::OpenFailed { reason } => {
@@ -1054,88 +913,68 @@ impl BoardActor {
                 self.noise += n as u64;
                 tracing::debug!(board = self.number, bytes = n, total = self.noise, "line noise");
             }
-            SerialEvent::EeMoves(log) => self.replay_event_log(&log).await,
+            SerialEvent::EeMoves(log) => {
+                if self.away.as_ref().is_some_and(Reconcile::reading_log) {
+                    self.finish_away(Some(&log)).await;
+                } else {
+                    tracing::debug!(board = self.number, "event log not asked for; ignored");
+                }
+            }
             SerialEvent::Opened | SerialEvent::Identified { .. } => {}
         }
         self.handle_events(events).await;
     }
 
-    /// The port was lost: keep the board as the tracker saw it, for [`Self::replay_event_log`].
+    /// The port was lost: keep the board as the tracker saw it (see [`crate::reconcile`]).
     /// A board lost again before it was reconciled keeps the older picture.
     fn keep_board_while_away(&mut self) {
         match &mut self.away {
-            Some(a) => {
-                a.deadline = None;
-                a.requested = false;
-            }
+            Some(a) => a.lost(),
             None if self.tracker.state() == GameState::Active && self.tracker.board_known() => {
-                self.away = Some(Away { board: self.tracker.board(), deadline: None, requested: false });
+                self.away = Some(Reconcile::new(self.tracker.board()));
             }
             None => {}
         }
     }
 
-    /// A mismatch after a reconnect: ask the board for its event log, once.
-    fn ask_event_log(&mut self) {
-        let Some(a) = &mut self.away else { return };
-        if a.requested || a.deadline.is_none() {
-            return;
-        }
-        let Some((_, _, tx)) = &self.port else { return };
-        if tx.try_send(SessionCommand::RequestEeMoves).is_ok() {
-            tracing::info!(board = self.number, "mismatch after a reconnect: reading the board's event log");
-            a.requested = true;
-            a.deadline = Some(Instant::now() + EE_ANSWER);
+    /// The board changed while it was away: ask for its event log.
+    async fn ask_event_log(&mut self) {
+        let sent =
+            self.port.as_ref().is_some_and(|(_, _, tx)| tx.try_send(SessionCommand::RequestEeMoves).is_ok());
+        if sent {
+            tracing::info!(board = self.number, "the board changed while it was away: reading its event log");
+        } else {
+            self.finish_away(None).await;
         }
     }
 
-    /// Replays the square changes the board logged since it last showed what the tracker
-    /// knew before the port was lost, as field updates with synthetic times.
-    async fn replay_event_log(&mut self, log: &[EeEvent]) {
-        if !self.away.as_ref().is_some_and(|a| a.requested) {
-            tracing::debug!(board = self.number, "event log not asked for; ignored");
-            return;
-        }
+    /// Ends the reconciliation of a board that was away: replays what its event log shows
+    /// (when it came and reaches back to the kept board), then what the board sent since it
+    /// came back, and asks for a fresh dump.
+    async fn finish_away(&mut self, log: Option<&[EeEvent]>) {
         let Some(away) = self.away.take() else { return };
-        if self.tracker.mismatch().is_none() {
-            tracing::info!(board = self.number, "the position was explained meanwhile; event log not needed");
-            return;
-        }
-        let Some(steps) = changes_since(log, &away.board) else {
-            tracing::warn!(
+        let outcome = away.finish(log);
+        match (&outcome.steps, log) {
+            (Some(steps), _) => tracing::info!(
+                board = self.number,
+                changes = steps.len(),
+                "replayed the square changes from the board's event log"
+            ),
+            (None, Some(log)) => tracing::warn!(
                 board = self.number,
                 events = log.len(),
                 "the board's event log does not show the moves made while it was away"
-            );
-            return;
-        };
-        let cfg = self.tracker_config;
-        let settle = u64::from(cfg.settle_ms);
-        let mut t = self.now_ms();
-        let mut events: Vec<Event> = Vec::new();
-        let mut sink = |e: Event| events.push(e);
-        self.tracker.feed_dump(&away.board, t, &mut sink);
-        for step in &steps {
-            t += match step.gap {
-                Gap::Quick => 40,
-                Gap::Normal => settle + 50,
-                Gap::Press => settle + u64::from(cfg.chain_confirm_ms) + 100,
-            };
-            self.tracker.tick(t, &mut sink);
-            self.tracker.feed_field(FieldUpdate::new(step.square, step.piece), t, &mut sink);
+            ),
+            (None, None) => {
+                tracing::warn!(board = self.number, "no event log from the board; going on from its position")
+            }
         }
-        t += settle + 50;
-        self.tracker.tick(t, &mut sink);
+        let start = self.now_ms();
+        let (t, events) = reconcile::replay(&mut self.tracker, &outcome, start);
         // The tracker's time went ahead of the real one: keep it monotonic from here on.
         self.time_shift_ms += t.saturating_sub(self.now_ms());
-        events.retain(|e| !matches!(e, Event::RequestBoardDump));
-        tracing::info!(
-            board = self.number,
-            changes = steps.len(),
-            "replayed the square changes from the board's event log"
-        );
         self.handle_events(events).await;
-        // The board may have moved on since the log was sent.
+        // The board may have moved on since.
         self.handle_event(Event::RequestBoardDump).await;
     }
 
@@ -1620,100 +1459,6 @@ mod tests {
         tokio::time::sleep(pause * 2).await;
         assert_eq!(h.codes("clock_"), ["clock_paused", "clock_running"]);
         h.stop().await;
-    }
-
-    /// A simulated board's firmware (every change scanned at once) with the start position.
-    fn firmware() -> dgt_hil_sim::Firmware {
-        let config = dgt_hil_sim::BoardConfig { scan_period_ms: 0, ..dgt_hil_sim::BoardConfig::default() };
-        dgt_hil_sim::Firmware::new(config, dgt_hil_sim::firmware::start_position(), 0)
-    }
-
-    fn sq(i: u8) -> DgtSquare {
-        DgtSquare::new(i).unwrap()
-    }
-
-    /// Plays `ucis` by hand on the firmware (lift, capture, place), a second apart.
-    fn play(fw: &mut dgt_hil_sim::Firmware, ucis: &[&str], t: &mut u64) {
-        for u in ucis {
-            let (from, to) = (&u[..2], &u[2..4]);
-            let idx = |s: &str| {
-                DgtSquare::from_square(
-                    shakmaty::Square::from_ascii(s.as_bytes()).unwrap(),
-                    Orientation::Normal,
-                )
-            };
-            let piece = fw.physical()[usize::from(idx(from).index())];
-            *t += 1000;
-            fw.set_piece(idx(from), PieceCode::Empty, *t);
-            fw.set_piece(idx(to), piece, *t + 100);
-        }
-    }
-
-    fn dump_of_codes(codes: &[PieceCode; 64]) -> BoardDump {
-        let mut d = BoardDump::EMPTY;
-        for s in DgtSquare::ALL {
-            d.set(s, codes[usize::from(s.index())]);
-        }
-        d
-    }
-
-    fn apply(known: &BoardDump, steps: &[Step]) -> BoardDump {
-        let mut d = *known;
-        for s in steps {
-            d.set(s.square, s.piece);
-        }
-        d
-    }
-
-    #[test]
-    fn the_event_log_replays_from_where_the_tracker_lost_the_board() {
-        let mut fw = firmware();
-        let mut t = 0;
-        play(&mut fw, &["e2e4", "e7e5"], &mut t);
-        // The port is lost here; six plies are made, the board is replugged (power-up),
-        // and one more ply follows.
-        let known = dump_of_codes(fw.physical());
-        play(&mut fw, &["g1f3", "b8c6", "f1b5", "a7a6", "b5c6", "d7c6"], &mut t);
-        fw.power_cycle(t + 500);
-        play(&mut fw, &["e1g1"], &mut t);
-        let steps = changes_since(&fw.ee_events(), &known).unwrap();
-        assert_eq!(apply(&known, &steps), dump_of_codes(fw.physical()));
-        // Move by move from the lost point: Ng1 lifted first; the power-up restates the
-        // same board and adds nothing; a capture is two changes (lift, replace).
-        assert_eq!(steps[0], Step { square: sq(62), piece: PieceCode::Empty, gap: Gap::Normal });
-        assert_eq!(steps.len(), 6 * 2 + 2, "{steps:?}");
-        // Nothing since the known board: nothing to replay.
-        assert_eq!(changes_since(&fw.ee_events(), &dump_of_codes(fw.physical())), None);
-    }
-
-    #[test]
-    fn a_change_made_without_power_comes_from_the_power_up_listing() {
-        let start = dgt_hil_sim::firmware::start_position();
-        let fields = |board: &[PieceCode; 64]| {
-            DgtSquare::ALL
-                .into_iter()
-                .filter(|s| !board[usize::from(s.index())].is_empty())
-                .map(|s| EeEvent::Field { square: s, piece: board[usize::from(s.index())], quick: true })
-                .collect::<Vec<_>>()
-        };
-        let mut after = start;
-        after[36] = after[52];
-        after[52] = PieceCode::Empty;
-        let mut log = vec![EeEvent::Nop, EeEvent::PowerUp];
-        log.extend(fields(&start));
-        log.push(EeEvent::BeginPos);
-        log.push(EeEvent::PowerUp);
-        log.extend(fields(&after));
-        let steps = changes_since(&log, &dump_of_codes(&start)).unwrap();
-        assert_eq!(
-            steps,
-            [
-                Step { square: sq(52), piece: PieceCode::Empty, gap: Gap::Press },
-                Step { square: sq(36), piece: PieceCode::WhitePawn, gap: Gap::Quick }
-            ]
-        );
-        // A log that does not reach back to a power-up cannot be placed.
-        assert_eq!(changes_since(&log[log.len() - 10..], &dump_of_codes(&start)), None);
     }
 
     /// A game journaled by an earlier run (4 plies), then the relay restarts: the arbiter

@@ -11,6 +11,7 @@ pub mod demo;
 pub mod feed;
 pub mod http;
 pub mod pgn;
+pub mod reconcile;
 pub mod relay;
 pub mod serial;
 pub mod shutdown;

@@ -1,0 +1,525 @@
+//! Reconciling a board that was away: its port was lost (unplugged, a cable pulled, the
+//! device reset) and came back.
+//!
+//! Moves may have been made meanwhile. The reconnect dump alone shows only where the game
+//! got to, and several move orders can lead there (`Nf3 Nf6 Nc3` and `Nc3 Nf6 Nf3`), or
+//! more plies than the tracker searches. A board that kept its power logged every square
+//! change in its EEPROM, so the relay asks for that log before the tracker sees anything
+//! the board sent after coming back:
+//!
+//! 1. When the port is lost, [`Reconcile::new`] keeps the board as the tracker saw it.
+//! 2. When the port is back, the first board reading decides ([`Reconcile::intake`]): the
+//!    same board means nothing happened, and everything is fed as usual. Otherwise every
+//!    board message is held and the event log (`49`) is asked for.
+//! 3. With the log (or without it, when it does not come or does not reach back),
+//!    [`Reconcile::finish`] says what to replay, and [`replay`] feeds it: the logged square
+//!    changes since the kept board ([`changes_since`]) with synthetic times, then the held
+//!    messages with their own spacing.
+//!
+//! The chess stays in the tracker; this is only a replay of what the board saw. A USB
+//! board unplugged has no power and logs nothing: its changes come from the power-up
+//! listing as one reading, and the tracker reconstructs them from the position as before.
+//! Pure and synchronous, so the offline harness replays a game exactly as the relay does.
+
+use dgt_core::{Event, EventSink, Tracker};
+use dgt_protocol::{BoardDump, DgtSquare, EeEvent, FieldUpdate, Message, PieceCode};
+
+/// After the port is back, how long the first board reading may take (ms).
+pub const FIRST_READING_MS: u64 = 15_000;
+/// How long the board may take to send its event log (ms): a full log is 7,936 bytes,
+/// 8.3 s at 9600 baud.
+pub const LOG_ANSWER_MS: u64 = 12_000;
+/// Most board messages held while the log is read (a board sends under 200 a second).
+pub const HELD_MAX: usize = 8_192;
+/// The tracker's tick period used while replaying (ms), as the relay ticks.
+const TICK_MS: u64 = 50;
+
+/// A board being reconciled after its port was lost.
+#[derive(Clone, Debug)]
+pub struct Reconcile {
+    kept: BoardDump,
+    phase: Phase,
+    held: Vec<(u64, Message<'static>)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The port is gone.
+    Away,
+    /// The port is back; the first board reading is due by `until`.
+    Back { until: u64 },
+    /// The event log was asked for; due by `until`.
+    ReadingLog { until: u64 },
+}
+
+/// What to do with a board message while a board is reconciled.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Intake {
+    /// Nothing happened while the board was away: reconciling is over; feed these messages
+    /// (stamped with their times), oldest first.
+    Feed(Vec<(u64, Message<'static>)>),
+    /// Kept for [`Reconcile::finish`].
+    Held,
+    /// Kept; the board changed while it was away: ask for its event log now.
+    AskLog,
+    /// Too many messages waited for the log: finish without it.
+    Overflow,
+}
+
+/// What [`replay`] feeds the tracker at the end of a reconciliation.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The board the tracker knew when the port was lost.
+    pub kept: BoardDump,
+    /// The square changes logged since then (`None`: the log was not had, or does not
+    /// reach back to the kept board).
+    pub steps: Option<Vec<Step>>,
+    /// Board messages received since the port came back, with their times.
+    pub held: Vec<(u64, Message<'static>)>,
+}
+
+impl Reconcile {
+    /// Keeps the board as the tracker saw it when the port was lost.
+    pub fn new(kept: BoardDump) -> Reconcile {
+        Reconcile { kept, phase: Phase::Away, held: Vec::new() }
+    }
+
+    /// The port was lost again before the board was reconciled: what it sent since it came
+    /// back is superseded by the next reading; the board kept from the first loss stays.
+    pub fn lost(&mut self) {
+        self.phase = Phase::Away;
+        self.held.clear();
+    }
+
+    /// The port is back at `now`.
+    pub fn attached(&mut self, now: u64) {
+        self.phase = Phase::Back { until: now + FIRST_READING_MS };
+        self.held.clear();
+    }
+
+    /// True while the port is gone.
+    pub fn is_away(&self) -> bool {
+        self.phase == Phase::Away
+    }
+
+    /// True once the event log was asked for.
+    pub fn reading_log(&self) -> bool {
+        matches!(self.phase, Phase::ReadingLog { .. })
+    }
+
+    /// A board message (dump, field update, clock times) received at `now`.
+    pub fn intake(&mut self, msg: Message<'static>, now: u64) -> Intake {
+        match self.phase {
+            Phase::Away => Intake::Feed(vec![(now, msg)]),
+            Phase::Back { .. } => {
+                let dump = match &msg {
+                    Message::BoardDump(d) => Some(*d),
+                    _ => None,
+                };
+                self.held.push((now, msg));
+                match dump {
+                    None => Intake::Held,
+                    Some(d) if d == self.kept => Intake::Feed(std::mem::take(&mut self.held)),
+                    Some(_) => {
+                        self.phase = Phase::ReadingLog { until: now + LOG_ANSWER_MS };
+                        Intake::AskLog
+                    }
+                }
+            }
+            Phase::ReadingLog { .. } if self.held.len() >= HELD_MAX => {
+                self.held.push((now, msg));
+                Intake::Overflow
+            }
+            Phase::ReadingLog { .. } => {
+                self.held.push((now, msg));
+                Intake::Held
+            }
+        }
+    }
+
+    /// True when what was awaited (the first reading, the log) is overdue at `now`.
+    pub fn overdue(&self, now: u64) -> bool {
+        match self.phase {
+            Phase::Away => false,
+            Phase::Back { until } | Phase::ReadingLog { until } => now >= until,
+        }
+    }
+
+    /// Ends the reconciliation, with the board's event log when it came.
+    pub fn finish(self, log: Option<&[EeEvent]>) -> Outcome {
+        let steps = log.and_then(|log| changes_since(log, &self.kept));
+        Outcome { kept: self.kept, steps, held: self.held }
+    }
+}
+
+/// Feeds the tracker an [`Outcome`], starting at tracker time `start_ms`: the logged
+/// changes with synthetic times (a lever press logged in between ends a move), then the
+/// held messages, shifted so they come after the replayed ones but keep their own
+/// spacing. The tracker is ticked every [`TICK_MS`] meanwhile. Returns the tracker's time
+/// at the end (the caller's clock must not go back behind it) and what the tracker said,
+/// less its requests for a dump (the caller asks for one afresh: the board may have moved
+/// on since).
+pub fn replay<const N: usize>(
+    tracker: &mut Tracker<N>,
+    outcome: &Outcome,
+    start_ms: u64,
+) -> (u64, Vec<Event>) {
+    let cfg = *tracker.config();
+    let settle = u64::from(cfg.settle_ms);
+    let mut events: Vec<Event> = Vec::new();
+    let mut t = start_ms;
+    let mut sink = |e: Event| {
+        if !matches!(e, Event::RequestBoardDump) {
+            events.push(e);
+        }
+    };
+    if let Some(steps) = &outcome.steps {
+        tracker.feed_dump(&outcome.kept, t, &mut sink);
+        for step in steps {
+            let gap = match step.gap {
+                Gap::Quick => 40,
+                Gap::Normal => settle + 50,
+                Gap::Press => settle + u64::from(cfg.chain_confirm_ms) + 100,
+            };
+            let to = t + gap;
+            advance(tracker, &mut t, to, &mut sink);
+            tracker.feed_field(FieldUpdate::new(step.square, step.piece), t, &mut sink);
+        }
+        let to = t + settle + 50;
+        advance(tracker, &mut t, to, &mut sink);
+    }
+    let shift = outcome.held.first().map_or(0, |(first, _)| t.saturating_sub(*first));
+    for (at, msg) in &outcome.held {
+        advance(tracker, &mut t, at + shift, &mut sink);
+        tracker.feed(msg, t, &mut sink);
+    }
+    (t, events)
+}
+
+/// Ticks the tracker every [`TICK_MS`] from `*t` up to `to`, and at `to`.
+fn advance<const N: usize, S: EventSink>(tracker: &mut Tracker<N>, t: &mut u64, to: u64, sink: &mut S) {
+    while *t + TICK_MS < to {
+        *t += TICK_MS;
+        tracker.tick(*t, sink);
+    }
+    *t = to.max(*t);
+    tracker.tick(*t, sink);
+}
+
+/// The pause before a replayed square change, as the log suggests it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gap {
+    /// Under about 250 ms after the previous change (the log's quick bit).
+    Quick,
+    /// A change on its own.
+    Normal,
+    /// A clock lever moved (or the board was powered up) since the previous change: a move
+    /// ended there.
+    Press,
+}
+
+/// One square change from a board's event log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// The square, by board index.
+    pub square: DgtSquare,
+    /// Its new content.
+    pub piece: PieceCode,
+    /// The pause before it.
+    pub gap: Gap,
+}
+
+/// The square changes a board's EEPROM event log holds since the board last showed
+/// `known`, oldest first; `None` when the log never shows `known` (it does not reach back
+/// to a power-up, or the board was changed in a way it did not log) or nothing changed
+/// since.
+///
+/// The log is replayed from its first power-up: a power-up means an empty board, then the
+/// power-up sequence lists every occupied square in index order, and every later field
+/// event is a change. The last point where the replayed board equals `known` is where the
+/// tracker's knowledge ends. A later power-up (the board unplugged and replugged) restates
+/// the whole board: what differs from the replay is a change made while the board had no
+/// power, reported as such.
+pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<Vec<Step>> {
+    // Find the last point where the board equals `known`.
+    let mut state: [Option<PieceCode>; 64] = [None; 64];
+    let mut differ = 64usize;
+    let mut matched = None;
+    for (i, e) in log.iter().enumerate() {
+        match *e {
+            EeEvent::PowerUp => {
+                state = [Some(PieceCode::Empty); 64];
+                differ = DgtSquare::ALL.iter().filter(|sq| !known.piece(**sq).is_empty()).count();
+                if differ == 0 {
+                    matched = Some(i);
+                }
+            }
+            EeEvent::Field { square, piece, .. } => {
+                let k = usize::from(square.index());
+                let want = known.piece(square);
+                let was = state[k] == Some(want);
+                state[k] = Some(piece);
+                match (was, piece == want) {
+                    (true, false) => differ += 1,
+                    (false, true) => differ -= 1,
+                    _ => {}
+                }
+                if differ == 0 {
+                    matched = Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    let start = matched? + 1;
+    // Replay from there.
+    let mut cur = [PieceCode::Empty; 64];
+    for sq in DgtSquare::ALL {
+        cur[usize::from(sq.index())] = known.piece(sq);
+    }
+    let mut steps = Vec::new();
+    let mut press = false;
+    // A power-up sequence being read: the board it lists and the last square listed.
+    let mut block: Option<([PieceCode; 64], Option<u8>)> = None;
+    for e in &log[start..] {
+        if let Some((board, last)) = &mut block {
+            if let EeEvent::Field { square, piece, .. } = *e
+                && !piece.is_empty()
+                && last.is_none_or(|l| square.index() > l)
+            {
+                board[usize::from(square.index())] = piece;
+                *last = Some(square.index());
+                continue;
+            }
+            let board = *board;
+            block = None;
+            restate(&mut cur, &board, &mut steps);
+            press = false;
+        }
+        match *e {
+            EeEvent::PowerUp => block = Some(([PieceCode::Empty; 64], None)),
+            EeEvent::Time { .. } => press = true,
+            EeEvent::Field { square, piece, quick } => {
+                let k = usize::from(square.index());
+                if cur[k] != piece {
+                    cur[k] = piece;
+                    let gap = if std::mem::take(&mut press) {
+                        Gap::Press
+                    } else if quick {
+                        Gap::Quick
+                    } else {
+                        Gap::Normal
+                    };
+                    steps.push(Step { square, piece, gap });
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some((board, _)) = block {
+        restate(&mut cur, &board, &mut steps);
+    }
+    (!steps.is_empty()).then_some(steps)
+}
+
+/// The changes from `cur` to `board` (a power-up's listing): lifts first, then placements.
+fn restate(cur: &mut [PieceCode; 64], board: &[PieceCode; 64], steps: &mut Vec<Step>) {
+    let mut first = true;
+    for lifts in [true, false] {
+        for sq in DgtSquare::ALL {
+            let k = usize::from(sq.index());
+            if cur[k] != board[k] && board[k].is_empty() == lifts {
+                cur[k] = board[k];
+                let gap = if std::mem::take(&mut first) { Gap::Press } else { Gap::Quick };
+                steps.push(Step { square: sq, piece: board[k], gap });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dgt_protocol::Orientation;
+
+    /// A simulated board's firmware (every change scanned at once) with the start position.
+    fn firmware() -> dgt_hil_sim::Firmware {
+        let config = dgt_hil_sim::BoardConfig { scan_period_ms: 0, ..dgt_hil_sim::BoardConfig::default() };
+        dgt_hil_sim::Firmware::new(config, dgt_hil_sim::firmware::start_position(), 0)
+    }
+
+    fn sq(i: u8) -> DgtSquare {
+        DgtSquare::new(i).unwrap()
+    }
+
+    /// Plays `ucis` by hand on the firmware (lift, capture, place), a second apart.
+    fn play(fw: &mut dgt_hil_sim::Firmware, ucis: &[&str], t: &mut u64) {
+        for u in ucis {
+            let (from, to) = (&u[..2], &u[2..4]);
+            let idx = |s: &str| {
+                DgtSquare::from_square(
+                    shakmaty::Square::from_ascii(s.as_bytes()).unwrap(),
+                    Orientation::Normal,
+                )
+            };
+            let piece = fw.physical()[usize::from(idx(from).index())];
+            *t += 1000;
+            fw.set_piece(idx(from), PieceCode::Empty, *t);
+            fw.set_piece(idx(to), piece, *t + 100);
+        }
+    }
+
+    fn dump_of_codes(codes: &[PieceCode; 64]) -> BoardDump {
+        let mut d = BoardDump::EMPTY;
+        for s in DgtSquare::ALL {
+            d.set(s, codes[usize::from(s.index())]);
+        }
+        d
+    }
+
+    fn apply(known: &BoardDump, steps: &[Step]) -> BoardDump {
+        let mut d = *known;
+        for s in steps {
+            d.set(s.square, s.piece);
+        }
+        d
+    }
+
+    #[test]
+    fn the_event_log_replays_from_where_the_tracker_lost_the_board() {
+        let mut fw = firmware();
+        let mut t = 0;
+        play(&mut fw, &["e2e4", "e7e5"], &mut t);
+        // The port is lost here; six plies are made, the board is replugged (power-up),
+        // and one more ply follows.
+        let known = dump_of_codes(fw.physical());
+        play(&mut fw, &["g1f3", "b8c6", "f1b5", "a7a6", "b5c6", "d7c6"], &mut t);
+        fw.power_cycle(t + 500);
+        play(&mut fw, &["e1g1"], &mut t);
+        let steps = changes_since(&fw.ee_events(), &known).unwrap();
+        assert_eq!(apply(&known, &steps), dump_of_codes(fw.physical()));
+        // Move by move from the lost point: Ng1 lifted first; the power-up restates the
+        // same board and adds nothing; a capture is two changes (lift, replace).
+        assert_eq!(steps[0], Step { square: sq(62), piece: PieceCode::Empty, gap: Gap::Normal });
+        assert_eq!(steps.len(), 6 * 2 + 2, "{steps:?}");
+        // Nothing since the known board: nothing to replay.
+        assert_eq!(changes_since(&fw.ee_events(), &dump_of_codes(fw.physical())), None);
+    }
+
+    #[test]
+    fn a_change_made_without_power_comes_from_the_power_up_listing() {
+        let start = dgt_hil_sim::firmware::start_position();
+        let fields = |board: &[PieceCode; 64]| {
+            DgtSquare::ALL
+                .into_iter()
+                .filter(|s| !board[usize::from(s.index())].is_empty())
+                .map(|s| EeEvent::Field { square: s, piece: board[usize::from(s.index())], quick: true })
+                .collect::<Vec<_>>()
+        };
+        let mut after = start;
+        after[36] = after[52];
+        after[52] = PieceCode::Empty;
+        let mut log = vec![EeEvent::Nop, EeEvent::PowerUp];
+        log.extend(fields(&start));
+        log.push(EeEvent::BeginPos);
+        log.push(EeEvent::PowerUp);
+        log.extend(fields(&after));
+        let steps = changes_since(&log, &dump_of_codes(&start)).unwrap();
+        assert_eq!(
+            steps,
+            [
+                Step { square: sq(52), piece: PieceCode::Empty, gap: Gap::Press },
+                Step { square: sq(36), piece: PieceCode::WhitePawn, gap: Gap::Quick }
+            ]
+        );
+        // A log that does not reach back to a power-up cannot be placed.
+        assert_eq!(changes_since(&log[log.len() - 10..], &dump_of_codes(&start)), None);
+    }
+
+    /// What the tracker confirmed, as UCI, in order.
+    fn confirmed(events: &[Event]) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::MoveConfirmed(m) => Some(m.uci.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A tracker that saw the start position and `ucis` (each confirmed by quiet time),
+    /// and the firmware showing the same.
+    fn game_after(ucis: &[&str], t: &mut u64) -> (Tracker<64>, dgt_hil_sim::Firmware, Vec<Event>) {
+        let mut fw = firmware();
+        let mut tracker = Tracker::<64>::new(dgt_core::Config::default());
+        let mut events = Vec::new();
+        tracker.feed_dump(&dump_of_codes(fw.physical()), *t, &mut |e| events.push(e));
+        for u in ucis {
+            play(&mut fw, &[u], t);
+            tracker.feed_dump(&dump_of_codes(fw.physical()), *t + 200, &mut |e| events.push(e));
+            *t += 5_000;
+            tracker.tick(*t, &mut |e| events.push(e));
+        }
+        (tracker, fw, events)
+    }
+
+    #[test]
+    fn the_same_board_after_the_reconnect_ends_the_reconciling_at_once() {
+        let mut t = 0;
+        let (tracker, fw, _) = game_after(&["e2e4"], &mut t);
+        let mut r = Reconcile::new(tracker.board());
+        let clock = Message::FieldUpdate(FieldUpdate::new(sq(0), PieceCode::WhiteRook));
+        assert_eq!(r.intake(clock, 1), Intake::Feed(vec![(1, clock)]), "fed as is while the port is gone");
+        r.attached(10);
+        assert_eq!(r.intake(clock, 11), Intake::Held);
+        let dump = Message::BoardDump(dump_of_codes(fw.physical()));
+        assert_eq!(r.intake(dump, 12), Intake::Feed(vec![(11, clock), (12, dump)]));
+    }
+
+    #[test]
+    fn moves_that_transpose_while_away_are_replayed_in_the_order_played() {
+        // Both orders leave the same board: only the board's log tells them apart.
+        for line in [["g1f3", "b8c6", "b1c3"], ["b1c3", "b8c6", "g1f3"]] {
+            let mut t = 0;
+            let (mut tracker, mut fw, mut events) = game_after(&["e2e4", "e7e5"], &mut t);
+            let mut r = Reconcile::new(tracker.board());
+            play(&mut fw, &line, &mut t);
+            t += 1_000;
+            fw.power_cycle(t);
+            r.attached(t);
+            let back = Message::BoardDump(dump_of_codes(fw.physical()));
+            assert_eq!(r.intake(back, t), Intake::AskLog);
+            assert!(r.reading_log() && !r.overdue(t + 1) && r.overdue(t + LOG_ANSWER_MS));
+            // A move made while the log is read is held and replayed after the log.
+            play(&mut fw, &["g8f6"], &mut t);
+            let later = Message::BoardDump(dump_of_codes(fw.physical()));
+            assert_eq!(r.intake(later, t + 200), Intake::Held);
+            let log = fw.ee_events();
+            let (end, said) = replay(&mut tracker, &r.finish(Some(&log)), t + 300);
+            events.extend(said);
+            tracker.tick(end + 10_000, &mut |e| events.push(e));
+            let mut want = vec!["e2e4", "e7e5"];
+            want.extend(line);
+            want.push("g8f6");
+            assert_eq!(confirmed(&events), want);
+        }
+    }
+
+    #[test]
+    fn without_a_log_everything_held_is_fed_in_order() {
+        let mut t = 0;
+        let (mut tracker, mut fw, mut events) = game_after(&["e2e4", "e7e5"], &mut t);
+        let mut r = Reconcile::new(tracker.board());
+        r.lost();
+        assert!(r.is_away());
+        play(&mut fw, &["g1f3"], &mut t);
+        r.attached(t);
+        assert_eq!(r.intake(Message::BoardDump(dump_of_codes(fw.physical())), t), Intake::AskLog);
+        let outcome = r.finish(None);
+        assert!(outcome.steps.is_none() && outcome.held.len() == 1);
+        let (end, said) = replay(&mut tracker, &outcome, t + 10);
+        events.extend(said);
+        tracker.tick(end + 10_000, &mut |e| events.push(e));
+        assert_eq!(confirmed(&events), ["e2e4", "e7e5", "g1f3"]);
+    }
+}
