@@ -53,4 +53,4 @@ pub use config::{Config, Period, TimeControl, WhiteClockSide};
 pub use event::{ClockState, EndReason, Event, EventQueue, EventSink, GameResult, MoveInfo, StartKind};
 pub use pgn::{GameText, Hms, PgnHeader, PgnPly};
 pub use search::{MAX_DEPTH, board_diff};
-pub use tracker::{GameState, ResumeError, ResumePly, StartError, Tracker, View};
+pub use tracker::{GameState, Reading, ResumeError, ResumePly, StartError, Tracker, View};

@@ -125,28 +125,55 @@ struct Walk<'a, F> {
     first: bool,
 }
 
+/// The best line a walk found so far, its score, and whether another line scored the same
+/// (the board alone cannot tell them apart).
+#[derive(Default)]
+struct Best {
+    line: Option<(Path, u8)>,
+    tied: bool,
+}
+
+impl Best {
+    fn offer(&mut self, path: &Path, score: u8) {
+        match &self.line {
+            Some((_, s)) if score < *s => {}
+            Some((_, s)) if score == *s => self.tied = true,
+            _ => {
+                self.line = Some((path.clone(), score));
+                self.tied = false;
+            }
+        }
+    }
+}
+
+/// A line found by [`find_line_seen`].
+pub(crate) struct Found {
+    /// The plies.
+    pub path: Path,
+    /// How many of the positions on the way the board was seen showing.
+    pub seen: u8,
+    /// Another line of the same length through as many seen positions leads to the same
+    /// board: which one was played is a guess.
+    pub tied: bool,
+}
+
 /// Walks the lines of exactly `depth` plies from `pos` to the target, keeping in `best` the
 /// one whose positions on the way the board was seen showing most often (the first found
-/// on a tie). `score` counts the seen positions of `path` so far. Returns true when the
-/// walk is to stop (a line found, with `first`).
+/// on a tie, noting the tie). `score` counts the seen positions of `path` so far. Returns
+/// true when the walk is to stop (a line found, with `first`).
 fn walk<F: Fn(&Board) -> bool>(
     w: &Walk<'_, F>,
     pos: &Chess,
     depth: u8,
     path: &mut Path,
     score: u8,
-    best: &mut Option<(Path, u8)>,
+    best: &mut Best,
 ) -> bool {
     let target = w.target;
     let first = w.first;
-    let keep = |path: &Path, best: &mut Option<(Path, u8)>| {
-        if best.as_ref().is_none_or(|(_, s)| score > *s) {
-            *best = Some((path.clone(), score));
-        }
-    };
     let diff = board_diff(pos.board(), target);
     if diff.is_empty() {
-        keep(path, best);
+        best.offer(path, score);
         return first;
     }
     if depth == 0 {
@@ -157,7 +184,7 @@ fn walk<F: Fn(&Board) -> bool>(
             && !undoes_own_last(path, m)
             && path.push(m).is_ok()
         {
-            keep(path, best);
+            best.offer(path, score);
             path.pop();
             return first;
         }
@@ -193,13 +220,14 @@ fn walk<F: Fn(&Board) -> bool>(
 /// `target` on the board (empty when it already does). When several lines of that length
 /// do, the one passing through most positions for which `seen` is true: different move
 /// orders can reach the same board (a burst of plies read at once), and the positions the
-/// board showed on the way tell them apart. Returns the line and that count.
+/// board showed on the way tell them apart. Returns the line, that count, and whether
+/// another line was as good.
 pub(crate) fn find_line_seen<F: Fn(&Board) -> bool>(
     pos: &Chess,
     target: &Board,
     max_depth: u8,
     seen: &F,
-) -> Option<(Path, u8)> {
+) -> Option<Found> {
     if !has_two_kings(target) {
         return None;
     }
@@ -208,17 +236,20 @@ pub(crate) fn find_line_seen<F: Fn(&Board) -> bool>(
         if !material_allows(pos, target, depth) {
             continue;
         }
-        let mut found = None;
+        let mut found = Best::default();
         if !walk(&Walk { target, seen, first: true }, pos, depth, &mut Path::new(), 0, &mut found) {
             continue;
         }
-        if depth < 2 {
-            return found;
-        }
-        // The length is known; now every line of that length is compared.
-        let mut best = None;
-        walk(&Walk { target, seen, first: false }, pos, depth, &mut Path::new(), 0, &mut best);
-        return best.or(found);
+        // The length is known; from two plies on, every line of that length is compared
+        // (one ply is unique: the board shows the piece that moved and where).
+        let best = if depth < 2 {
+            found
+        } else {
+            let mut best = Best::default();
+            walk(&Walk { target, seen, first: false }, pos, depth, &mut Path::new(), 0, &mut best);
+            if best.line.is_some() { best } else { found }
+        };
+        return best.line.map(|(path, seen)| Found { path, seen, tied: best.tied });
     }
     None
 }
@@ -227,7 +258,7 @@ pub(crate) fn find_line_seen<F: Fn(&Board) -> bool>(
 /// `target` on the board (empty when it already does).
 #[cfg(test)]
 pub(crate) fn find_line(pos: &Chess, target: &Board, max_depth: u8) -> Option<Path> {
-    find_line_seen(pos, target, max_depth, &|_| false).map(|(p, _)| p)
+    find_line_seen(pos, target, max_depth, &|_| false).map(|f| f.path)
 }
 
 #[cfg(test)]

@@ -815,6 +815,8 @@ impl BoardActor {
                     self.check_clock_pause();
                     if self.away.as_ref().is_some_and(|a| a.overdue(now)) {
                         self.finish_away(None).await;
+                    } else if self.away.as_mut().is_some_and(|a| a.wants_dump(now)) {
+                        self.handle_event(Event::RequestBoardDump).await;
                     }
                 }
                 _ = retry.tick(), if !self.pending.is_empty() => {
@@ -860,7 +862,8 @@ impl BoardActor {
                 if let Message::Bwtime(dgt_protocol::Bwtime::Times(t)) = &msg {
                     self.clock_health(t);
                 }
-                match self.away.as_mut().map(|a| a.intake(msg, now)) {
+                let tracker = &self.tracker;
+                match self.away.as_mut().map(|a| a.intake(msg, now, |d| reconcile::needs_log(tracker, d))) {
                     None => self.tracker.feed(&msg, now, &mut |e| events.push(e)),
                     Some(Intake::Feed(msgs)) => {
                         tracing::debug!(
@@ -879,7 +882,7 @@ impl BoardActor {
             }
             SerialEvent::Lost { reason } | SerialEvent::OpenFailed { reason } => {
                 if lost {
-                    self.keep_board_while_away();
+                    self.keep_board_while_away().await;
                 }
                 // No clock reading comes while the board is away: its alert says enough.
                 self.health.clock_stopped_at = None;
@@ -926,14 +929,11 @@ impl BoardActor {
     }
 
     /// The port was lost: keep the board as the tracker saw it (see [`crate::reconcile`]).
-    /// A board lost again before it was reconciled keeps the older picture.
-    fn keep_board_while_away(&mut self) {
-        match &mut self.away {
-            Some(a) => a.lost(),
-            None if self.tracker.state() == GameState::Active && self.tracker.board_known() => {
-                self.away = Some(Reconcile::new(self.tracker.board()));
-            }
-            None => {}
+    /// A board lost again before it was reconciled is first reconciled without its log.
+    async fn keep_board_while_away(&mut self) {
+        self.finish_away(None).await;
+        if self.tracker.state() == GameState::Active && self.tracker.board_known() {
+            self.away = Some(Reconcile::new(self.tracker.board()));
         }
     }
 
@@ -955,9 +955,9 @@ impl BoardActor {
         let Some(away) = self.away.take() else { return };
         let outcome = away.finish(log);
         match (&outcome.steps, log) {
-            (Some(steps), _) => tracing::info!(
+            (Some(changes), _) => tracing::info!(
                 board = self.number,
-                changes = steps.len(),
+                changes = changes.steps.len(),
                 "replayed the square changes from the board's event log"
             ),
             (None, Some(log)) => tracing::warn!(

@@ -7,10 +7,13 @@
 //! change in its EEPROM, so the relay asks for that log before the tracker sees anything
 //! the board sent after coming back:
 //!
-//! 1. When the port is lost, [`Reconcile::new`] keeps the board as the tracker saw it.
-//! 2. When the port is back, the first board reading decides ([`Reconcile::intake`]): the
-//!    same board means nothing happened, and everything is fed as usual. Otherwise every
-//!    board message is held and the event log (`49`) is asked for.
+//! 1. When the port is lost, [`Reconcile::new`] keeps the board as the tracker saw it. A
+//!    port lost again before the board was reconciled first finishes the reconciliation
+//!    without the log: the clock presses the relay saw meanwhile are not thrown away.
+//! 2. When the port is back, the first board reading decides ([`Reconcile::intake`]): when
+//!    the tracker explains it with at most one ply ([`needs_log`]), everything is fed as
+//!    usual. Otherwise (more plies, several move orders, or none it searches) every board
+//!    message is held and the event log (`49`) is asked for.
 //! 3. With the log (or without it, when it does not come or does not reach back),
 //!    [`Reconcile::finish`] says what to replay, and [`replay`] feeds it: the logged square
 //!    changes since the kept board ([`changes_since`]) with synthetic times, then the held
@@ -21,7 +24,7 @@
 //! listing as one reading, and the tracker reconstructs them from the position as before.
 //! Pure and synchronous, so the offline harness replays a game exactly as the relay does.
 
-use dgt_core::{Event, EventSink, Tracker};
+use dgt_core::{Event, EventSink, Reading, Tracker, View};
 use dgt_protocol::{BoardDump, DgtSquare, EeEvent, FieldUpdate, Message, PieceCode};
 
 /// After the port is back, how long the first board reading may take (ms).
@@ -31,6 +34,9 @@ pub const FIRST_READING_MS: u64 = 15_000;
 pub const LOG_ANSWER_MS: u64 = 12_000;
 /// Most board messages held while the log is read (a board sends under 200 a second).
 pub const HELD_MAX: usize = 8_192;
+/// While the log is read, how often a dump is asked for (ms), as the tracker does while
+/// the board is unexplained.
+pub const DUMP_EVERY_MS: u64 = 1_000;
 /// The tracker's tick period used while replaying (ms), as the relay ticks.
 const TICK_MS: u64 = 50;
 
@@ -48,8 +54,9 @@ enum Phase {
     Away,
     /// The port is back; the first board reading is due by `until`.
     Back { until: u64 },
-    /// The event log was asked for; due by `until`.
-    ReadingLog { until: u64 },
+    /// The event log was asked for; due by `until`. A dump was last asked for at `dumped`;
+    /// `clock` is set by a clock reading held since (a press wants a dump after it).
+    ReadingLog { until: u64, dumped: u64, clock: bool },
 }
 
 /// What to do with a board message while a board is reconciled.
@@ -73,7 +80,7 @@ pub struct Outcome {
     pub kept: BoardDump,
     /// The square changes logged since then (`None`: the log was not had, or does not
     /// reach back to the kept board).
-    pub steps: Option<Vec<Step>>,
+    pub steps: Option<LogChanges>,
     /// Board messages received since the port came back, with their times.
     pub held: Vec<(u64, Message<'static>)>,
 }
@@ -82,13 +89,6 @@ impl Reconcile {
     /// Keeps the board as the tracker saw it when the port was lost.
     pub fn new(kept: BoardDump) -> Reconcile {
         Reconcile { kept, phase: Phase::Away, held: Vec::new() }
-    }
-
-    /// The port was lost again before the board was reconciled: what it sent since it came
-    /// back is superseded by the next reading; the board kept from the first loss stays.
-    pub fn lost(&mut self) {
-        self.phase = Phase::Away;
-        self.held.clear();
     }
 
     /// The port is back at `now`.
@@ -107,8 +107,16 @@ impl Reconcile {
         matches!(self.phase, Phase::ReadingLog { .. })
     }
 
-    /// A board message (dump, field update, clock times) received at `now`.
-    pub fn intake(&mut self, msg: Message<'static>, now: u64) -> Intake {
+    /// A board message (dump, field update, clock times) received at `now`. `needs_log`
+    /// says whether the tracker can explain the first dump after the port came back (see
+    /// [`needs_log`]); when it can, the log is not read (reading it holds the board's
+    /// messages for about 8 s).
+    pub fn intake(
+        &mut self,
+        msg: Message<'static>,
+        now: u64,
+        needs_log: impl FnOnce(&BoardDump) -> bool,
+    ) -> Intake {
         match self.phase {
             Phase::Away => Intake::Feed(vec![(now, msg)]),
             Phase::Back { .. } => {
@@ -119,9 +127,12 @@ impl Reconcile {
                 self.held.push((now, msg));
                 match dump {
                     None => Intake::Held,
-                    Some(d) if d == self.kept => Intake::Feed(std::mem::take(&mut self.held)),
+                    Some(d) if d == self.kept || !needs_log(&d) => {
+                        Intake::Feed(std::mem::take(&mut self.held))
+                    }
                     Some(_) => {
-                        self.phase = Phase::ReadingLog { until: now + LOG_ANSWER_MS };
+                        self.phase =
+                            Phase::ReadingLog { until: now + LOG_ANSWER_MS, dumped: now, clock: false };
                         Intake::AskLog
                     }
                 }
@@ -130,7 +141,8 @@ impl Reconcile {
                 self.held.push((now, msg));
                 Intake::Overflow
             }
-            Phase::ReadingLog { .. } => {
+            Phase::ReadingLog { ref mut clock, .. } => {
+                *clock |= matches!(msg, Message::Bwtime(_));
                 self.held.push((now, msg));
                 Intake::Held
             }
@@ -141,7 +153,22 @@ impl Reconcile {
     pub fn overdue(&self, now: u64) -> bool {
         match self.phase {
             Phase::Away => false,
-            Phase::Back { until } | Phase::ReadingLog { until } => now >= until,
+            Phase::Back { until } | Phase::ReadingLog { until, .. } => now >= until,
+        }
+    }
+
+    /// True when a board dump should be asked for now: while the log is read, after each
+    /// clock reading and at least once a second, so that the held messages carry dumps as
+    /// the tracker would have asked for them (it checks plies read together against a
+    /// dump taken after the press).
+    pub fn wants_dump(&mut self, now: u64) -> bool {
+        match &mut self.phase {
+            Phase::ReadingLog { dumped, clock, .. } if *clock || now >= *dumped + DUMP_EVERY_MS => {
+                *dumped = now;
+                *clock = false;
+                true
+            }
+            _ => false,
         }
     }
 
@@ -152,8 +179,20 @@ impl Reconcile {
     }
 }
 
+/// True when `dump` alone does not tell what was played while the board was away: more
+/// than one ply (the shortest line is only the likeliest: a rook that went b6 then b7
+/// reads as one that went b7), several move orders, or nothing the tracker searches.
+pub fn needs_log<const N: usize>(tracker: &Tracker<N>, dump: &BoardDump) -> bool {
+    match tracker.explain(dump) {
+        Reading::NoGame | Reading::AtTip => false,
+        Reading::Explained { plies } => plies > 1,
+        Reading::Ambiguous | Reading::Unexplained => true,
+    }
+}
+
 /// Feeds the tracker an [`Outcome`], starting at tracker time `start_ms`: the logged
-/// changes with synthetic times (a lever press logged in between ends a move), then the
+/// changes with synthetic times (a lever press logged in between ends a move; see
+/// [`LogChanges::presses`] for the last one), then the
 /// held messages, shifted so they come after the replayed ones but keep their own
 /// spacing. The tracker is ticked every [`TICK_MS`] meanwhile. Returns the tracker's time
 /// at the end (the caller's clock must not go back behind it) and what the tracker said,
@@ -173,9 +212,10 @@ pub fn replay<const N: usize>(
             events.push(e);
         }
     };
-    if let Some(steps) = &outcome.steps {
+    if let Some(changes) = &outcome.steps {
         tracker.feed_dump(&outcome.kept, t, &mut sink);
-        for step in steps {
+        let before = tracker.ply_count(View::Live);
+        for step in &changes.steps {
             let gap = match step.gap {
                 Gap::Quick => 40,
                 Gap::Normal => settle + 50,
@@ -185,8 +225,16 @@ pub fn replay<const N: usize>(
             advance(tracker, &mut t, to, &mut sink);
             tracker.feed_field(FieldUpdate::new(step.square, step.piece), t, &mut sink);
         }
-        let to = t + settle + 50;
+        let to = t + settle + 100;
         advance(tracker, &mut t, to, &mut sink);
+        // Every logged move followed by another is over, and the last one too when the log
+        // holds a press for each: confirmed now, so that a held press is not taken for
+        // theirs (their own presses were made while the relay did not listen). Otherwise the
+        // last one's press may be among the held messages, and is left to it.
+        let live = tracker.ply_count(View::Live);
+        let logged = live.saturating_sub(before);
+        let over = if changes.presses >= logged { live } else { live.saturating_sub(1) };
+        tracker.confirm_plies(over, t, &mut sink);
     }
     let shift = outcome.held.first().map_or(0, |(first, _)| t.saturating_sub(*first));
     for (at, msg) in &outcome.held {
@@ -229,6 +277,16 @@ pub struct Step {
     pub gap: Gap,
 }
 
+/// What a board's event log shows since the tracker lost the board.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogChanges {
+    /// The square changes, oldest first.
+    pub steps: Vec<Step>,
+    /// Clock lever moves logged since then: as many as the moves the changes make means
+    /// every one of them was pressed before the log was read.
+    pub presses: usize,
+}
+
 /// The square changes a board's EEPROM event log holds since the board last showed
 /// `known`, oldest first; `None` when the log never shows `known` (it does not reach back
 /// to a power-up, or the board was changed in a way it did not log) or nothing changed
@@ -240,7 +298,7 @@ pub struct Step {
 /// tracker's knowledge ends. A later power-up (the board unplugged and replugged) restates
 /// the whole board: what differs from the replay is a change made while the board had no
 /// power, reported as such.
-pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<Vec<Step>> {
+pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
     // Find the last point where the board equals `known`.
     let mut state: [Option<PieceCode>; 64] = [None; 64];
     let mut differ = 64usize;
@@ -279,6 +337,7 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<Vec<Step>> {
     }
     let mut steps = Vec::new();
     let mut press = false;
+    let mut presses = 0;
     // A power-up sequence being read: the board it lists and the last square listed.
     let mut block: Option<([PieceCode; 64], Option<u8>)> = None;
     for e in &log[start..] {
@@ -298,7 +357,11 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<Vec<Step>> {
         }
         match *e {
             EeEvent::PowerUp => block = Some(([PieceCode::Empty; 64], None)),
-            EeEvent::Time { .. } => press = true,
+            EeEvent::Time { .. } => {
+                press = true;
+                // A press before the first change is the kept board's own move's.
+                presses += usize::from(!steps.is_empty());
+            }
             EeEvent::Field { square, piece, quick } => {
                 let k = usize::from(square.index());
                 if cur[k] != piece {
@@ -319,7 +382,7 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<Vec<Step>> {
     if let Some((board, _)) = block {
         restate(&mut cur, &board, &mut steps);
     }
-    (!steps.is_empty()).then_some(steps)
+    (!steps.is_empty()).then_some(LogChanges { steps, presses })
 }
 
 /// The changes from `cur` to `board` (a power-up's listing): lifts first, then placements.
@@ -396,7 +459,9 @@ mod tests {
         play(&mut fw, &["g1f3", "b8c6", "f1b5", "a7a6", "b5c6", "d7c6"], &mut t);
         fw.power_cycle(t + 500);
         play(&mut fw, &["e1g1"], &mut t);
-        let steps = changes_since(&fw.ee_events(), &known).unwrap();
+        let changes = changes_since(&fw.ee_events(), &known).unwrap();
+        assert_eq!(changes.presses, 0, "no clock: no press");
+        let steps = changes.steps;
         assert_eq!(apply(&known, &steps), dump_of_codes(fw.physical()));
         // Move by move from the lost point: Ng1 lifted first; the power-up restates the
         // same board and adds nothing; a capture is two changes (lift, replace).
@@ -424,7 +489,7 @@ mod tests {
         log.push(EeEvent::BeginPos);
         log.push(EeEvent::PowerUp);
         log.extend(fields(&after));
-        let steps = changes_since(&log, &dump_of_codes(&start)).unwrap();
+        let steps = changes_since(&log, &dump_of_codes(&start)).unwrap().steps;
         assert_eq!(
             steps,
             [
@@ -469,11 +534,15 @@ mod tests {
         let (tracker, fw, _) = game_after(&["e2e4"], &mut t);
         let mut r = Reconcile::new(tracker.board());
         let clock = Message::FieldUpdate(FieldUpdate::new(sq(0), PieceCode::WhiteRook));
-        assert_eq!(r.intake(clock, 1), Intake::Feed(vec![(1, clock)]), "fed as is while the port is gone");
+        assert_eq!(
+            r.intake(clock, 1, |_| true),
+            Intake::Feed(vec![(1, clock)]),
+            "fed as is while the port is gone"
+        );
         r.attached(10);
-        assert_eq!(r.intake(clock, 11), Intake::Held);
+        assert_eq!(r.intake(clock, 11, |_| true), Intake::Held);
         let dump = Message::BoardDump(dump_of_codes(fw.physical()));
-        assert_eq!(r.intake(dump, 12), Intake::Feed(vec![(11, clock), (12, dump)]));
+        assert_eq!(r.intake(dump, 12, |_| true), Intake::Feed(vec![(11, clock), (12, dump)]));
     }
 
     #[test]
@@ -488,12 +557,12 @@ mod tests {
             fw.power_cycle(t);
             r.attached(t);
             let back = Message::BoardDump(dump_of_codes(fw.physical()));
-            assert_eq!(r.intake(back, t), Intake::AskLog);
+            assert_eq!(r.intake(back, t, |d| needs_log(&tracker, d)), Intake::AskLog);
             assert!(r.reading_log() && !r.overdue(t + 1) && r.overdue(t + LOG_ANSWER_MS));
             // A move made while the log is read is held and replayed after the log.
             play(&mut fw, &["g8f6"], &mut t);
             let later = Message::BoardDump(dump_of_codes(fw.physical()));
-            assert_eq!(r.intake(later, t + 200), Intake::Held);
+            assert_eq!(r.intake(later, t + 200, |_| true), Intake::Held);
             let log = fw.ee_events();
             let (end, said) = replay(&mut tracker, &r.finish(Some(&log)), t + 300);
             events.extend(said);
@@ -510,11 +579,10 @@ mod tests {
         let mut t = 0;
         let (mut tracker, mut fw, mut events) = game_after(&["e2e4", "e7e5"], &mut t);
         let mut r = Reconcile::new(tracker.board());
-        r.lost();
         assert!(r.is_away());
         play(&mut fw, &["g1f3"], &mut t);
         r.attached(t);
-        assert_eq!(r.intake(Message::BoardDump(dump_of_codes(fw.physical())), t), Intake::AskLog);
+        assert_eq!(r.intake(Message::BoardDump(dump_of_codes(fw.physical())), t, |_| true), Intake::AskLog);
         let outcome = r.finish(None);
         assert!(outcome.steps.is_none() && outcome.held.len() == 1);
         let (end, said) = replay(&mut tracker, &outcome, t + 10);

@@ -229,7 +229,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let color = pos.turn();
             let move_number = pos.fullmoves().get();
             let seen = self.seen_ms[0];
-            let (clk, emt) = match (press, self.clocks.current(now)) {
+            // A press confirming the range: its reading shows the clocks as they were when
+            // the range ended (a later one may show the mover's next move already).
+            let reading = press.map(|p| p.reading).or_else(|| self.clocks.current(now));
+            let (clk, emt) = match (press, reading) {
                 (Some(p), _) if press_ply == Some(i) => {
                     let clk = self.clocks.time_of(&self.config, &p.reading, color);
                     (Some(clk), self.clocks.account(&self.config, color, move_number, clk, p.jump))

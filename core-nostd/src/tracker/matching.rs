@@ -1,6 +1,7 @@
 //! Matching the physical board against the line: one-ply fast path, deep search,
 //! takebacks, and the squares reported when nothing explains the board.
 
+use dgt_protocol::BoardDump;
 use shakmaty::{Bitboard, Board, Color, Position};
 
 use super::{GameState, Tracker};
@@ -8,7 +9,59 @@ use crate::board::placement_hash;
 use crate::event::{Event, EventSink};
 use crate::search::{self, board_diff, has_two_kings, one_ply};
 
+/// How the tracker would explain a board reading, asked before feeding it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// No game is being followed: there is nothing to explain.
+    NoGame,
+    /// The board shows the line's last position.
+    AtTip,
+    /// One line of legal plies explains it; the shortest, when longer ones do too.
+    Explained {
+        /// Plies from the line's last position (some provisional ones may be replaced).
+        plies: u8,
+    },
+    /// Several move orders explain it equally well (a transposition read in one go, as after
+    /// the board was away): the tracker would have to guess which was played.
+    Ambiguous,
+    /// Nothing within the search explains it: more plies than it searches, a takeback,
+    /// hands on the board.
+    Unexplained,
+}
+
 impl<const PLIES: usize> Tracker<PLIES> {
+    /// How `dump` would be explained from the line as it stands, without acting on it. A
+    /// caller that can learn more about how the board got there (the board's event log,
+    /// after an outage) asks before feeding a reading that is not simply explained.
+    pub fn explain(&self, dump: &BoardDump) -> Reading {
+        if self.state != GameState::Active {
+            return Reading::NoGame;
+        }
+        let mut phys = self.phys.clone();
+        phys.load(dump);
+        let target = &phys.board;
+        let d = board_diff(self.tip.board(), target);
+        if phys.magic.any() || !has_two_kings(target) {
+            return Reading::Unexplained;
+        }
+        if d.is_empty() {
+            return Reading::AtTip;
+        }
+        if one_ply(&self.tip, target, d).is_some() {
+            return Reading::Explained { plies: 1 };
+        }
+        let lifted_only = (d & target.occupied()).is_empty();
+        let keep = if lifted_only { self.records.len() - self.confirmed } else { self.pressed_plies() };
+        match self.best_line(target, keep) {
+            Some((k, path, false)) => {
+                let prov = self.records.len() - self.confirmed;
+                Reading::Explained { plies: (prov - k + path.len()) as u8 }
+            }
+            Some((_, _, true)) => Reading::Ambiguous,
+            None => Reading::Unexplained,
+        }
+    }
+
     pub(super) fn on_match<S: EventSink + ?Sized>(&mut self, sink: &mut S) {
         self.dirty = false;
         self.at_tip = true;
@@ -77,7 +130,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // Plies a waiting press was bound to stand (see `pressed_plies`); a board
             // showing the tip less some pieces keeps them all.
             let keep = if lifted_only { self.records.len() - self.confirmed } else { self.pressed_plies() };
-            if let Some((k, path)) = self.best_line(&target, keep) {
+            if let Some((k, path, _)) = self.best_line(&target, keep) {
                 self.retract_to(self.confirmed + k, sink);
                 self.extend(&path, now, sink);
                 self.on_match(sink);
@@ -108,36 +161,53 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// through a burst), so a line that keeps them is taken only when no shorter line from
     /// an earlier base explains the board. Among lines of that length, the one through
     /// most positions the board was seen showing (move orders can transpose), then the one
-    /// keeping more of the provisional plies.
-    fn best_line(&self, target: &Board, keep: usize) -> Option<(usize, search::Path)> {
+    /// keeping more of the provisional plies. The flag is true when another, different
+    /// line scored the same: the board alone cannot say which was played.
+    pub(super) fn best_line(&self, target: &Board, keep: usize) -> Option<(usize, search::Path, bool)> {
         let depth = usize::from(self.config.search_depth.max(1));
         let prov = self.records.len() - self.confirmed;
         let seen = |b: &Board| self.seen_boards.contains(&placement_hash(b));
-        // (base, path, plies in all, seen positions on the way)
-        let mut best: Option<(usize, search::Path, usize, u8)> = None;
+        // (base, path, plies in all, seen positions on the way, tied)
+        let mut best: Option<(usize, search::Path, usize, u8, bool)> = None;
         for k in (keep.min(prov)..=prov).rev() {
             let limit = match &best {
-                Some((_, _, total, _)) if *total < k => continue,
-                Some((_, _, total, _)) => (total - k).min(depth),
+                Some((_, _, total, _, _)) if *total < k => continue,
+                Some((_, _, total, _, _)) => (total - k).min(depth),
                 None => depth,
             };
             let Some(pos) = self.position_at(self.confirmed + k) else { break };
-            let Some((path, on_way)) = search::find_line_seen(&pos, target, limit as u8, &seen) else {
+            let Some(found) = search::find_line_seen(&pos, target, limit as u8, &seen) else {
                 continue;
             };
-            let total = k + path.len();
+            let total = k + found.path.len();
             // Kept plies' positions count when a ply follows them.
             let kept = (self.confirmed..self.confirmed + k)
                 .filter(|&i| {
                     i + 1 < self.confirmed + total && self.seen_boards.contains(&self.records[i].hash)
                 })
                 .count() as u8;
-            let score = on_way + kept;
-            if best.as_ref().is_none_or(|(_, _, t, s)| total < *t || (total == *t && score > *s)) {
-                best = Some((k, path, total, score));
+            let score = found.seen + kept;
+            match &mut best {
+                Some((bk, bpath, t, s, tied)) if total == *t && score == *s => {
+                    // The same line found from another base is no rival.
+                    if !self.same_line((*bk, bpath), (k, &found.path)) {
+                        *tied = true;
+                    }
+                }
+                Some((_, _, t, s, _)) if total > *t || (total == *t && score < *s) => {}
+                _ => best = Some((k, found.path, total, score, found.tied)),
             }
         }
-        best.map(|(k, path, _, _)| (k, path))
+        best.map(|(k, path, _, _, tied)| (k, path, tied))
+    }
+
+    /// True when two lines (provisional plies up to a base, then a path) are the same plies.
+    fn same_line(&self, a: (usize, &search::Path), b: (usize, &search::Path)) -> bool {
+        let ((ka, pa), (kb, pb)) = if a.0 <= b.0 { (a, b) } else { (b, a) };
+        // Line `a` leaves the provisional plies earlier: its path must replay them.
+        let replays_kept =
+            (ka..kb).all(|i| pa.get(i - ka).is_some_and(|&m| self.records[self.confirmed + i].same_move(m)));
+        replays_kept && pa.get(kb - ka..).is_some_and(|rest| rest == pb.as_slice())
     }
 
     /// True when the tip, or one legal ply from it or from a provisional base, shows `target`.

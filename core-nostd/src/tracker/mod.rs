@@ -14,6 +14,7 @@ mod input;
 mod lifecycle;
 mod line;
 mod matching;
+pub use matching::Reading;
 mod record;
 
 use record::PlyRecord;
@@ -308,6 +309,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// The result and why, once the game is over.
     pub fn result(&self) -> Option<(GameResult, EndReason)> {
         self.result
+    }
+
+    /// Confirms the provisional plies up to `plies` in all, known to be over from outside
+    /// the board's readings: its own event log showed the game going on after them (a
+    /// board back from an outage). They get a `%clk` only where the clock still shows it.
+    pub fn confirm_plies<S: EventSink + ?Sized>(&mut self, plies: usize, now_ms: u64, sink: &mut S) {
+        if self.state == GameState::Active && plies > self.confirmed {
+            self.confirm_through(plies.min(self.records.len()), None, now_ms, sink);
+        }
     }
 
     /// Number of plies in a view.

@@ -31,6 +31,12 @@ impl PlyRecord {
         PlyRecord { from: u8::from(from), to: u8::from(to), kind, promo, clk: NONE16, emt: NONE16, hash }
     }
 
+    /// True when `m` is this ply's move.
+    pub(crate) fn same_move(self, m: Move) -> bool {
+        let other = PlyRecord::new(m, self.hash);
+        (other.from, other.to, other.kind, other.promo) == (self.from, self.to, self.kind, self.promo)
+    }
+
     /// The move in the position before it.
     pub(crate) fn to_move(self, pos: &Chess) -> Option<Move> {
         let from = Square::new(u32::from(self.from & 63));

@@ -1,0 +1,114 @@
+//! A board back from an outage: how its first reading is judged before it is fed
+//! ([`Tracker::explain`]), plies confirmed from the board's own log
+//! ([`Tracker::confirm_plies`]), and the `%clk` of a ply without a press of its own.
+
+mod common;
+
+use common::{Sim, clocked, parse_uci, play_pressed};
+use dgt_core::{Config, Event, Reading, Tracker};
+use dgt_protocol::{BoardDump, ClockSide, DgtSquare, Orientation, PieceCode};
+use shakmaty::{Chess, Position};
+
+/// The dump of the position after `ucis` from `pos`.
+fn dump_after(pos: &Chess, ucis: &[&str]) -> BoardDump {
+    let mut p = pos.clone();
+    for u in ucis {
+        let m = parse_uci(&p, u);
+        p.play_unchecked(m);
+    }
+    let mut d = BoardDump::EMPTY;
+    for (sq, piece) in p.board().iter() {
+        d.set(DgtSquare::from_square(sq, Orientation::Normal), PieceCode::from_piece(piece));
+    }
+    d
+}
+
+#[test]
+fn a_reading_is_judged_without_being_fed() {
+    let fresh: Tracker<64> = Tracker::new(Config::default());
+    assert_eq!(fresh.explain(&dump_after(&Chess::default(), &[])), Reading::NoGame);
+
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let pos = play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
+    let before = s.events.len();
+    let t = &s.tracker;
+    assert_eq!(t.explain(&dump_after(&pos, &[])), Reading::AtTip);
+    assert_eq!(t.explain(&dump_after(&pos, &["g1f3"])), Reading::Explained { plies: 1 });
+    assert_eq!(t.explain(&dump_after(&pos, &["g1f3", "b8c6"])), Reading::Explained { plies: 2 });
+    // Nf3 Nc6 Nc3 and Nc3 Nc6 Nf3 leave the same board: the board cannot say which.
+    assert_eq!(t.explain(&dump_after(&pos, &["g1f3", "b8c6", "b1c3"])), Reading::Ambiguous);
+    // More plies than the search goes.
+    let far = ["g1f3", "b8c6", "f1b5", "a7a6", "b5c6", "d7c6"];
+    assert_eq!(t.explain(&dump_after(&pos, &far)), Reading::Unexplained);
+    // Nothing was acted on.
+    assert_eq!(s.events.len(), before);
+    assert_eq!(s.confirmed_ucis(), ["e2e4", "e7e5"]);
+}
+
+#[test]
+fn plies_known_to_be_over_are_confirmed_on_request() {
+    let mut s = Sim::started(Config::default(), Orientation::Normal);
+    let mut pos = Chess::default();
+    for u in ["e2e4", "e7e5", "g1f3"] {
+        pos = s.play_uci(&pos, u);
+        s.wait(300);
+    }
+    // No clock and no quiet time yet: all three are provisional.
+    assert!(s.confirmed_ucis().is_empty());
+    let now = s.now;
+    let mut events = Vec::new();
+    s.tracker.confirm_plies(2, now, &mut |e| events.push(e));
+    let confirmed: Vec<u16> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::MoveConfirmed(m) => Some(m.ply),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(confirmed, [1, 2]);
+    // Asking again, or for more than there is, confirms only what is there.
+    events.clear();
+    s.tracker.confirm_plies(9, now, &mut |e| events.push(e));
+    assert_eq!(events.iter().filter(|e| matches!(e, Event::MoveConfirmed(_))).count(), 1);
+}
+
+#[test]
+fn a_pair_read_together_keeps_the_clock_of_the_press_that_confirms_it() {
+    // White's move and press were not seen (the board was away); the board shows White's
+    // and Black's plies together. Black presses, then White presses again at once, before
+    // a dump confirms the pair: White's first ply keeps the time White's display showed
+    // at Black's press, not the one after White's next press.
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let pos = play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
+    // Unseen: White plays Nf3, using 4 s, and presses (2 s increment).
+    if let Some(c) = &mut s.clock {
+        c.white -= 4;
+        c.white += 2;
+        c.running = Some(shakmaty::Color::Black);
+        c.high = shakmaty::Color::Black;
+    }
+    let white_after_nf3 = s.clock.as_ref().map(|c| c.white);
+    let mut p = pos.clone();
+    for u in ["g1f3", "b8c6"] {
+        let m = parse_uci(&p, u);
+        p.play_unchecked(m);
+    }
+    // Both plies in one reading (the dump after the reconnect).
+    s.board = p.board().clone();
+    s.dump();
+    // The host is slow to answer dump requests meanwhile (the pair waits for a dump taken
+    // after the press).
+    s.dumps_answered = usize::MAX;
+    s.wait(100);
+    s.press(5, 2);
+    // White presses at once (a forgotten move, or one the board reports later).
+    s.wait(100);
+    s.press(3, 2);
+    s.dumps_answered = 0;
+    s.wait(1_000);
+    let nf3 = s.events.iter().find_map(|e| match e {
+        Event::MoveConfirmed(m) if m.ply == 3 => Some(m.clk),
+        _ => None,
+    });
+    assert_eq!(nf3, Some(white_after_nf3), "{:?}", s.confirmed_events());
+}
