@@ -131,3 +131,32 @@ async fn moves_made_while_unplugged_are_replayed_from_the_boards_event_log() {
     assert!(logs.contains("replayed the square changes from the board's event log"), "{logs}");
     assert_eq!(board.status().unwrap().reconnects, 1);
 }
+
+/// Nf3 Nc6 Nc3 and Nc3 Nc6 Nf3 leave the same board: made while the board was unplugged,
+/// only the board's event log tells which was played, and the relay reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transposition_made_while_unplugged_comes_out_in_the_order_played() {
+    for (n, order) in ["2. Nf3 Nc6 3. Nc3", "2. Nc3 Nc6 3. Nf3"].into_iter().enumerate() {
+        let dir = tmpdir(&format!("unplug-transposed-{n}"));
+        let pgn = format!(
+            "[Event \"T\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"*\"]\n\n1. e4 {{[%clk 0:10:00]}} \
+             e5 {{[%clk 0:10:00]}} {order} Nf6 4. d3 Bc5 5. Be2 d6 *\n"
+        );
+        let games = dgt_hil_sim::pgn::parse_games(&pgn);
+        let game = &games[0];
+        let board = sim_board(&dir, 20103 + n as u32, 20.0);
+        let link: PathBuf = board.path();
+        let relay = relay_on(&dir, &link);
+        relay.wait_boards("active", Duration::from_secs(10), |v| v[0]["status"] == "active");
+        // Unplugged after ply 2, plugged back after ply 5.
+        let plan = scenario(game);
+        let at = press_ms(&plan, 2) + 300;
+        let down = press_ms(&plan, 5) + 300 - at;
+        let plan = with_unplug(plan, at, down);
+        let _handle = board.start_scenario(plan, StartPolicy::WhenHostListens).unwrap();
+        let v = relay.wait_boards("the whole game", Duration::from_secs(90), |v| confirmed(v, 1).len() >= 9);
+        let got = confirmed(&v, 1);
+        assert_eq!(got, source_sans(game)[..got.len()], "{order}\n{}", relay.logs());
+        assert!(relay.logs().contains("reading its event log"), "{}", relay.logs());
+    }
+}
