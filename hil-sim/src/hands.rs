@@ -449,8 +449,13 @@ impl Planner<'_> {
             // plies leaves the same board (the mover's two plies the other way round, a
             // double step and en passant against a single step and a capture), no one
             // watching the board could know which was played.
+            // A fast ply right after the burst may be squeezed into the burst's last scan:
+            // its plies and that one must tell their order too.
             let mut burst = burst;
-            while burst > 1 && self.hidden_line(&pos, i, burst) {
+            while burst > 1
+                && (self.hidden_line(&pos, i, burst)
+                    || (fast(i + burst) && self.hidden_line(&pos, i, burst + 1)))
+            {
                 burst -= 1;
             }
             // A burst presses where the source's clock says; when that is past the mover's

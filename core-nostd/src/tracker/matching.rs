@@ -129,8 +129,21 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if !self.phys.magic.any() && has_two_kings(&target) {
             // Plies a waiting press was bound to stand (see `pressed_plies`); a board
             // showing the tip less some pieces keeps them all.
-            let keep = if lifted_only { self.records.len() - self.confirmed } else { self.pressed_plies() };
-            if let Some((k, path, _)) = self.best_line(&target, keep) {
+            let prov = self.records.len() - self.confirmed;
+            let pressed = self.pressed_plies();
+            let mut line = self.best_line(&target, if lifted_only { prov } else { pressed });
+            // Hands hold pieces only while one ply is under way: a board that needs an
+            // exchange of several plies from the tip is weighed against the lines from
+            // earlier bases like any other reading.
+            if lifted_only && line.as_ref().is_some_and(|(_, path, _)| path.len() > 1) {
+                let kept = line.as_ref().map_or(usize::MAX, |(k, path, _)| k + path.len());
+                if let Some(other) =
+                    self.best_line(&target, pressed).filter(|(k, path, _)| k + path.len() < kept)
+                {
+                    line = Some(other);
+                }
+            }
+            if let Some((k, path, _)) = line {
                 self.retract_to(self.confirmed + k, sink);
                 self.extend(&path, now, sink);
                 self.on_match(sink);
