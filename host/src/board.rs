@@ -46,7 +46,7 @@ use crate::feed::{
 use crate::reconcile::{self, Intake, Reconcile};
 use crate::serial::{SerialEvent, SessionCommand};
 use crate::shutdown::Listener;
-use crate::store::{GameRecord, Journal, Record, Store};
+use crate::store::{GameHeader, GameRecord, Journal, Record, Store};
 
 /// Plies one game can hold (the tracker's capacity).
 pub const PLIES: usize = 600;
@@ -295,7 +295,7 @@ pub fn check_result(r: &str) -> Result<GameResult, String> {
 
 /// A journaled game's start position and castling mode.
 pub fn start_position(g: &GameRecord) -> Result<(Chess, CastlingMode), String> {
-    match &g.start_fen {
+    match &g.header.start_fen {
         Some(fen) => parse_fen(fen),
         None => Ok((Chess::default(), CastlingMode::Standard)),
     }
@@ -373,16 +373,16 @@ impl BoardActor {
     }
 
     fn resume(&mut self, rec: GameRecord) {
-        let journal = match self.svc.store.open_journal(rec.round, rec.board) {
+        let journal = match self.svc.store.open_journal(rec.header.round, rec.header.board) {
             Ok(j) => Some(j),
             Err(e) => {
                 tracing::error!(board = self.number, error = %e, "cannot reopen journal");
                 None
             }
         };
-        let fen = rec.moves.last().and_then(|m| m.fen.clone()).or_else(|| rec.start_fen.clone());
+        let fen = rec.moves.last().and_then(|m| m.fen.clone()).or_else(|| rec.header.start_fen.clone());
         let fen = fen.unwrap_or_else(|| START_FEN.to_owned());
-        self.flipped = rec.flipped;
+        self.flipped = rec.header.flipped;
         self.game = Some(LiveGame { rec, journal, fen });
         if self.game.as_ref().is_some_and(|g| g.rec.result.is_none()) {
             // The game goes on at once and the first dump is reconciled against it (moves
@@ -406,7 +406,7 @@ impl BoardActor {
                 .map_err(|e| e.to_string())
         });
         if let Err(e) = r {
-            let (round, moves) = (g.rec.round, g.rec.moves.len());
+            let (round, moves) = (g.rec.header.round, g.rec.moves.len());
             self.alert(
                 AlertLevel::Error,
                 "resume",
@@ -426,7 +426,7 @@ impl BoardActor {
 
     fn view(&self) -> BoardView {
         let round =
-            self.game.as_ref().map_or_else(|| self.svc.tournament.lock().event.round, |g| g.rec.round);
+            self.game.as_ref().map_or_else(|| self.svc.tournament.lock().event.round, |g| g.rec.header.round);
         let mut v = BoardView::new(self.number, round);
         v.serial.clone_from(&self.serial);
         v.port = self.port.as_ref().map(|(_, p, _)| p.clone());
@@ -436,8 +436,8 @@ impl BoardActor {
         v.battery = self.health.battery;
         match &self.game {
             Some(g) => {
-                v.pairing = g.rec.pairing.clone();
-                v.start_fen.clone_from(&g.rec.start_fen);
+                v.pairing = g.rec.header.pairing.clone();
+                v.start_fen.clone_from(&g.rec.header.start_fen);
                 v.fen = Some(g.fen.clone());
                 v.moves = g.rec.moves.iter().map(|m| m.view.clone()).collect();
                 v.result.clone_from(&g.rec.result);
@@ -462,7 +462,7 @@ impl BoardActor {
         if let Some(g) = &self.game {
             let live = if g.rec.result.is_none() { self.last_clock.as_ref() } else { None };
             let text = crate::pgn::write_game(&g.rec, live);
-            self.svc.store.set_pgn(g.rec.round, g.rec.board, text);
+            self.svc.store.set_pgn(g.rec.header.round, g.rec.header.board, text);
         }
     }
 
@@ -505,7 +505,7 @@ impl BoardActor {
             };
             let result = match &g.journal {
                 Some(j) => j.append(rec).await,
-                None => match self.svc.store.create_journal(&g.rec.header()).await {
+                None => match self.svc.store.create_journal(&g.rec.header).await {
                     Ok(j) => {
                         if let Some(g) = &mut self.game {
                             g.journal = Some(j);
@@ -551,7 +551,7 @@ impl BoardActor {
                         .moves
                         .last()
                         .and_then(|m| m.fen.clone())
-                        .or_else(|| g.rec.start_fen.clone())
+                        .or_else(|| g.rec.header.start_fen.clone())
                         .unwrap_or_else(|| START_FEN.to_owned());
                 }
             }
@@ -576,13 +576,13 @@ impl BoardActor {
         };
         // A game already holding moves in this round keeps its slot: use the next round.
         while self.svc.store.has_journal(round, self.number)
-            && !self.game.as_ref().is_some_and(|g| g.rec.round == round && g.rec.moves.is_empty())
+            && !self.game.as_ref().is_some_and(|g| g.rec.header.round == round && g.rec.moves.is_empty())
             && round < 9999
         {
             round += 1;
         }
         let (utc_date, utc_time) = now_utc();
-        let rec = GameRecord {
+        let rec = GameRecord::new(GameHeader {
             round,
             board: self.number,
             serial: self.serial.clone(),
@@ -594,13 +594,10 @@ impl BoardActor {
             pairing,
             start_fen: start_fen.clone(),
             flipped: self.flipped,
-            moves: Vec::new(),
-            result: None,
-            termination: None,
-        };
+        });
         let fen = start_fen.unwrap_or_else(|| START_FEN.to_owned());
         tracing::info!(board = self.number, round, "new game");
-        let journal = match self.svc.store.create_journal(&rec.header()).await {
+        let journal = match self.svc.store.create_journal(&rec.header).await {
             Ok(j) => Some(j),
             Err(e) => {
                 self.alert(
@@ -1130,11 +1127,11 @@ impl BoardActor {
                     self.publish_board();
                     return Ok(());
                 };
-                if g.rec.moves.is_empty() && g.rec.round != round {
+                if g.rec.moves.is_empty() && g.rec.header.round != round {
                     // An empty game moves to the new round.
-                    let start = g.rec.start_fen.clone();
+                    let start = g.rec.header.start_fen.clone();
                     self.new_game(start).await;
-                } else if g.rec.round == round && g.rec.pairing != pairing {
+                } else if g.rec.header.round == round && g.rec.header.pairing != pairing {
                     let mut view = self.view();
                     view.pairing = pairing.clone();
                     if !self
@@ -1221,7 +1218,7 @@ impl BoardActor {
         if from_ply as usize - 1 + moves.len() > PLIES {
             return Err(format!("a game holds at most {PLIES} plies"));
         }
-        let start = g.rec.start_fen.clone().unwrap_or_else(|| START_FEN.to_owned());
+        let start = g.rec.header.start_fen.clone().unwrap_or_else(|| START_FEN.to_owned());
         let (mut pos, _) = parse_fen(&start)?;
         for m in g.rec.moves.iter().take(from_ply as usize - 1) {
             let mv = UciMove::from_ascii(m.view.uci.as_bytes())
@@ -1470,7 +1467,7 @@ mod tests {
         let (store, _) = Store::open(&dir).unwrap();
         let ucis = ["e2e4", "e7e5", "d2d4", "d7d5"];
         {
-            let header = GameRecord {
+            let header = GameHeader {
                 round: 1,
                 board: 1,
                 serial: Some("777".into()),
@@ -1482,11 +1479,7 @@ mod tests {
                 pairing: crate::config::Pairing::default(),
                 start_fen: None,
                 flipped: false,
-                moves: Vec::new(),
-                result: None,
-                termination: None,
-            }
-            .header();
+            };
             let j = store.create_journal(&header).await.unwrap();
             let mut fen = START_FEN.to_owned();
             for (i, u) in ucis.iter().enumerate() {

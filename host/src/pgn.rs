@@ -36,13 +36,14 @@ fn clock_state(c: &ClockView) -> ClockState {
 pub fn write_game(g: &GameRecord, live_clock: Option<&ClockView>) -> String {
     // A start FEN that does not parse (a damaged journal) numbers the moves from 1.
     let (start, mode) = start_position(g).unwrap_or((Chess::default(), CastlingMode::Standard));
-    let round = format!("{}.{}", g.round, g.board);
-    let board = g.board.to_string();
-    let ids = [&g.pairing.white, &g.pairing.black].map(|p| p.fide_id.map(|id| id.to_string()));
+    let h = &g.header;
+    let round = format!("{}.{}", h.round, h.board);
+    let board = h.board.to_string();
+    let ids = [&h.pairing.white, &h.pairing.black].map(|p| p.fide_id.map(|id| id.to_string()));
     let mut extra: Vec<(&str, &str)> = Vec::new();
     for ((title, fide_id), (p, id)) in [("WhiteTitle", "WhiteFideId"), ("BlackTitle", "BlackFideId")]
         .into_iter()
-        .zip([&g.pairing.white, &g.pairing.black].into_iter().zip(&ids))
+        .zip([&h.pairing.white, &h.pairing.black].into_iter().zip(&ids))
     {
         if let Some(t) = &p.title {
             extra.push((title, t));
@@ -52,21 +53,21 @@ pub fn write_game(g: &GameRecord, live_clock: Option<&ClockView>) -> String {
         }
     }
     let header = PgnHeader {
-        event: or_unknown(&g.event),
-        site: or_unknown(&g.site),
-        date: if g.utc_date.is_empty() { "????.??.??" } else { &g.utc_date },
+        event: or_unknown(&h.event),
+        site: or_unknown(&h.site),
+        date: if h.utc_date.is_empty() { "????.??.??" } else { &h.utc_date },
         round: &round,
-        white: or_unknown(&g.pairing.white.name),
-        black: or_unknown(&g.pairing.black.name),
+        white: or_unknown(&h.pairing.white.name),
+        black: or_unknown(&h.pairing.black.name),
         board: Some(&board),
-        time_control: g.time_control.as_deref(),
-        utc_date: Some(&g.utc_date),
-        utc_time: Some(&g.utc_time),
+        time_control: h.time_control.as_deref(),
+        utc_date: Some(&h.utc_date),
+        utc_time: Some(&h.utc_time),
         mode: Some("OTB"),
     };
     let result: Option<GameResult> = g.result.as_deref().and_then(|r| check_result(r).ok());
     let game = GameText {
-        set_up: g.start_fen.is_some(),
+        set_up: h.start_fen.is_some(),
         variant: (mode == CastlingMode::Chess960).then_some("Chess960"),
         result,
         termination: g.termination.as_deref(),
@@ -86,28 +87,30 @@ mod tests {
     use super::*;
     use crate::config::{Pairing, Player};
     use crate::feed::MoveView;
-    use crate::store::JournalMove;
+    use crate::store::{GameHeader, JournalMove};
 
     fn game() -> GameRecord {
         GameRecord {
-            round: 2,
-            board: 5,
-            serial: Some("12345".into()),
-            event: "Open \"A\"".into(),
-            site: "Town".into(),
-            time_control: Some("5400+30".into()),
-            utc_date: "2025.03.04".into(),
-            utc_time: "10:00:00".into(),
-            pairing: Pairing {
-                white: Player {
-                    name: "Carlsen, Magnus".into(),
-                    fide_id: Some(1503014),
-                    title: Some("GM".into()),
+            header: GameHeader {
+                round: 2,
+                board: 5,
+                serial: Some("12345".into()),
+                event: "Open \"A\"".into(),
+                site: "Town".into(),
+                time_control: Some("5400+30".into()),
+                utc_date: "2025.03.04".into(),
+                utc_time: "10:00:00".into(),
+                pairing: Pairing {
+                    white: Player {
+                        name: "Carlsen, Magnus".into(),
+                        fide_id: Some(1503014),
+                        title: Some("GM".into()),
+                    },
+                    black: Player::default(),
                 },
-                black: Player::default(),
+                start_fen: None,
+                flipped: false,
             },
-            start_fen: None,
-            flipped: false,
             moves: (1..=40)
                 .map(|ply| JournalMove {
                     view: MoveView {
@@ -149,7 +152,7 @@ mod tests {
     #[test]
     fn black_to_move_start_and_result() {
         let mut g = game();
-        g.start_fen = Some("8/8/8/8/8/8/8/K1k5 b - - 0 30".into());
+        g.header.start_fen = Some("8/8/8/8/8/8/8/K1k5 b - - 0 30".into());
         g.moves.truncate(2);
         g.result = Some("1/2-1/2".into());
         g.termination = Some("normal".into());

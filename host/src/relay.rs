@@ -133,28 +133,28 @@ impl Relay {
         let mut latest: BTreeMap<u32, GameRecord> = BTreeMap::new();
         for g in games {
             let text = crate::pgn::write_game(&g, None);
-            self.store.set_pgn(g.round, g.board, text);
-            let newer = latest.get(&g.board).is_none_or(|old| {
-                (g.round, g.utc_date.as_str(), g.utc_time.as_str())
-                    >= (old.round, old.utc_date.as_str(), old.utc_time.as_str())
+            self.store.set_pgn(g.header.round, g.header.board, text);
+            let newer = latest.get(&g.header.board).is_none_or(|old| {
+                (g.header.round, g.header.utc_date.as_str(), g.header.utc_time.as_str())
+                    >= (old.header.round, old.header.utc_date.as_str(), old.header.utc_time.as_str())
             });
             if newer {
-                latest.insert(g.board, g);
+                latest.insert(g.header.board, g);
             }
         }
         for (board, g) in latest {
-            if let Some(serial) = &g.serial {
+            if let Some(serial) = &g.header.serial {
                 let mut reg = self.registry.lock().unwrap_or_else(|p| p.into_inner());
                 reg.by_serial.entry(serial.clone()).or_insert(board);
             }
             tracing::info!(
                 board,
-                round = g.round,
+                round = g.header.round,
                 moves = g.moves.len(),
                 finished = g.result.is_some(),
                 "game recovered"
             );
-            let serial = g.serial.clone();
+            let serial = g.header.serial.clone();
             self.spawn_actor(board, serial, Some(g));
         }
     }

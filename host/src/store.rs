@@ -61,35 +61,40 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io { path: path.to_owned(), source }
 }
 
+/// Who, where, from which position: the journal's first record and the head of a
+/// [`GameRecord`]. One type for both, so the two cannot drift apart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameHeader {
+    /// Round.
+    pub round: u32,
+    /// Board number.
+    pub board: u32,
+    /// Serial number of the e-board that played it.
+    pub serial: Option<String>,
+    /// `Event`.
+    pub event: String,
+    /// `Site`.
+    pub site: String,
+    /// `TimeControl`.
+    pub time_control: Option<String>,
+    /// `UTCDate` (`yyyy.mm.dd`).
+    pub utc_date: String,
+    /// `UTCTime` (`hh:mm:ss`).
+    pub utc_time: String,
+    /// Players.
+    pub pairing: Pairing,
+    /// Start position when not standard.
+    pub start_fen: Option<String>,
+    /// Rotated board.
+    pub flipped: bool,
+}
+
 /// One journal line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
 pub enum Record {
     /// The first record: who, where, from which position.
-    Game {
-        /// Round.
-        round: u32,
-        /// Board number.
-        board: u32,
-        /// The e-board's serial number.
-        serial: Option<String>,
-        /// `Event`.
-        event: String,
-        /// `Site`.
-        site: String,
-        /// `TimeControl`.
-        time_control: Option<String>,
-        /// `UTCDate` (`yyyy.mm.dd`).
-        utc_date: String,
-        /// `UTCTime` (`hh:mm:ss`).
-        utc_time: String,
-        /// Players.
-        pairing: Pairing,
-        /// Start position when not standard.
-        start_fen: Option<String>,
-        /// Rotated board.
-        flipped: bool,
-    },
+    Game(GameHeader),
     /// A confirmed move.
     Move(JournalMove),
     /// Confirmed moves from `from_ply` on are withdrawn (takeback, correction).
@@ -131,28 +136,8 @@ pub struct JournalMove {
 /// A game as its journal tells it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GameRecord {
-    /// Round.
-    pub round: u32,
-    /// Board number.
-    pub board: u32,
-    /// Serial number of the e-board that played it.
-    pub serial: Option<String>,
-    /// `Event`.
-    pub event: String,
-    /// `Site`.
-    pub site: String,
-    /// `TimeControl`.
-    pub time_control: Option<String>,
-    /// `UTCDate`.
-    pub utc_date: String,
-    /// `UTCTime`.
-    pub utc_time: String,
-    /// Players.
-    pub pairing: Pairing,
-    /// Start position when not standard.
-    pub start_fen: Option<String>,
-    /// Rotated board.
-    pub flipped: bool,
+    /// The first record, with later pairing and flip changes applied.
+    pub header: GameHeader,
     /// Confirmed moves.
     pub moves: Vec<JournalMove>,
     /// Result, when over.
@@ -162,11 +147,16 @@ pub struct GameRecord {
 }
 
 impl GameRecord {
+    /// A game that has only its first record.
+    pub fn new(header: GameHeader) -> GameRecord {
+        GameRecord { header, moves: Vec::new(), result: None, termination: None }
+    }
+
     /// Applies one record after the first; returns false if it does not fit (a move out of
     /// sequence), in which case nothing changed.
     pub fn apply(&mut self, rec: &Record) -> bool {
         match rec {
-            Record::Game { .. } => return false,
+            Record::Game(_) => return false,
             Record::Move(m) => {
                 if m.view.ply as usize != self.moves.len() + 1 {
                     return false;
@@ -178,63 +168,10 @@ impl GameRecord {
                 self.result.clone_from(result);
                 self.termination.clone_from(termination);
             }
-            Record::Pairing { pairing } => self.pairing = pairing.clone(),
-            Record::Flip { flipped } => self.flipped = *flipped,
+            Record::Pairing { pairing } => self.header.pairing = pairing.clone(),
+            Record::Flip { flipped } => self.header.flipped = *flipped,
         }
         true
-    }
-
-    /// A game from its first record.
-    pub fn from_header(rec: &Record) -> Option<GameRecord> {
-        let Record::Game {
-            round,
-            board,
-            serial,
-            event,
-            site,
-            time_control,
-            utc_date,
-            utc_time,
-            pairing,
-            start_fen,
-            flipped,
-        } = rec.clone()
-        else {
-            return None;
-        };
-        Some(GameRecord {
-            round,
-            board,
-            serial,
-            event,
-            site,
-            time_control,
-            utc_date,
-            utc_time,
-            pairing,
-            start_fen,
-            flipped,
-            moves: Vec::new(),
-            result: None,
-            termination: None,
-        })
-    }
-
-    /// The first record of this game's journal.
-    pub fn header(&self) -> Record {
-        Record::Game {
-            round: self.round,
-            board: self.board,
-            serial: self.serial.clone(),
-            event: self.event.clone(),
-            site: self.site.clone(),
-            time_control: self.time_control.clone(),
-            utc_date: self.utc_date.clone(),
-            utc_time: self.utc_time.clone(),
-            pairing: self.pairing.clone(),
-            start_fen: self.start_fen.clone(),
-            flipped: self.flipped,
-        }
     }
 }
 
@@ -345,7 +282,7 @@ impl Store {
                     continue;
                 };
                 match replay(&e.path()) {
-                    Ok(Some(g)) if g.round == round && g.board == board => games.push(g),
+                    Ok(Some(g)) if g.header.round == round && g.header.board == board => games.push(g),
                     Ok(Some(_)) => {
                         tracing::warn!(path = %e.path().display(), "journal header names another game; skipped")
                     }
@@ -354,7 +291,7 @@ impl Store {
                 }
             }
         }
-        games.sort_by_key(|g| (g.round, g.board));
+        games.sort_by_key(|g| (g.header.round, g.header.board));
         let store = Store {
             root: root.to_owned(),
             texts: Mutex::new(Texts { games: BTreeMap::new(), dirty: BTreeSet::new() }),
@@ -383,11 +320,8 @@ impl Store {
     }
 
     /// Starts a game's journal (replacing any file there) with its first record, durably.
-    pub async fn create_journal(&self, header: &Record) -> Result<Journal, StoreError> {
-        let Record::Game { round, board, .. } = header else {
-            return Err(StoreError::Task("a journal starts with a game record".into()));
-        };
-        let path = self.journal_path(*round, *board);
+    pub async fn create_journal(&self, header: &GameHeader) -> Result<Journal, StoreError> {
+        let path = self.journal_path(header.round, header.board);
         let p = path.clone();
         let file = tokio::task::spawn_blocking(move || -> Result<File, StoreError> {
             let dir = p.parent().map(Path::to_owned).unwrap_or_default();
@@ -401,7 +335,7 @@ impl Store {
         .map_err(|e| StoreError::Task(e.to_string()))??;
         let file = reopen_append(file, &path)?;
         let j = Journal { path, file: Arc::new(file) };
-        j.append(header).await?;
+        j.append(&Record::Game(header.clone())).await?;
         Ok(j)
     }
 
@@ -527,7 +461,12 @@ pub fn replay(path: &Path) -> Result<Option<GameRecord>, StoreError> {
             }
         };
         match &mut game {
-            None => game = GameRecord::from_header(&rec),
+            // Records before the first readable header have no game to belong to.
+            None => {
+                if let Record::Game(h) = rec {
+                    game = Some(GameRecord::new(h));
+                }
+            }
             Some(g) => {
                 if !g.apply(&rec) {
                     tracing::warn!(path = %path.display(), line = n, "journal record out of sequence; skipped");
@@ -597,8 +536,8 @@ mod tests {
         d
     }
 
-    fn header(round: u32, board: u32) -> Record {
-        Record::Game {
+    fn header(round: u32, board: u32) -> GameHeader {
+        GameHeader {
             round,
             board,
             serial: Some("777".into()),
@@ -640,7 +579,7 @@ mod tests {
         let (_, games) = Store::open(&dir).unwrap();
         assert_eq!(games.len(), 1);
         let g = &games[0];
-        assert_eq!((g.round, g.board, g.moves.len()), (1, 3, 2));
+        assert_eq!((g.header.round, g.header.board, g.moves.len()), (1, 3, 2));
         assert_eq!(g.result.as_deref(), Some("1-0"));
         let _ = fs::remove_dir_all(&dir);
     }
@@ -663,6 +602,49 @@ mod tests {
         j.append(&mv(2)).await.unwrap();
         let (_, games) = Store::open(&dir).unwrap();
         assert_eq!(games[0].moves.len(), 2);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A journal as written before the header had its own type: every line must still
+    /// load, and writing the parsed records back must give the same bytes.
+    #[test]
+    fn journals_in_the_current_format_load_and_round_trip() {
+        let lines = [
+            r#"{"t":"game","round":2,"board":5,"serial":"12345","event":"Open","site":"Town","time_control":"5400+30","utc_date":"2025.03.04","utc_time":"10:00:00","pairing":{"white":{"name":"Carlsen, Magnus","fide_id":1503014,"title":"GM"},"black":{"name":""}},"start_fen":"8/8/8/8/8/8/8/K1k5 b - - 0 30","flipped":true}"#,
+            r#"{"t":"move","ply":1,"san":"Kb2","uci":"c1b2","clk":5400,"fen":"8/8/8/8/8/8/1k6/K7 w - - 1 31"}"#,
+            r#"{"t":"pairing","pairing":{"white":{"name":"A"},"black":{"name":"B","fide_id":7}}}"#,
+            r#"{"t":"flip","flipped":false}"#,
+            r#"{"t":"result","result":"1/2-1/2","termination":"normal"}"#,
+        ];
+        // Unknown or absent optional values are written as null.
+        let bare = r#"{"t":"game","round":1,"board":1,"serial":null,"event":"","site":"","time_control":null,"utc_date":"","utc_time":"","pairing":{"white":{"name":""},"black":{"name":""}},"start_fen":null,"flipped":false}"#;
+        for line in lines.iter().chain([&bare]) {
+            let rec: Record = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&rec).unwrap(), *line);
+        }
+        let dir = tmpdir("format");
+        fs::create_dir_all(dir.join("round-2")).unwrap();
+        fs::write(dir.join("round-2/game-5.journal"), lines.join("\n") + "\n").unwrap();
+        let (_, games) = Store::open(&dir).unwrap();
+        assert_eq!(games.len(), 1);
+        let g = &games[0];
+        let expected = GameHeader {
+            round: 2,
+            board: 5,
+            serial: Some("12345".into()),
+            event: "Open".into(),
+            site: "Town".into(),
+            time_control: Some("5400+30".into()),
+            utc_date: "2025.03.04".into(),
+            utc_time: "10:00:00".into(),
+            // As changed by the later records.
+            pairing: serde_json::from_str(r#"{"white":{"name":"A"},"black":{"name":"B","fide_id":7}}"#)
+                .unwrap(),
+            start_fen: Some("8/8/8/8/8/8/8/K1k5 b - - 0 30".into()),
+            flipped: false,
+        };
+        assert_eq!(g.header, expected);
+        assert_eq!((g.moves.len(), g.result.as_deref()), (1, Some("1/2-1/2")));
         let _ = fs::remove_dir_all(&dir);
     }
 
