@@ -43,7 +43,7 @@ use crate::config::{EventInfo, Pairing};
 use crate::feed::{
     AlertLevel, AlertView, BoardStatus, BoardView, ClockView, Delta, Hub, MoveState, MoveView, Side,
 };
-use crate::reconcile::{self, Intake, Reconcile};
+use crate::reconcile::{self, AfterLoss, Intake, Reconcile};
 use crate::serial::{SerialEvent, SessionCommand};
 use crate::shutdown::Listener;
 use crate::store::{GameHeader, GameRecord, Journal, Record, Store};
@@ -928,7 +928,18 @@ impl BoardActor {
     /// The port was lost: keep the board as the tracker saw it (see [`crate::reconcile`]).
     /// A board lost again before it was reconciled is first reconciled without its log.
     async fn keep_board_while_away(&mut self) {
-        self.finish_away(None).await;
+        match self.away.take().map(Reconcile::lost) {
+            Some(AfterLoss::Wait(a)) => {
+                tracing::info!(
+                    board = self.number,
+                    "lost again before it was reconciled; keeping the older board"
+                );
+                self.away = Some(a);
+                return;
+            }
+            Some(AfterLoss::Replay(outcome)) => self.replay_away(&outcome, None).await,
+            None => {}
+        }
         if self.tracker.state() == GameState::Active && self.tracker.board_known() {
             self.away = Some(Reconcile::new(self.tracker.board()));
         }
@@ -951,6 +962,11 @@ impl BoardActor {
     async fn finish_away(&mut self, log: Option<&[EeEvent]>) {
         let Some(away) = self.away.take() else { return };
         let outcome = away.finish(log);
+        self.replay_away(&outcome, log).await;
+    }
+
+    /// Feeds the tracker what a reconciliation ends with (see [`reconcile::replay`]).
+    async fn replay_away(&mut self, outcome: &reconcile::Outcome, log: Option<&[EeEvent]>) {
         match (&outcome.steps, log) {
             (Some(changes), _) => tracing::info!(
                 board = self.number,
@@ -962,12 +978,13 @@ impl BoardActor {
                 events = log.len(),
                 "the board's event log does not show the moves made while it was away"
             ),
+            (None, None) if outcome.held.is_empty() => {}
             (None, None) => {
                 tracing::warn!(board = self.number, "no event log from the board; going on from its position")
             }
         }
         let start = self.now_ms();
-        let (t, events) = reconcile::replay(&mut self.tracker, &outcome, start);
+        let (t, events) = reconcile::replay(&mut self.tracker, outcome, start);
         // The tracker's time went ahead of the real one: keep it monotonic from here on.
         self.time_shift_ms += t.saturating_sub(self.now_ms());
         self.handle_events(events).await;

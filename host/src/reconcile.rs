@@ -8,8 +8,10 @@
 //! the board sent after coming back:
 //!
 //! 1. When the port is lost, [`Reconcile::new`] keeps the board as the tracker saw it. A
-//!    port lost again before the board was reconciled first finishes the reconciliation
-//!    without the log: the clock presses the relay saw meanwhile are not thrown away.
+//!    port lost again before the board was reconciled ([`Reconcile::lost`]) keeps that
+//!    board when only the log could tell what was played, and waits for a log covering
+//!    both outages; when the tracker's one shortest line explained the reading, what was
+//!    held is replayed at once (the clock presses the relay saw meanwhile are kept).
 //! 2. When the port is back, the first board reading decides ([`Reconcile::intake`]): when
 //!    the tracker explains it with at most one ply ([`needs_log`]), everything is fed as
 //!    usual. Otherwise (more plies, several move orders, or none it searches) every board
@@ -54,9 +56,34 @@ enum Phase {
     Away,
     /// The port is back; the first board reading is due by `until`.
     Back { until: u64 },
-    /// The event log was asked for; due by `until`. A dump was last asked for at `dumped`;
-    /// `clock` is set by a clock reading held since (a press wants a dump after it).
-    ReadingLog { until: u64, dumped: u64, clock: bool },
+    /// The event log was asked for, for the reason `need`; due by `until`. A dump was last
+    /// asked for at `dumped`; `clock` is set by a clock reading held since (a press wants a
+    /// dump after it).
+    ReadingLog { need: LogNeed, until: u64, dumped: u64, clock: bool },
+}
+
+/// Why the first reading after the port came back needs the board's event log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogNeed {
+    /// It does not: at most one ply, or no game.
+    No,
+    /// One shortest line of several plies explains it; the log confirms the order.
+    ToConfirm,
+    /// Several move orders explain it equally well: only the log can tell.
+    Ambiguous,
+    /// Nothing the tracker searches explains it (more plies, or hands still moving).
+    Unexplained,
+}
+
+/// What becomes of a reconciliation when the port is lost again.
+#[derive(Debug)]
+pub enum AfterLoss {
+    /// Keep waiting with the board kept from the first loss, for a log that covers both
+    /// outages: the held reading was one the tracker could only guess.
+    Wait(Reconcile),
+    /// Replay what was held now (the tracker's one shortest line; the clock presses the
+    /// relay saw meanwhile are kept), then keep the board as it stands.
+    Replay(Outcome),
 }
 
 /// What to do with a board message while a board is reconciled.
@@ -108,14 +135,15 @@ impl Reconcile {
     }
 
     /// A board message (dump, field update, clock times) received at `now`. `needs_log`
-    /// says whether the tracker can explain the first dump after the port came back (see
-    /// [`needs_log`]); when it can, the log is not read (reading it holds the board's
-    /// messages for about 8 s).
+    /// judges a dump against the tracker (see [`needs_log`]): the first after the port came
+    /// back, and when the tracker can explain it alone, the log is not read (reading it
+    /// holds the board's messages for about 8 s); later ones while the log is read, for
+    /// [`Reconcile::lost`].
     pub fn intake(
         &mut self,
         msg: Message<'static>,
         now: u64,
-        needs_log: impl FnOnce(&BoardDump) -> bool,
+        needs_log: impl Fn(&BoardDump) -> LogNeed,
     ) -> Intake {
         match self.phase {
             Phase::Away => Intake::Feed(vec![(now, msg)]),
@@ -125,24 +153,34 @@ impl Reconcile {
                     _ => None,
                 };
                 self.held.push((now, msg));
-                match dump {
-                    None => Intake::Held,
-                    Some(d) if d == self.kept || !needs_log(&d) => {
-                        Intake::Feed(std::mem::take(&mut self.held))
-                    }
-                    Some(_) => {
-                        self.phase =
-                            Phase::ReadingLog { until: now + LOG_ANSWER_MS, dumped: now, clock: false };
-                        Intake::AskLog
-                    }
+                let need = match dump {
+                    None => return Intake::Held,
+                    Some(d) if d == self.kept => LogNeed::No,
+                    Some(d) => needs_log(&d),
+                };
+                if need == LogNeed::No {
+                    return Intake::Feed(std::mem::take(&mut self.held));
                 }
+                self.phase =
+                    Phase::ReadingLog { need, until: now + LOG_ANSWER_MS, dumped: now, clock: false };
+                Intake::AskLog
             }
             Phase::ReadingLog { .. } if self.held.len() >= HELD_MAX => {
                 self.held.push((now, msg));
                 Intake::Overflow
             }
-            Phase::ReadingLog { ref mut clock, .. } => {
+            Phase::ReadingLog { ref mut clock, ref mut need, .. } => {
                 *clock |= matches!(msg, Message::Bwtime(_));
+                // The first reading the tracker can explain decides (the first one may have
+                // caught hands moving); later ones are reached through it when replayed.
+                if *need == LogNeed::Unexplained
+                    && let Message::BoardDump(d) = &msg
+                {
+                    *need = match needs_log(d) {
+                        LogNeed::No => LogNeed::ToConfirm,
+                        other => other,
+                    };
+                }
                 self.held.push((now, msg));
                 Intake::Held
             }
@@ -172,6 +210,18 @@ impl Reconcile {
         }
     }
 
+    /// The port was lost again before the board was reconciled.
+    pub fn lost(mut self) -> AfterLoss {
+        match self.phase {
+            Phase::ReadingLog { need: LogNeed::ToConfirm, .. } => AfterLoss::Replay(self.finish(None)),
+            _ => {
+                self.phase = Phase::Away;
+                self.held.clear();
+                AfterLoss::Wait(self)
+            }
+        }
+    }
+
     /// Ends the reconciliation, with the board's event log when it came.
     pub fn finish(self, log: Option<&[EeEvent]>) -> Outcome {
         let steps = log.and_then(|log| changes_since(log, &self.kept));
@@ -179,14 +229,15 @@ impl Reconcile {
     }
 }
 
-/// True when `dump` alone does not tell what was played while the board was away: more
-/// than one ply (the shortest line is only the likeliest: a rook that went b6 then b7
-/// reads as one that went b7), several move orders, or nothing the tracker searches.
-pub fn needs_log<const N: usize>(tracker: &Tracker<N>, dump: &BoardDump) -> bool {
+/// Whether `dump` alone tells what was played while the board was away. More than one
+/// ply does not (the shortest line is only the likeliest: a rook that went b6 then b7
+/// reads as one that went b7), nor do several move orders or none the tracker searches.
+pub fn needs_log<const N: usize>(tracker: &Tracker<N>, dump: &BoardDump) -> LogNeed {
     match tracker.explain(dump) {
-        Reading::NoGame | Reading::AtTip => false,
-        Reading::Explained { plies } => plies > 1,
-        Reading::Ambiguous | Reading::Unexplained => true,
+        Reading::NoGame | Reading::AtTip | Reading::Explained { plies: 0 | 1 } => LogNeed::No,
+        Reading::Explained { .. } => LogNeed::ToConfirm,
+        Reading::Ambiguous => LogNeed::Ambiguous,
+        Reading::Unexplained => LogNeed::Unexplained,
     }
 }
 
@@ -535,14 +586,14 @@ mod tests {
         let mut r = Reconcile::new(tracker.board());
         let clock = Message::FieldUpdate(FieldUpdate::new(sq(0), PieceCode::WhiteRook));
         assert_eq!(
-            r.intake(clock, 1, |_| true),
+            r.intake(clock, 1, |_| LogNeed::Unexplained),
             Intake::Feed(vec![(1, clock)]),
             "fed as is while the port is gone"
         );
         r.attached(10);
-        assert_eq!(r.intake(clock, 11, |_| true), Intake::Held);
+        assert_eq!(r.intake(clock, 11, |_| LogNeed::Unexplained), Intake::Held);
         let dump = Message::BoardDump(dump_of_codes(fw.physical()));
-        assert_eq!(r.intake(dump, 12, |_| true), Intake::Feed(vec![(11, clock), (12, dump)]));
+        assert_eq!(r.intake(dump, 12, |_| LogNeed::Unexplained), Intake::Feed(vec![(11, clock), (12, dump)]));
     }
 
     #[test]
@@ -562,7 +613,7 @@ mod tests {
             // A move made while the log is read is held and replayed after the log.
             play(&mut fw, &["g8f6"], &mut t);
             let later = Message::BoardDump(dump_of_codes(fw.physical()));
-            assert_eq!(r.intake(later, t + 200, |_| true), Intake::Held);
+            assert_eq!(r.intake(later, t + 200, |_| LogNeed::Unexplained), Intake::Held);
             let log = fw.ee_events();
             let (end, said) = replay(&mut tracker, &r.finish(Some(&log)), t + 300);
             events.extend(said);
@@ -582,12 +633,47 @@ mod tests {
         assert!(r.is_away());
         play(&mut fw, &["g1f3"], &mut t);
         r.attached(t);
-        assert_eq!(r.intake(Message::BoardDump(dump_of_codes(fw.physical())), t, |_| true), Intake::AskLog);
+        assert_eq!(
+            r.intake(Message::BoardDump(dump_of_codes(fw.physical())), t, |_| LogNeed::Unexplained),
+            Intake::AskLog
+        );
         let outcome = r.finish(None);
         assert!(outcome.steps.is_none() && outcome.held.len() == 1);
         let (end, said) = replay(&mut tracker, &outcome, t + 10);
         events.extend(said);
         tracker.tick(end + 10_000, &mut |e| events.push(e));
         assert_eq!(confirmed(&events), ["e2e4", "e7e5", "g1f3"]);
+    }
+
+    #[test]
+    fn a_second_loss_waits_for_the_log_unless_one_line_explained_a_reading() {
+        let kept = dump_of_codes(&dgt_hil_sim::firmware::start_position());
+        let mut other = kept;
+        other.set(sq(52), PieceCode::Empty);
+        let reading = Message::BoardDump(other);
+        let back = |need: LogNeed| {
+            let mut r = Reconcile::new(kept);
+            r.attached(0);
+            assert_eq!(r.intake(reading, 1, |_| need), Intake::AskLog);
+            r
+        };
+        // Only the log can tell: the kept board stays and what was held is dropped.
+        for need in [LogNeed::Ambiguous, LogNeed::Unexplained] {
+            match back(need).lost() {
+                AfterLoss::Wait(r) => assert!(r.is_away() && r.held.is_empty() && r.kept == kept),
+                AfterLoss::Replay(o) => panic!("{need:?} replayed {o:?}"),
+            }
+        }
+        // One line explained it: replayed now, with what was held.
+        assert!(matches!(back(LogNeed::ToConfirm).lost(), AfterLoss::Replay(o) if o.held.len() == 1));
+        // The first reading caught hands moving; a later one is explained: that one decides.
+        let mut r = back(LogNeed::Unexplained);
+        assert_eq!(r.intake(reading, 2, |_| LogNeed::ToConfirm), Intake::Held);
+        assert_eq!(r.intake(reading, 3, |_| LogNeed::Unexplained), Intake::Held);
+        assert!(matches!(r.lost(), AfterLoss::Replay(o) if o.held.len() == 3));
+        // Lost before any reading came back: still waiting, nothing held.
+        let mut r = Reconcile::new(kept);
+        r.attached(0);
+        assert!(matches!(r.lost(), AfterLoss::Wait(r) if r.is_away()));
     }
 }

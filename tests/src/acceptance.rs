@@ -13,6 +13,7 @@ use dgt_hil_sim::pgn::SourceGame;
 use dgt_hil_sim::{BoardConfig, GroundTruth, Scenario, SimConfig, StartPolicy, spawn_fleet};
 
 use crate::feed::{FeedGame, Recorder};
+use crate::offline::{Pace, outage_windows, press_unseen};
 use crate::relay::{ProcStat, Relay, proc_stat};
 
 /// The shared corpus folder (`../shared/corpus` beside the workspace).
@@ -137,6 +138,9 @@ pub struct Outcome {
     pub sim_completed: bool,
     /// Anything odd seen while running it.
     pub notes: Vec<String>,
+    /// The pace it was played at (for the real length of an unplugged cable, see
+    /// [`outage_windows`]).
+    pub pace: Option<Pace>,
 }
 
 /// A batch's results.
@@ -195,7 +199,7 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
     }
     let mut relay = Relay::start(&opts.relay_bin, &opts.dir, &args)?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
-    let recorder = Recorder::start(rt.handle(), relay.addr)?;
+    let recorder = Recorder::start_logged(rt.handle(), relay.addr, Some(&opts.dir.join("feed-frames.log")))?;
     let serials: Vec<String> = (0..n).map(|i| (opts.first_serial + i as u32).to_string()).collect();
     let all_active = wait_until(Duration::from_secs(60), || {
         relay.json("/api/boards").is_ok_and(|v| {
@@ -302,6 +306,11 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
                             pgn: None,
                             sim_completed: completed,
                             notes,
+                            pace: Some(Pace {
+                                speed: opts.speed,
+                                hand_speed: opts.hand_speed,
+                                ..Pace::RELAY_SUITE
+                            }),
                         });
                     }
                 }
@@ -377,12 +386,16 @@ pub struct GameCheck {
     pub clk_checked: usize,
     /// `%clk` missing or more than 1 s off the simulated clock's display after the press.
     pub clk_misses: usize,
+    /// `%clk` and `%emt` left out, rightly, for a press the relay could not see: made while
+    /// the board was unplugged, before the relay had it back (see [`outage_windows`]).
+    pub clk_unseen: usize,
     /// `%clk` within 1 s of the source game's `%clk` (information: the simulator cannot
     /// always reproduce a source reading).
     pub clk_match_source: usize,
     /// Source plies with a `%clk`.
     pub clk_source: usize,
-    /// Confirmed moves without `%emt`.
+    /// Confirmed moves without `%emt`, except where it cannot be known: an unseen press's
+    /// ply without `%clk`, and the mover's next ply (its `%emt` counts from that `%clk`).
     pub emt_missing: usize,
     /// Confirmed moves (feed, ever, retracted ones included; or PGN) not in the truth.
     pub ghosts: usize,
@@ -430,8 +443,13 @@ pub fn check(job: &Job, o: &Outcome) -> GameCheck {
         c.why.push(format!("{} of {} plies missing from ply {at}", c.missing, t.moves.len()));
     }
     let has_clock = t.clock.is_some();
+    // Presses nobody saw (the cable pulled), as the offline harness finds them.
+    let outages = outage_windows(&job.scenario, o.pace);
+    // Plies whose `%clk` was rightly left out: their `%emt`, and the mover's next one's.
+    let mut no_clk_unseen = vec![false; t.moves.len()];
     for (i, m) in t.moves.iter().enumerate() {
         let got = feed.moves.get(i).filter(|f| f.uci == m.uci);
+        let unseen = has_clock && press_unseen(m.press_at_ms, &outages);
         let display = if m.color == "white" { m.white_clock_s } else { m.black_clock_s };
         if m.source_clk_s.is_some() && has_clock {
             c.clk_source += 1;
@@ -448,6 +466,10 @@ pub fn check(job: &Job, o: &Outcome) -> GameCheck {
             c.clk_checked += 1;
             match got.map(|g| g.clk) {
                 Some(Some(g)) if near(g, u64::from(d)) => {}
+                Some(None) if unseen => {
+                    c.clk_unseen += 1;
+                    no_clk_unseen[i] = true;
+                }
                 Some(g) => {
                     c.clk_misses += 1;
                     c.why.push(format!("ply {} {}: %clk {g:?}, the clock showed {d}", i + 1, m.san));
@@ -458,8 +480,10 @@ pub fn check(job: &Job, o: &Outcome) -> GameCheck {
         if !has_clock && let Some(Some(g)) = got.map(|g| g.clk) {
             c.why.push(format!("ply {}: %clk {g} without a clock", i + 1));
         }
+        let emt_unknowable = no_clk_unseen[i] || (i >= 2 && no_clk_unseen[i - 2]);
         if let Some(g) = got
             && g.emt.is_none()
+            && !emt_unknowable
         {
             c.emt_missing += 1;
             c.why.push(format!("ply {} {}: no %emt", i + 1, m.san));
@@ -542,6 +566,8 @@ pub struct Row {
     pub clk_checked: usize,
     /// `%clk` misses.
     pub clk_misses: usize,
+    /// `%clk`/`%emt` rightly left out for an unseen press.
+    pub clk_unseen: usize,
     /// `%clk` within 1 s of the source's.
     pub clk_match_source: usize,
     /// Source plies with `%clk`.
@@ -565,6 +591,7 @@ impl Row {
         self.exact += usize::from(c.exact());
         self.clk_checked += c.clk_checked;
         self.clk_misses += c.clk_misses;
+        self.clk_unseen += c.clk_unseen;
         self.clk_match_source += c.clk_match_source;
         self.clk_source += c.clk_source;
         self.emt_missing += c.emt_missing;
@@ -635,13 +662,14 @@ pub struct KnownBug {
 /// The table as text.
 pub fn format_table(rows: &BTreeMap<String, Row>) -> String {
     let mut s = format!(
-        "{:<34} {:>6} {:>7} {:>6} {:>8} {:>7} {:>9} {:>7} {:>6} {:>7} {:>8} {:>7}\n",
+        "{:<34} {:>6} {:>7} {:>6} {:>8} {:>7} {:>7} {:>9} {:>7} {:>6} {:>7} {:>8} {:>7}\n",
         "profile",
         "games",
         "plies",
         "exact",
         "clk chk",
         "clk miss",
+        "unseen",
         "src clk%",
         "no emt",
         "ghost",
@@ -653,13 +681,14 @@ pub fn format_table(rows: &BTreeMap<String, Row>) -> String {
         let src =
             if r.clk_source == 0 { 0.0 } else { 100.0 * r.clk_match_source as f64 / r.clk_source as f64 };
         s.push_str(&format!(
-            "{:<34} {:>6} {:>7} {:>6} {:>8} {:>8} {:>8.1}% {:>7} {:>6} {:>7} {:>8} {:>7}\n",
+            "{:<34} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8.1}% {:>7} {:>6} {:>7} {:>8} {:>7}\n",
             name,
             r.games,
             r.plies,
             r.exact,
             r.clk_checked,
             r.clk_misses,
+            r.clk_unseen,
             src,
             r.emt_missing,
             r.ghosts,

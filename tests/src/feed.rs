@@ -1,7 +1,9 @@
 //! A websocket client of the relay's `/ws` feed that keeps, per board and round, what a
 //! viewer was shown: the confirmed moves (with retractions and board replacements
 //! applied), every confirmed move ever sent (to find ghosts that were later withdrawn),
-//! results, and sequence-number or protocol problems.
+//! results, and sequence-number or protocol problems. Every frame can also be written to
+//! a file with the time it arrived ([`Recorder::start_logged`]), to line up what the relay
+//! published (provisional moves, retractions, mismatches) with its log.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -177,6 +179,22 @@ pub struct Recorder {
 impl Recorder {
     /// Connects to `ws://addr/ws` and records every frame in a task of `rt`.
     pub fn start(rt: &tokio::runtime::Handle, addr: SocketAddr) -> anyhow::Result<Recorder> {
+        Recorder::start_logged(rt, addr, None)
+    }
+
+    /// As [`Recorder::start`], and writes every frame to `log` (when given), one line each:
+    /// the UTC time it arrived (seconds since 1970, as the relay's log can be read with
+    /// microseconds), then the frame.
+    pub fn start_logged(
+        rt: &tokio::runtime::Handle,
+        addr: SocketAddr,
+        log: Option<&std::path::Path>,
+    ) -> anyhow::Result<Recorder> {
+        use std::io::Write;
+        let mut log = match log {
+            Some(p) => Some(std::io::BufWriter::new(std::fs::File::create(p)?)),
+            None => None,
+        };
         let state = Arc::new(Mutex::new(FeedState::default()));
         let url = format!("ws://{addr}/ws");
         let (ws, _) = rt.block_on(tokio_tungstenite::connect_async(url))?;
@@ -186,6 +204,15 @@ impl Recorder {
             while let Some(msg) = rx.next().await {
                 match msg {
                     Ok(Message::Text(t)) => {
+                        if let Some(w) = log.as_mut() {
+                            let at = std::time::SystemTime::now()
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .map_or(0.0, |d| d.as_secs_f64());
+                            // A log that cannot be written is given up, not the feed.
+                            if writeln!(w, "{at:.6} {}", t.as_str()).and_then(|()| w.flush()).is_err() {
+                                log = None;
+                            }
+                        }
                         let v: Value = match serde_json::from_str(t.as_str()) {
                             Ok(v) => v,
                             Err(e) => {

@@ -12,6 +12,14 @@
 //! reconnect, the tracker's [`Event::RequestBoardDump`] is answered with a dump at the
 //! next instant, and the tracker is ticked every [`TICK_MS`] of virtual time.
 //!
+//! With a [`Pace`] ([`OfflineOptions::pace`]) the tracker is fed the *real* time instead:
+//! the time at which a board of the end-to-end suite, thinking fast-forwarded and hands
+//! sped up ([`crate::acceptance::RunOptions`]), would send each message to the relay
+//! ([`Timeline`]). The firmware still runs in virtual time, as the simulated boards do;
+//! ticks, dump answers and the reconnect after an unplugged cable are timed in real
+//! milliseconds, as the relay sees them. Still deterministic: what the end-to-end suite
+//! does by the clock, reproduced in milliseconds, without its machine's noise.
+//!
 //! ```no_run
 //! use dgt_e2e_tests::offline::{replay_through_tracker, OfflineOptions};
 //! use dgt_hil_sim::hands::Profile;
@@ -20,17 +28,24 @@
 //! assert!(o.passed(), "{}", o.why.join("\n"));
 //! ```
 
-use dgt_core::{Config, Event, Tracker};
+use dgt_core::{Config, Event, GameState, Tracker};
 use dgt_hil_sim::hands::Profile;
 use dgt_hil_sim::offline::apply_action;
 use dgt_hil_sim::pgn::SourceGame;
+use dgt_hil_sim::scenario::Action;
 use dgt_hil_sim::{BoardConfig, Dgt3000, Firmware, GroundTruth, Scenario};
+use dgt_protocol::{Bwtime, EeEvent, Message};
 use dgt_protocol::{ClockSide, Command, Decoded, Decoder};
+use dgt_relay::reconcile::{self, AfterLoss, Intake, Reconcile};
 
 use crate::acceptance::{EndPath, Job};
 
 /// The tracker's tick period in virtual milliseconds (the host ticks every 50 ms).
 pub const TICK_MS: u64 = 50;
+
+/// How often the relay looks for the device node of a port whose board was unplugged
+/// (its `NODE_POLL`), real milliseconds.
+pub const NODE_POLL_MS: u64 = 50;
 
 /// Ply capacity of the tracker used (as in the host).
 pub const PLIES: usize = 600;
@@ -44,11 +59,132 @@ pub struct OfflineOptions {
     pub config: Config,
     /// Keep every event with its time in [`OfflineOutcome::events`].
     pub keep_events: bool,
+    /// Feed the tracker the real time of a board played at this pace (the end-to-end
+    /// suite's), instead of the scenario's virtual time.
+    pub pace: Option<Pace>,
 }
 
 impl Default for OfflineOptions {
     fn default() -> Self {
-        OfflineOptions { end: EndPath::Board, config: Config::default(), keep_events: false }
+        OfflineOptions { end: EndPath::Board, config: Config::default(), keep_events: false, pace: None }
+    }
+}
+
+/// The pace of a simulated board in the end-to-end suite, and what the relay's host adds
+/// in real time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pace {
+    /// Speed factor of the thinking time between hand sequences (`--speed`).
+    pub speed: f64,
+    /// Speed factor of the hand sequences (`--hand-speed`), at most `speed`.
+    pub hand_speed: f64,
+    /// Real milliseconds from the tracker's dump request to the dump (host, pty, firmware).
+    pub dump_latency_ms: u64,
+    /// Real milliseconds after the cable is pulled before the relay first tries to reopen
+    /// the port (its `REOPEN_FIRST`); a board still unplugged then is found again within
+    /// [`NODE_POLL_MS`] of its replugging.
+    pub reconnect_ms: u64,
+    /// The tracker's first tick, real milliseconds after the scenario's start (1 to
+    /// [`TICK_MS`]): the relay's ticks run at any phase against the board's actions.
+    pub tick_phase_ms: u64,
+}
+
+impl Pace {
+    /// The end-to-end suite's defaults: thinking x150, hands x3 (see `--bin acceptance`).
+    pub const RELAY_SUITE: Pace =
+        Pace { speed: 150.0, hand_speed: 3.0, dump_latency_ms: 2, reconnect_ms: 100, tick_phase_ms: TICK_MS };
+
+    /// Parses `SPEED,HAND_SPEED[,RECONNECT_MS[,DUMP_LATENCY_MS[,TICK_PHASE_MS]]]` (e.g.
+    /// `150,3`; the rest default to [`Pace::RELAY_SUITE`]'s); `relay` is
+    /// [`Pace::RELAY_SUITE`].
+    pub fn parse(text: &str) -> Option<Pace> {
+        if text == "relay" {
+            return Some(Pace::RELAY_SUITE);
+        }
+        let mut parts = text.split(',').map(str::trim);
+        let mut pace = Pace::RELAY_SUITE;
+        pace.speed = parts.next()?.parse().ok()?;
+        pace.hand_speed = parts.next()?.parse().ok()?;
+        if let Some(r) = parts.next() {
+            pace.reconnect_ms = r.parse().ok()?;
+        }
+        if let Some(d) = parts.next() {
+            pace.dump_latency_ms = d.parse().ok()?;
+        }
+        if let Some(p) = parts.next() {
+            pace.tick_phase_ms = p.parse::<u64>().ok()?.clamp(1, TICK_MS);
+        }
+        (parts.next().is_none() && pace.speed > 0.0 && pace.hand_speed > 0.0).then_some(pace)
+    }
+}
+
+/// A scenario's virtual time against the real time of a board playing it at a pace: the
+/// scenario's hand spans ([`Scenario::hand_spans`]) at the hand speed, the rest at the
+/// speed (as [`dgt_hil_sim::sim::VirtualTime`] plays them), both from the scenario's start.
+#[derive(Clone, Debug)]
+pub struct Timeline {
+    spans: Vec<(u64, u64)>,
+    speed: f64,
+    hand_speed: f64,
+}
+
+impl Timeline {
+    /// The timeline of `scenario` at `speed`, hands at `hand_speed`.
+    pub fn new(scenario: &Scenario, speed: f64, hand_speed: f64) -> Timeline {
+        let (speed, hand_speed) = dgt_hil_sim::sim::rates(speed, hand_speed);
+        Timeline { spans: scenario.hand_spans(), speed, hand_speed }
+    }
+
+    /// The stretches `(from, to, rate)` of virtual time, the last one open-ended.
+    fn stretches(&self) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
+        let mut at = 0.0f64;
+        let mut out = Vec::with_capacity(2 * self.spans.len() + 1);
+        for &(a, b) in &self.spans {
+            let (a, b) = ((a as f64).max(at), b as f64);
+            if b <= a {
+                continue;
+            }
+            if a > at {
+                out.push((at, a, self.speed));
+            }
+            out.push((a, b, self.hand_speed));
+            at = b;
+        }
+        out.push((at, f64::INFINITY, self.speed));
+        out.into_iter()
+    }
+
+    /// Real milliseconds from the start at virtual millisecond `v`.
+    pub fn real_ms(&self, v: u64) -> f64 {
+        let v = v as f64;
+        let mut real = 0.0;
+        for (from, to, rate) in self.stretches() {
+            real += (to.min(v) - from).max(0.0) / rate;
+            if to >= v {
+                break;
+            }
+        }
+        real
+    }
+
+    /// The first virtual millisecond at or after real millisecond `real`.
+    pub fn virtual_at(&self, real: f64) -> u64 {
+        let mut left = real.max(0.0);
+        let mut v = 0.0;
+        for (from, to, rate) in self.stretches() {
+            let len = (to - from) / rate;
+            if left <= len {
+                v = from + left * rate;
+                break;
+            }
+            left -= len;
+        }
+        let mut v = v.ceil() as u64;
+        // Rounding: the answer is never early.
+        while self.real_ms(v) < real {
+            v += 1;
+        }
+        v
     }
 }
 
@@ -82,8 +218,15 @@ pub struct OfflineOutcome {
     pub expected_result: Option<String>,
     /// Every difference, readable.
     pub why: Vec<String>,
-    /// Every event with its virtual time (only with [`OfflineOptions::keep_events`]).
+    /// Every event with the tracker's time: virtual, or real with a [`Pace`] (only with
+    /// [`OfflineOptions::keep_events`]).
     pub events: Vec<(u64, Event)>,
+    /// The scenario's actions with the tracker's time, each with its virtual time (only
+    /// with [`OfflineOptions::keep_events`]).
+    pub actions: Vec<(u64, String)>,
+    /// Every message fed to the tracker, with the tracker's time (only with
+    /// [`OfflineOptions::keep_events`]).
+    pub fed: Vec<(u64, String)>,
     /// The truth's plies, one line each: press time, clock after it, faults (only with
     /// [`OfflineOptions::keep_events`]).
     pub truth_plies: Vec<String>,
@@ -116,7 +259,9 @@ pub fn replay_through_tracker(
 /// Replays an already planned job through the tracker and checks it.
 pub fn replay_job(job: &Job, opts: &OfflineOptions) -> OfflineOutcome {
     let truth = job.truth();
-    let mut run = Run::new(&job.scenario, opts.config);
+    let timeline = opts.pace.map(|p| (p, Timeline::new(&job.scenario, p.speed, p.hand_speed)));
+    let mut run = Run::new(&job.scenario, opts.config, timeline);
+    run.keep_fed = opts.keep_events;
     // An unfinished game: the arbiter stops the clock once the scenario is over.
     run.stop_clock_at_end = truth.end == "none";
     run.play(&job.scenario);
@@ -140,31 +285,68 @@ pub fn replay_job(job: &Job, opts: &OfflineOptions) -> OfflineOutcome {
             }
         }
     }
-    let outages: Vec<(u64, u64)> = job
-        .scenario
-        .actions
-        .iter()
-        .filter_map(|a| match a.action {
-            dgt_hil_sim::scenario::Action::Disconnect { down_ms } => Some((a.at_ms, a.at_ms + down_ms)),
-            _ => None,
-        })
-        .collect();
+    let outages = outage_windows(&job.scenario, opts.pace);
     let mut o = compare(truth, &run, job.expected_result(), &outages);
     o.label = job.label.clone();
     o.profile = job.profile;
     o.seed = truth.seed;
     if opts.keep_events {
-        o.events = run.events;
         o.truth_plies = truth
             .moves
             .iter()
             .map(|m| {
                 let clk = if m.color == "white" { m.white_clock_s } else { m.black_clock_s };
-                format!("ply {} {} press {:?} clock {:?} {:?}", m.ply, m.uci, m.press_at_ms, clk, m.events)
+                let press = m.press_at_ms.map(|p| (p, run.tracker_ms(p)));
+                format!("ply {} {} press {press:?} clock {clk:?} {:?}", m.ply, m.uci, m.events)
             })
             .collect();
+        o.actions = job
+            .scenario
+            .actions
+            .iter()
+            .map(|a| (run.tracker_ms(a.at_ms), format!("(virtual {}) {:?}", a.at_ms, a.action)))
+            .collect();
+        o.events = run.events;
+        o.fed = run.fed;
     }
     o
+}
+
+/// The spans of virtual time, `[from, to]` in milliseconds from the scenario's start, in
+/// which nobody can see the board because its cable was pulled ([`Action::Disconnect`]):
+/// a clock press made then is unseen, and its `%clk`/`%emt` rightly left out.
+///
+/// Without a pace, the scenario's own windows (the offline harness reconnects at once).
+/// With a pace, each window lasts until the relay has the board back: the simulated
+/// board is plugged back at the real instant of the window's end but never sooner than
+/// [`dgt_hil_sim::sim::MIN_UNPLUGGED`] after the pull, and the relay reopens it
+/// [`Pace::reconnect_ms`] after the pull or within [`NODE_POLL_MS`] of its replugging,
+/// whichever is later; at a fast pace that can be many virtual seconds.
+pub fn outage_windows(scenario: &Scenario, pace: Option<Pace>) -> Vec<(u64, u64)> {
+    let timeline = pace.map(|p| (p, Timeline::new(scenario, p.speed, p.hand_speed)));
+    scenario
+        .actions
+        .iter()
+        .filter_map(|a| match a.action {
+            Action::Disconnect { down_ms } => Some((a.at_ms, a.at_ms + down_ms)),
+            _ => None,
+        })
+        .map(|(from, to)| match &timeline {
+            Some((p, t)) => {
+                let min = dgt_hil_sim::sim::MIN_UNPLUGGED.as_secs_f64() * 1000.0;
+                let plugged = t.real_ms(to).max(t.real_ms(from) + min);
+                let back = (t.real_ms(from) + p.reconnect_ms as f64).max(plugged + NODE_POLL_MS as f64);
+                (from, to.max(t.virtual_at(back)))
+            }
+            None => (from, to),
+        })
+        .collect()
+}
+
+/// True when a press at `press_at_ms` (virtual) falls in one of `outages` (see
+/// [`outage_windows`]): nobody saw it.
+pub fn press_unseen(press_at_ms: Option<u64>, outages: &[(u64, u64)]) -> bool {
+    press_at_ms.is_some_and(|p| outages.iter().any(|&(a, b)| (a..=b).contains(&p)))
 }
 
 /// The replay's state: firmware, decoder, tracker and what it said.
@@ -182,10 +364,27 @@ struct Run {
     games_started: usize,
     dump_due: Option<u64>,
     stop_clock_at_end: bool,
+    /// The board being reconciled after an outage, as the relay does it.
+    away: Option<Reconcile>,
+    /// The board's event log being received (after a `49`).
+    log_in: Option<Vec<EeEvent>>,
+    /// The event log, complete, and the virtual time its last byte arrives (at 9600 baud).
+    log_due: Option<(u64, Vec<EeEvent>)>,
+    /// Added to the virtual time for the tracker once a replay moved its time forward
+    /// (as the relay's time shift).
+    shift: u64,
+    /// The pace and the scenario's timeline, when the tracker is fed real time.
+    timeline: Option<(Pace, Timeline)>,
+    /// When the board is back after each unplugging (virtual ms), in order.
+    outage_ends: Vec<u64>,
+    /// Keep every message fed to the tracker in `fed`.
+    keep_fed: bool,
+    /// The messages fed to the tracker, with its time.
+    fed: Vec<(u64, String)>,
 }
 
 impl Run {
-    fn new(scenario: &Scenario, config: Config) -> Run {
+    fn new(scenario: &Scenario, config: Config, timeline: Option<(Pace, Timeline)>) -> Run {
         let setup = &scenario.setup;
         let codes = dgt_hil_sim::scenario::board_codes(&setup.position, setup.orientation);
         let mut fw = Firmware::new(BoardConfig::default(), codes, 0);
@@ -204,6 +403,37 @@ impl Run {
             games_started: 0,
             dump_due: None,
             stop_clock_at_end: false,
+            away: None,
+            log_in: None,
+            log_due: None,
+            shift: 0,
+            outage_ends: outage_windows(scenario, timeline.as_ref().map(|t| t.0))
+                .into_iter()
+                .map(|w| w.1)
+                .collect(),
+            timeline,
+            keep_fed: false,
+            fed: Vec::new(),
+        }
+    }
+
+    /// Virtual time `v` as the tracker's clock reads it (before any shift): `v`, or the
+    /// real milliseconds at the pace.
+    fn tracker_ms(&self, v: u64) -> u64 {
+        self.timeline.as_ref().map_or(v, |(_, t)| t.real_ms(v).floor() as u64)
+    }
+
+    /// The first virtual time at which the tracker's clock (before any shift) reads `ms`.
+    fn at_tracker_ms(&self, ms: u64) -> u64 {
+        self.timeline.as_ref().map_or(ms, |(_, t)| t.virtual_at(ms as f64))
+    }
+
+    /// The first virtual time at which the tracker's clock reads `ms` more than at `v` (and
+    /// at least one virtual millisecond after `v`).
+    fn later(&self, v: u64, ms: u64) -> u64 {
+        match &self.timeline {
+            None => v + ms,
+            Some((_, t)) => t.virtual_at((self.tracker_ms(v) + ms) as f64).max(v + 1),
         }
     }
 
@@ -233,37 +463,135 @@ impl Run {
             }
             Event::GameEnded { result, .. } => self.result = Some(result.as_pgn().to_string()),
             Event::RequestBoardDump => {
-                self.dump_due.get_or_insert(at + 1);
+                let latency = self.timeline.as_ref().map_or(1, |(p, _)| p.dump_latency_ms.max(1));
+                let due = self.later(at, latency);
+                self.dump_due.get_or_insert(due);
             }
             _ => {}
         }
-        self.events.push((at, e));
+        let t = self.tracker_ms(at);
+        self.events.push((t, e));
     }
 
-    /// Decodes what the firmware sent and feeds it to the tracker (when online).
+    /// The tracker's time: virtual time plus the shift of the replays.
+    fn tracker_now(&self) -> u64 {
+        self.tracker_ms(self.now) + self.shift
+    }
+
+    /// Decodes what the firmware sent and feeds it to the tracker (when online), through
+    /// the reconciliation of a board back from an outage as the relay does it.
     fn drain(&mut self, online: bool) {
         let out = self.fw.take_output();
         if !online || out.is_empty() {
             return;
         }
-        let mut events = Vec::new();
-        let tracker = &mut self.tracker;
-        let now = self.now;
-        self.decoder.feed(&out, |d| {
-            if let Decoded::Message(m) = d {
-                tracker.feed(&m, now, &mut |e| events.push(e));
+        let mut board: Vec<Message<'static>> = Vec::new();
+        let mut log_in = self.log_in.take();
+        let mut log_done = None;
+        self.decoder.feed(&out, |d| match d {
+            Decoded::Message(Message::BoardDump(d)) => board.push(Message::BoardDump(d)),
+            Decoded::Message(Message::FieldUpdate(f)) => board.push(Message::FieldUpdate(f)),
+            Decoded::Message(Message::Bwtime(Bwtime::Times(t))) => {
+                board.push(Message::Bwtime(Bwtime::Times(t)))
             }
+            Decoded::EeMovesStart { .. } => log_in = Some(Vec::new()),
+            Decoded::EeEvent(EeEvent::Eof) => log_done = log_in.take(),
+            Decoded::EeEvent(e) => {
+                if let Some(log) = log_in.as_mut() {
+                    log.push(e);
+                }
+            }
+            _ => {}
         });
-        for e in events {
-            self.record(now, e);
+        self.log_in = log_in;
+        if let Some(log) = log_done {
+            // The whole log crosses the line at 9600 baud (960 bytes a second).
+            let at =
+                self.later(self.now, (dgt_hil_sim::firmware::EE_PAYLOAD_LEN as u64 * 1000).div_ceil(960));
+            self.log_due = Some((at, log));
         }
+        for msg in board {
+            let now = self.tracker_now();
+            let tracker = &self.tracker;
+            let msgs =
+                match self.away.as_mut().map(|a| a.intake(msg, now, |d| reconcile::needs_log(tracker, d))) {
+                    None => vec![(now, msg)],
+                    Some(Intake::Feed(msgs)) => {
+                        self.away = None;
+                        msgs
+                    }
+                    Some(Intake::Held) => Vec::new(),
+                    Some(Intake::AskLog) => {
+                        self.send(&[Command::SendEeMoves], self.now);
+                        Vec::new()
+                    }
+                    Some(Intake::Overflow) => {
+                        self.finish_away(None);
+                        Vec::new()
+                    }
+                };
+            let mut events = Vec::new();
+            for (t, m) in msgs {
+                if self.keep_fed {
+                    self.fed.push((t, format!("{m:?}")));
+                }
+                self.tracker.feed(&m, t, &mut |e| events.push(e));
+            }
+            for e in events {
+                self.record(self.now, e);
+            }
+        }
+    }
+
+    /// The port is gone: the board as the tracker saw it is kept, and a log on its way is
+    /// lost (as in the relay: a board lost again before it was reconciled is first
+    /// reconciled without its log).
+    fn port_lost(&mut self) {
+        self.log_in = None;
+        self.log_due = None;
+        match self.away.take().map(Reconcile::lost) {
+            Some(AfterLoss::Wait(a)) => {
+                self.away = Some(a);
+                return;
+            }
+            Some(AfterLoss::Replay(outcome)) => self.replay_away(&outcome),
+            None => {}
+        }
+        if self.tracker.state() == GameState::Active && self.tracker.board_known() {
+            self.away = Some(Reconcile::new(self.tracker.board()));
+        }
+    }
+
+    /// Ends a reconciliation as the relay does: replays the log's changes and what was
+    /// held, then asks for a dump.
+    fn finish_away(&mut self, log: Option<&[EeEvent]>) {
+        let Some(away) = self.away.take() else { return };
+        let outcome = away.finish(log);
+        self.replay_away(&outcome);
+    }
+
+    /// Feeds the tracker what a reconciliation ends with, as the relay does.
+    fn replay_away(&mut self, outcome: &reconcile::Outcome) {
+        let start = self.tracker_now();
+        let (t, events) = reconcile::replay(&mut self.tracker, outcome, start);
+        self.shift += t.saturating_sub(start);
+        for e in events {
+            self.record(self.now, e);
+        }
+        self.dump_due.get_or_insert(self.now + 1);
     }
 
     fn tick(&mut self) {
         let mut events = Vec::new();
-        self.tracker.tick(self.now, &mut |e| events.push(e));
+        let now = self.tracker_now();
+        self.tracker.tick(now, &mut |e| events.push(e));
         for e in events {
             self.record(self.now, e);
+        }
+        if self.away.as_ref().is_some_and(|a| a.overdue(now)) {
+            self.finish_away(None);
+        } else if self.away.as_mut().is_some_and(|a| a.wants_dump(now)) {
+            self.dump_due.get_or_insert(self.now + 1);
         }
     }
 
@@ -277,16 +605,23 @@ impl Run {
         self.fw.rephase_scan(0);
         self.drain(true);
         let mut offline_until: Option<u64> = None;
-        // Time after the last action for the tracker to settle what it saw.
-        let end = scenario.duration_ms() + 10_000;
+        // Time after the last action for the tracker to settle what it saw (10 s of the
+        // tracker's time: at a pace, real seconds, as the relay is given).
+        let end = self.later(scenario.duration_ms(), 10_000);
         let mut next = 0usize;
-        let mut next_tick = TICK_MS;
+        // The ticks, on a grid of the tracker's time.
+        let mut tick_at = self.timeline.as_ref().map_or(TICK_MS, |(p, _)| p.tick_phase_ms.clamp(1, TICK_MS));
+        let mut next_tick = self.at_tracker_ms(tick_at);
+        let mut outage_ends = std::mem::take(&mut self.outage_ends).into_iter();
         loop {
             let action_at = scenario.actions.get(next).map(|a| a.at_ms);
             let fw_at = self.fw.next_deadline(self.now).map(|t| t.max(self.now));
             let dump_at = self.dump_due.filter(|_| offline_until.is_none());
-            let Some(t) =
-                [action_at, fw_at, offline_until, dump_at, Some(next_tick)].into_iter().flatten().min()
+            let log_at = self.log_due.as_ref().map(|(at, _)| *at);
+            let Some(t) = [action_at, fw_at, offline_until, dump_at, log_at, Some(next_tick)]
+                .into_iter()
+                .flatten()
+                .min()
             else {
                 break;
             };
@@ -299,11 +634,22 @@ impl Run {
                 self.fw.power_cycle(t);
                 // The host reopens the port: mode and a dump, as at the start.
                 self.send(&hello, t);
+                let now = self.tracker_now();
+                if let Some(a) = &mut self.away {
+                    a.attached(now);
+                }
+            } else if log_at == Some(t) {
+                if let Some((_, log)) = self.log_due.take()
+                    && self.away.as_ref().is_some_and(Reconcile::reading_log)
+                {
+                    self.finish_away(Some(&log));
+                }
             } else if action_at == Some(t) {
                 let action = &scenario.actions[next].action;
                 next += 1;
                 if let Some(down) = apply_action(&mut self.fw, action, t, orientation, white_side) {
-                    offline_until = Some(t + down);
+                    offline_until = Some(outage_ends.next().unwrap_or(t + down).max(t + 1));
+                    self.port_lost();
                 }
                 if next == scenario.actions.len()
                     && self.stop_clock_at_end
@@ -317,7 +663,8 @@ impl Run {
             } else if fw_at == Some(t) {
                 self.fw.tick(t);
             } else {
-                next_tick = t + TICK_MS;
+                tick_at = (tick_at + TICK_MS).max(self.tracker_ms(t) + 1);
+                next_tick = self.at_tracker_ms(tick_at).max(t + 1);
                 self.drain(offline_until.is_none());
                 self.tick();
                 continue;
@@ -359,6 +706,8 @@ fn compare(
         expected_result,
         why: Vec::new(),
         events: Vec::new(),
+        actions: Vec::new(),
+        fed: Vec::new(),
     };
     for (ply, uci) in &run.confirmed_sent {
         if truth.moves.get(ply.wrapping_sub(1)).is_none_or(|m| &m.uci != uci) {
@@ -387,7 +736,7 @@ fn compare(
         let Some(d) = display else { continue };
         o.clk_checked += 1;
         let got = run.line.get(i).filter(|g| g.0 == m.uci);
-        let unseen = m.press_at_ms.is_some_and(|p| outages.iter().any(|&(a, b)| (a..=b).contains(&p)));
+        let unseen = press_unseen(m.press_at_ms, outages);
         match got.map(|g| g.1) {
             Some(Some(g)) if g.abs_diff(d) <= 1 => {}
             Some(None) if unseen => o.clk_unseen += 1,
@@ -402,4 +751,76 @@ fn compare(
         o.why.push(format!("result {:?}, expected {:?} (end: {})", o.result, o.expected_result, truth.end));
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dgt_hil_sim::scenario::{Setup, TimedAction};
+
+    fn scenario(actions: Vec<(u64, Action)>) -> Scenario {
+        Scenario {
+            setup: Setup {
+                orientation: dgt_protocol::Orientation::Normal,
+                clock: None,
+                position: shakmaty::Board::default(),
+            },
+            actions: actions.into_iter().map(|(at_ms, action)| TimedAction { at_ms, action }).collect(),
+            truth: None,
+        }
+    }
+
+    #[test]
+    fn the_timeline_plays_hands_at_hand_speed_and_thinking_at_speed() {
+        let lift = Action::Lift { square: shakmaty::Square::E2 };
+        // One hand action at 10 s: [10 000, 11 000) at hand speed (its settle time).
+        let s = scenario(vec![(10_000, lift), (40_000, Action::End)]);
+        let t = Timeline::new(&s, 100.0, 2.0);
+        assert_eq!(t.real_ms(0), 0.0);
+        assert!((t.real_ms(10_000) - 100.0).abs() < 1e-9);
+        assert!((t.real_ms(11_000) - 600.0).abs() < 1e-9);
+        assert!((t.real_ms(21_000) - 700.0).abs() < 1e-9);
+        for v in [0, 1, 5_000, 10_000, 10_333, 11_000, 25_000] {
+            let r = t.real_ms(v);
+            let back = t.virtual_at(r);
+            assert!(back <= v && t.real_ms(back) >= r, "{v} -> {r} -> {back}");
+        }
+        // At speed 1 the timeline is the identity.
+        let one = Timeline::new(&s, 1.0, 1.0);
+        assert_eq!(one.virtual_at(one.real_ms(12_345)), 12_345);
+    }
+
+    #[test]
+    fn an_outage_lasts_until_the_relay_has_the_board_back() {
+        let s = scenario(vec![(5_000, Action::Disconnect { down_ms: 3_000 }), (60_000, Action::End)]);
+        assert_eq!(outage_windows(&s, None), vec![(5_000, 8_000)]);
+        // Thinking at x150: 3 s of virtual time is 20 ms, less than the relay's 100 ms.
+        let pace = Pace { speed: 150.0, hand_speed: 3.0, ..Pace::RELAY_SUITE };
+        let w = outage_windows(&s, Some(pace));
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].0, 5_000);
+        assert!(w[0].1 >= 5_000 + 150 * 100, "{w:?}");
+        assert!(press_unseen(Some(12_000), &w));
+        assert!(!press_unseen(Some(4_999), &w));
+        assert!(!press_unseen(None, &w));
+    }
+
+    #[test]
+    fn a_pace_parses() {
+        assert_eq!(Pace::parse("relay"), Some(Pace::RELAY_SUITE));
+        let p = Pace::parse("150,3,200,5,31");
+        assert_eq!(
+            p,
+            Some(Pace {
+                speed: 150.0,
+                hand_speed: 3.0,
+                reconnect_ms: 200,
+                dump_latency_ms: 5,
+                tick_phase_ms: 31
+            })
+        );
+        assert_eq!(Pace::parse("150"), None);
+        assert_eq!(Pace::parse("0,3"), None);
+        assert_eq!(Pace::parse("150,3,1,2,3,4"), None);
+    }
 }

@@ -34,6 +34,9 @@ pub struct SuiteOptions {
     pub dir: PathBuf,
     /// Only these profiles (all when empty).
     pub only: Vec<Profile>,
+    /// Only the games with these labels, e.g. `worldcup#239` (all when empty): to run again
+    /// through the relay what a sweep (or the offline harness) found wrong.
+    pub games: Vec<String>,
     /// Print progress.
     pub progress: bool,
     /// Games known to fail (reported bugs): printed, not counted as failures.
@@ -151,6 +154,9 @@ pub fn jobs(opts: &SuiteOptions) -> anyhow::Result<Vec<Job>> {
         let idx: Vec<usize> =
             seeded_subset(cands.len(), n, seed ^ 0x4F50).into_iter().map(|i| cands[i]).collect();
         add("worldcup", &wc, &idx, Profile::Clean, EndPath::Operator);
+    }
+    if !opts.games.is_empty() {
+        jobs.retain(|j| opts.games.contains(&j.label));
     }
     Ok(jobs)
 }

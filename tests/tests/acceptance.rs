@@ -32,6 +32,7 @@ fn fast_acceptance_subset_is_exact_and_reads_back_everywhere() {
         relay_bin,
         dir: dgt_e2e_tests::acceptance::work_dir("fast"),
         only: vec![dgt_hil_sim::hands::Profile::Clean],
+        games: Vec::new(),
         progress: false,
         known: known_bugs(),
     };

@@ -34,6 +34,17 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if !self.phys.known {
             self.request_dump(now_ms, sink);
         }
+        // The board as it stands has been still for the settle time: evaluate it before this
+        // change, as the next tick would have. Ticks are coarse (50 to 100 ms): without this,
+        // a board still for a little more than the settle time is searched or not depending
+        // on the tick's phase, and a line the fast path cannot follow (after a lost field
+        // update) can run past the search depth, never to be explained again.
+        if self.state == GameState::Active
+            && self.dirty
+            && now_ms.saturating_sub(self.last_change_ms) >= u64::from(self.config.settle_ms)
+        {
+            self.deep_eval(now_ms, sink);
+        }
         if self.phys.set(update.square, update.piece()) {
             if self.at_tip {
                 self.touched_off_tip = Bitboard::EMPTY;

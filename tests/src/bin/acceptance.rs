@@ -3,8 +3,10 @@
 //! Options: `--all` (the full sweep; default is the fast subset), `--boards N` (48),
 //! `--speed X` (150, thinking time), `--hand-speed X` (3, a move's hand sequence), `--seed S` (1; `--seed today` rotates the seeded subsets and
 //! noise daily), `--subset K` (games per other noise profile, 12), `--profiles a,b`,
-//! `--capture-step-ms MS` (20), `--keep` (keep the working folder). Exit status 1 on any
-//! failure.
+//! `--capture-step-ms MS` (20), `--games worldcup#239,...` (only these games of the sweep,
+//! e.g. with `--all --profiles mixed`), `--keep` (keep the working folder; it holds the
+//! relay's log and `games/feed-frames.log`, every feed frame with its arrival time). Exit
+//! status 1 on any failure.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -25,6 +27,7 @@ fn main() -> anyhow::Result<()> {
         relay_bin: PathBuf::new(),
         dir: dgt_e2e_tests::acceptance::work_dir("acceptance"),
         only: Vec::new(),
+        games: Vec::new(),
         progress: true,
         known: Vec::new(),
     };
@@ -55,9 +58,12 @@ fn main() -> anyhow::Result<()> {
             "--profiles" => {
                 opts.only = val()?.split(',').map(Profile::parse).collect::<Result<_, _>>()?;
             }
+            "--games" => {
+                opts.games = val()?.split(',').filter(|g| !g.is_empty()).map(str::to_owned).collect();
+            }
             "--keep" => keep = true,
             "-h" | "--help" => {
-                println!("{}", include_str!("acceptance.rs").lines().take(8).collect::<Vec<_>>().join("\n"));
+                println!("{}", include_str!("acceptance.rs").lines().take(10).collect::<Vec<_>>().join("\n"));
                 return Ok(());
             }
             other => bail!("unknown argument {other}"),

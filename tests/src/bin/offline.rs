@@ -7,9 +7,13 @@
 //! `--seed S` (1: game `i` uses seed `S + i`, as the end-to-end suite), `--threads N`
 //! (available cores), `--operator` (results set by the operator after a resignation
 //! instead of shown on the board), `--verbose` (every failing game with its reasons),
-//! `--events` (with `--game`: print the tracker's events and the truth's presses),
-//! `--known LABEL/PROFILE,...` (failures known and explained: reported, not counted).
-//! Exit status 1 on any other failure.
+//! `--events` (with `--game`: print the scenario's actions, the tracker's events and the
+//! truth's presses), `--known LABEL/PROFILE,...` (failures known and explained: reported,
+//! not counted), `--pace SPEED,HAND_SPEED` or `--pace relay` (= `150,3`, the end-to-end
+//! suite's): feed the tracker the real time a simulated board of the end-to-end suite
+//! would take, thinking sped up `SPEED` times and hands `HAND_SPEED` times, to reproduce a
+//! timing failure of the relay run in milliseconds (with `--events`, times are shown as
+//! virtual ms then the tracker's real ms). Exit status 1 on any other failure.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -18,7 +22,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use dgt_e2e_tests::acceptance::{EndPath, livechess, worldcup};
-use dgt_e2e_tests::offline::{OfflineOptions, OfflineOutcome, replay_through_tracker};
+use dgt_e2e_tests::offline::{OfflineOptions, OfflineOutcome, Pace, replay_through_tracker};
 use dgt_hil_sim::hands::Profile;
 use dgt_hil_sim::pgn::SourceGame;
 
@@ -69,6 +73,12 @@ fn main() -> anyhow::Result<()> {
             "--operator" => opts.end = EndPath::Operator,
             "--verbose" => verbose = true,
             "--events" => opts.keep_events = true,
+            "--pace" => {
+                let v = val()?;
+                opts.pace = Some(
+                    Pace::parse(&v).with_context(|| format!("--pace SPEED,HAND_SPEED or relay, not {v}"))?,
+                );
+            }
             "--known" => {
                 for k in val()?.split(',').filter(|k| !k.is_empty()) {
                     let (label, profile) = k.split_once('/').context("--known LABEL/PROFILE,...")?;
@@ -151,9 +161,16 @@ fn main() -> anyhow::Result<()> {
             }
         }
         if opts.keep_events {
-            println!("{label} {} seed {} events:", o.profile, o.seed);
-            for (t, e) in &o.events {
-                println!("  {t:>9} {e:?}");
+            // One timeline, in the tracker's time: what the hands did, what the tracker
+            // was fed, what it said.
+            println!("{label} {} seed {} timeline (tracker ms):", o.profile, o.seed);
+            let mut lines: Vec<(u64, u8, String)> = Vec::new();
+            lines.extend(o.actions.iter().map(|(t, a)| (*t, 0, format!("action {a}"))));
+            lines.extend(o.fed.iter().map(|(t, m)| (*t, 1, format!("  fed {m}"))));
+            lines.extend(o.events.iter().map(|(t, e)| (*t, 2, format!("    => {e:?}"))));
+            lines.sort_by_key(|(t, k, _)| (*t, *k));
+            for (t, _, l) in &lines {
+                println!("  {t:>9} {l}");
             }
             for line in &o.truth_plies {
                 println!("  truth: {line}");
