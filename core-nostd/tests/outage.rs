@@ -112,3 +112,32 @@ fn a_pair_read_together_keeps_the_clock_of_the_press_that_confirms_it() {
     });
     assert_eq!(nf3, Some(white_after_nf3), "{:?}", s.confirmed_events());
 }
+
+#[test]
+fn a_board_still_for_the_settle_time_is_searched_when_the_next_change_comes() {
+    // Two plies reported in an order the one-ply path cannot follow (the lifts first), the
+    // board still for a little more than the settle time with no tick in between (ticks
+    // are 50 ms apart), then the next two plies the same way. Searched only at a tick, the
+    // board would be four plies past the line by then, beyond the three-ply search.
+    use shakmaty::{Color, Role, Square};
+    let mut s = Sim::started(Config::default(), Orientation::Normal);
+    let knight = |c| common::piece(c, Role::Knight);
+    let settle = u64::from(Config::default().settle_ms);
+    s.step_ms = 30;
+    // 1. Nf3 Nc6: both lifts, then both landings.
+    s.lift(Square::G1);
+    s.lift(Square::B8);
+    s.put(Square::C6, knight(Color::Black));
+    s.put(Square::F3, knight(Color::White));
+    s.now += settle + 10;
+    // 2. Nc3 Nf6, the same way, the first lift arriving without a tick before it.
+    s.lift(Square::B1);
+    s.lift(Square::G8);
+    s.put(Square::F6, knight(Color::Black));
+    s.put(Square::C3, knight(Color::White));
+    s.wait(3_000);
+    let mut live = Vec::new();
+    s.tracker.for_each_move(dgt_core::View::Live, |m| live.push(m.uci.to_string()));
+    assert_eq!(live, ["g1f3", "b8c6", "b1c3", "g8f6"], "{:?}", s.events);
+    assert!(s.tracker.mismatch().is_none());
+}
