@@ -1,7 +1,7 @@
 //! The acceptance sweep: `cargo run --release -p dgt-e2e-tests --bin acceptance -- --all`.
 //!
 //! Options: `--all` (the full sweep; default is the fast subset), `--boards N` (48),
-//! `--speed X` (150, thinking time), `--hand-speed X` (3, a move's hand sequence), `--seed S` (1; `--seed today` rotates the seeded subsets and
+//! `--speed X` (150, thinking time), `--hand-speed X` (1, a move's hand sequence: human speed; at 3 the stillness after a move falls to about the tracker's settle time), `--seed S` (1; `--seed today` rotates the seeded subsets and
 //! noise daily), `--subset K` (games per other noise profile, 12), `--profiles a,b`,
 //! `--capture-step-ms MS` (20), `--games worldcup#239,...` (only these games of the sweep,
 //! e.g. with `--all --profiles mixed`), `--keep` (keep the working folder; it holds the
@@ -20,7 +20,7 @@ fn main() -> anyhow::Result<()> {
         full: false,
         boards: 48,
         speed: 150.0,
-        hand_speed: 3.0,
+        hand_speed: 1.0,
         seed: 1,
         subset: 12,
         capture_step: Duration::from_millis(20),
