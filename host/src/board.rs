@@ -43,7 +43,7 @@ use crate::config::{EventInfo, Pairing};
 use crate::feed::{
     AlertLevel, AlertView, BoardStatus, BoardView, ClockView, Delta, Hub, MoveState, MoveView, Side,
 };
-use crate::reconcile::{self, AfterLoss, Intake, Reconcile};
+use crate::reconcile::{self, AfterLoss, Intake, LogNeed, Reconcile};
 use crate::serial::{SerialEvent, SessionCommand};
 use crate::shutdown::Listener;
 use crate::store::{GameHeader, GameRecord, Journal, Record, Store};
@@ -987,9 +987,48 @@ impl BoardActor {
         let (t, events) = reconcile::replay(&mut self.tracker, outcome, start);
         // The tracker's time went ahead of the real one: keep it monotonic from here on.
         self.time_shift_ms += t.saturating_sub(self.now_ms());
+        let first_new = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::MoveProvisional(m) => Some(m.ply),
+                _ => None,
+            })
+            .min();
         self.handle_events(events).await;
+        if outcome.steps.is_none()
+            && let Some(ply) = first_new
+        {
+            self.reconstructed_alert(outcome.need, ply);
+        }
         // The board may have moved on since.
         self.handle_event(Event::RequestBoardDump).await;
+    }
+
+    /// Moves made while the board was away came from its position alone (no event log
+    /// showed them): the operator is told where to check, and how sure the order is.
+    fn reconstructed_alert(&self, need: LogNeed, ply: u16) {
+        let n = self.number;
+        let (level, how) = match need {
+            LogNeed::Ambiguous => (
+                AlertLevel::Warning,
+                "more than one order of moves leads to the position on the board; the relay took one of them",
+            ),
+            LogNeed::ToConfirm => (
+                AlertLevel::Info,
+                "the relay took the shortest sequence of moves that leads to the position on the board",
+            ),
+            LogNeed::No | LogNeed::Unexplained => return,
+        };
+        self.alert(
+            level,
+            "moves_reconstructed",
+            format!(
+                "Board {n}: moves were made while the board was disconnected and its memory did not show \
+                 them; {how}. Check the moves from ply {ply} against the scoresheets and correct them if \
+                 needed."
+            ),
+            Vec::new(),
+        );
     }
 
     /// A battery report: the board object shows the charge, and the operator is told when
@@ -1472,6 +1511,41 @@ mod tests {
         h.barrier(13).await;
         tokio::time::sleep(pause * 2).await;
         assert_eq!(h.codes("clock_"), ["clock_paused", "clock_running"]);
+        h.stop().await;
+    }
+
+    /// Moves made while the board was away that two move orders explain, and a board
+    /// whose memory shows nothing of them (a USB board has no power when unplugged): the
+    /// relay goes on from the position and tells the operator where to check.
+    #[tokio::test]
+    async fn a_reconstruction_without_the_boards_log_is_flagged_to_the_operator() {
+        let h = Harness::start("reconstructed", Duration::from_secs(60)).await;
+        h.send(dump_of(&Chess::default())).await;
+        h.send(dump_of(&after(&["e2e4", "e7e5"]))).await;
+        wait_for(&h.hub, "two plies", |v| v.moves.len() + v.provisional.len() >= 2).await;
+        h.send(SerialEvent::Lost { reason: "unplugged".into() }).await;
+        let (cmd_tx, mut cmd_rx) = mpsc::channel(16);
+        h.tx.send(BoardInput::Attach { port_id: 2, path: "test".into(), commands: cmd_tx }).await.unwrap();
+        let serial = |event| BoardInput::Serial { port_id: 2, event };
+        let moved = after(&["e2e4", "e7e5", "g1f3", "b8c6", "b1c3"]);
+        h.tx.send(serial(dump_of(&moved))).await.unwrap();
+        // The relay asks for the board's memory first, and waits for it.
+        loop {
+            match tokio::time::timeout(Duration::from_secs(5), cmd_rx.recv()).await {
+                Ok(Some(SessionCommand::RequestEeMoves)) => break,
+                Ok(Some(_)) => {}
+                other => panic!("no event log asked for: {other:?}"),
+            }
+        }
+        assert!(h.codes("moves_reconstructed").is_empty());
+        // The memory shows nothing of the moves (only events before the known board).
+        h.tx.send(serial(SerialEvent::EeMoves(vec![EeEvent::Nop]))).await.unwrap();
+        let v =
+            wait_for(&h.hub, "the alert", |v| v.alerts.iter().any(|a| a.code == "moves_reconstructed")).await;
+        let alert = v.alerts.iter().find(|a| a.code == "moves_reconstructed").unwrap();
+        assert_eq!(alert.level, AlertLevel::Warning);
+        assert!(alert.message.contains("from ply 3"), "{}", alert.message);
+        assert_eq!(v.moves.len() + v.provisional.len(), 5, "{v:?}");
         h.stop().await;
     }
 

@@ -110,6 +110,11 @@ pub struct Outcome {
     pub steps: Option<LogChanges>,
     /// Board messages received since the port came back, with their times.
     pub held: Vec<(u64, Message<'static>)>,
+    /// Why the log was wanted ([`LogNeed::No`] when it was not asked for). Without the log's
+    /// changes, [`LogNeed::ToConfirm`] and [`LogNeed::Ambiguous`] mean the moves made while
+    /// the board was away are the tracker's reconstruction from the position: the operator
+    /// is told.
+    pub need: LogNeed,
 }
 
 impl Reconcile {
@@ -225,7 +230,11 @@ impl Reconcile {
     /// Ends the reconciliation, with the board's event log when it came.
     pub fn finish(self, log: Option<&[EeEvent]>) -> Outcome {
         let steps = log.and_then(|log| changes_since(log, &self.kept));
-        Outcome { kept: self.kept, steps, held: self.held }
+        let need = match self.phase {
+            Phase::ReadingLog { need, .. } => need,
+            _ => LogNeed::No,
+        };
+        Outcome { kept: self.kept, steps, held: self.held, need }
     }
 }
 
