@@ -103,16 +103,22 @@ fn material_allows(pos: &Chess, target: &Board, depth: u8) -> bool {
     (0..=cap_w).contains(&lost_w) && (0..=cap_b).contains(&lost_b)
 }
 
-/// True when `m` takes back the same side's previous ply of `path` (a piece out and back).
+/// True when `m` takes back the same side's previous ply of `path` (a piece out and back)
+/// and that ply captured nothing.
 ///
 /// Such a pair leaves no trace on the board, so a line holding one explains a board on which
 /// the *other* side moved twice in a row: never a legal game, only a confused hand or a
 /// takeback. The search does not offer such lines; the tracker's takeback search and its
-/// mismatch report deal with those boards instead.
+/// mismatch report deal with those boards instead. A piece that went out to capture and
+/// came back (`Nxe5 d6 Nf3` in the Petroff) leaves the captured piece missing: that is a
+/// line like any other.
 fn undoes_own_last(path: &[Move], m: Move) -> bool {
     let Some(&prev) = path.len().checked_sub(2).and_then(|i| path.get(i)) else { return false };
     match (prev, m) {
-        (Move::Normal { from: a, to: b, .. }, Move::Normal { from: c, to: d, .. }) => a == d && b == c,
+        (
+            Move::Normal { from: a, to: b, capture: None, promotion: None, .. },
+            Move::Normal { from: c, to: d, .. },
+        ) => a == d && b == c,
         _ => false,
     }
 }
@@ -295,6 +301,25 @@ mod tests {
         // The same knight going on (not back) is a real line.
         let on = play(&play(&play(&start, "g1f3"), "g8f6"), "f3g5");
         assert_eq!(find_line(&start, on.board(), 3).map(|l| l.len()), Some(3));
+    }
+
+    #[test]
+    fn a_capture_out_and_back_is_a_line() {
+        // 1. e4 e5 2. Nf3 Nf6 3. Nxe5 d6 4. Nf3: the knight is home again, but the e5 pawn
+        // is gone, so the board shows what the three plies did.
+        let mut pos = Chess::default();
+        for u in ["e2e4", "e7e5", "g1f3", "g8f6"] {
+            pos = play(&pos, u);
+        }
+        let mut expected = Path::new();
+        let mut after = pos.clone();
+        for u in ["f3e5", "d7d6", "e5f3"] {
+            let m = UciMove::from_ascii(u.as_bytes()).ok().and_then(|u| u.to_move(&after).ok());
+            let Some(m) = m else { panic!("illegal {u}") };
+            let _ = expected.push(m);
+            after.play_unchecked(m);
+        }
+        assert_eq!(find_line(&pos, after.board(), 3), Some(expected));
     }
 
     #[test]

@@ -141,3 +141,89 @@ fn a_board_still_for_the_settle_time_is_searched_when_the_next_change_comes() {
     assert_eq!(live, ["g1f3", "b8c6", "b1c3", "g8f6"], "{:?}", s.events);
     assert!(s.tracker.mismatch().is_none());
 }
+
+/// The host lost the port: the tracker hears nothing until it is back.
+fn unplug(s: &mut Sim) {
+    let now = s.now;
+    s.tracker.board_away(now);
+}
+
+/// Time passes while the board is away: the host still ticks the tracker.
+fn wait_away(s: &mut Sim, ms: u64) {
+    let end = s.now + ms;
+    while s.now < end {
+        s.now = (s.now + 50).min(end);
+        let now = s.now;
+        let events = &mut s.events;
+        s.tracker.tick(now, &mut |e| events.push(e));
+    }
+}
+
+#[test]
+fn an_unplugged_board_is_not_a_still_board() {
+    // No clock: a move stands for the quiet time before it is final. Black plays Qd8-c8 and
+    // the cable is pulled at once; meanwhile the player takes it back and plays Qd8-d7
+    // instead. The quiet time runs out while nobody can hear the board: Qc8 must not be
+    // confirmed by it.
+    let mut s = Sim::started(Config::default(), Orientation::Normal);
+    let mut pos = Chess::default();
+    for u in ["d2d4", "d7d5", "c1f4", "c8f5", "e2e3"] {
+        pos = s.play_uci(&pos, u);
+        s.wait(2_500);
+    }
+    assert_eq!(s.confirmed_ucis(), ["d2d4", "d7d5", "c1f4", "c8f5", "e2e3"]);
+    s.play_uci(&pos, "d8c8");
+    s.wait(300);
+    unplug(&mut s);
+    wait_away(&mut s, 3_000);
+    assert_eq!(s.tracker.ply_count(dgt_core::View::Confirmed), 5, "{:?}", s.confirmed_events());
+    // Back: the reconnect dump shows Qd7 instead.
+    assert!(s.tracker.is_board_away());
+    let mut p = pos.clone();
+    p.play_unchecked(parse_uci(&pos, "d8d7"));
+    s.board = p.board().clone();
+    s.dump();
+    assert!(!s.tracker.is_board_away());
+    s.wait(3_000);
+    assert_eq!(s.confirmed_events(), ["d2d4", "d7d5", "c1f4", "c8f5", "e2e3", "d8d7"]);
+}
+
+#[test]
+fn a_press_waiting_for_the_board_outlasts_an_outage() {
+    // White's Nf3 and its press were not seen; the board shows Nf3 and Black's Nc6 in one
+    // reading, and Black presses. Plies read together wait for a dump taken after the
+    // press, and the cable is pulled before one comes, for longer than a press waits.
+    // When the board is back, its dump confirms both, Nc6 with the time of Black's press.
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let pos = play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
+    if let Some(c) = &mut s.clock {
+        c.white -= 4;
+        c.white += 2;
+        c.running = Some(shakmaty::Color::Black);
+        c.high = shakmaty::Color::Black;
+    }
+    let mut p = pos.clone();
+    for u in ["g1f3", "b8c6"] {
+        let m = parse_uci(&p, u);
+        p.play_unchecked(m);
+    }
+    s.board = p.board().clone();
+    s.dump();
+    s.dumps_answered = usize::MAX;
+    s.wait(100);
+    s.press(5, 2);
+    let black_after_nc6 = s.clock.as_ref().map(|c| c.black);
+    s.wait(100);
+    unplug(&mut s);
+    let window = u64::from(Config::default().press_window_ms);
+    wait_away(&mut s, window + 2_000);
+    assert_eq!(s.tracker.ply_count(dgt_core::View::Confirmed), 2);
+    s.dumps_answered = s.count(|e| matches!(e, Event::RequestBoardDump));
+    s.dump();
+    s.wait(1_000);
+    let nc6 = s.events.iter().find_map(|e| match e {
+        Event::MoveConfirmed(m) if m.ply == 4 => Some(m.clk),
+        _ => None,
+    });
+    assert_eq!(nc6, Some(black_after_nc6), "{:?}", s.confirmed_events());
+}

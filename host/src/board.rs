@@ -943,6 +943,9 @@ impl BoardActor {
         if self.tracker.state() == GameState::Active && self.tracker.board_known() {
             self.away = Some(Reconcile::new(self.tracker.board()));
         }
+        // Nothing is decided by time until the board is heard again.
+        let now = self.now_ms();
+        self.tracker.board_away(now);
     }
 
     /// The board changed while it was away: ask for its event log.

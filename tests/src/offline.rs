@@ -560,6 +560,8 @@ impl Run {
         if self.tracker.state() == GameState::Active && self.tracker.board_known() {
             self.away = Some(Reconcile::new(self.tracker.board()));
         }
+        let now = self.tracker_now();
+        self.tracker.board_away(now);
     }
 
     /// Ends a reconciliation as the relay does: replays the log's changes and what was

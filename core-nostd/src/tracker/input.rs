@@ -10,6 +10,7 @@ use crate::event::{EndReason, Event, EventSink, GameResult};
 impl<const PLIES: usize> Tracker<PLIES> {
     /// Takes any decoded message; those that do not concern the game are ignored.
     pub fn feed<S: EventSink + ?Sized>(&mut self, msg: &Message<'_>, now_ms: u64, sink: &mut S) {
+        self.board_heard(now_ms);
         match msg {
             Message::BoardDump(d) => self.feed_dump(d, now_ms, sink),
             Message::FieldUpdate(f) => self.feed_field(*f, now_ms, sink),
@@ -20,6 +21,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// A full board scan: a stable reading, evaluated at once.
     pub fn feed_dump<S: EventSink + ?Sized>(&mut self, dump: &BoardDump, now_ms: u64, sink: &mut S) {
+        self.board_heard(now_ms);
         let first = !self.phys.known;
         self.last_dump_ms = Some(now_ms);
         if self.phys.load(dump) || first {
@@ -31,6 +33,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// One square changed.
     pub fn feed_field<S: EventSink + ?Sized>(&mut self, update: FieldUpdate, now_ms: u64, sink: &mut S) {
+        self.board_heard(now_ms);
         if !self.phys.known {
             self.request_dump(now_ms, sink);
         }
@@ -57,6 +60,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// A clock reading (BWTIME times). One with the "no clock" bit drops the clock: its
     /// times are invalid and give no `%clk`.
     pub fn feed_clock<S: EventSink + ?Sized>(&mut self, times: &ClockTimes, now_ms: u64, sink: &mut S) {
+        self.board_heard(now_ms);
         if times.status.no_clock() {
             self.clocks.lost();
             let state = self.clocks.state(&self.config);
@@ -127,7 +131,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.
     pub fn tick<S: EventSink + ?Sized>(&mut self, now_ms: u64, sink: &mut S) {
-        if self.state != GameState::Active {
+        if self.state != GameState::Active || self.away_since.is_some() {
             return;
         }
         let still = now_ms.saturating_sub(self.last_change_ms);
@@ -179,6 +183,18 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
+    /// A message came from the board: an outage ([`Tracker::board_away`]) is over. What the
+    /// board showed before it is old news, so stillness counts from now; presses waiting
+    /// for the board get back the time it was away.
+    fn board_heard(&mut self, now: u64) {
+        let Some(since) = self.away_since.take() else { return };
+        let gone = now.saturating_sub(since);
+        self.last_change_ms = self.last_change_ms.max(now);
+        for p in self.pending_press.iter_mut() {
+            p.expires = p.expires.saturating_add(gone);
+        }
+    }
+
     pub(super) fn clock_running(&self, now: u64) -> bool {
         match self.clocks.last {
             Some(r) => r.status.running() && now.saturating_sub(self.clocks.last_ms) <= CLOCK_STALE_MS,
@@ -215,7 +231,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// From when a dump counts as showing the board now, for confirmations by time: after
     /// the board's last change and the last press, and not older than `chain_confirm_ms`.
     fn recent_since(&self, now: u64) -> u64 {
-        let press = self.pending_press.iter().map(|(_, t, _)| *t).max().unwrap_or(0);
+        let press = self.pending_press.iter().map(|p| p.at).max().unwrap_or(0);
         let recent = now.saturating_sub(u64::from(self.config.chain_confirm_ms));
         (self.last_change_ms + 1).max(press).max(recent)
     }

@@ -4,7 +4,7 @@
 use shakmaty::{Chess, Color, Move, Position, attacks, san::SanPlus};
 
 use super::record::{PlyRecord, to16};
-use super::{MAX_PROVISIONAL, Tracker};
+use super::{MAX_PROVISIONAL, PendingPress, Tracker};
 use crate::board::placement_hash;
 use crate::clock::Press;
 use crate::event::{Event, EventSink, MoveInfo};
@@ -117,8 +117,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn resolve_pending<S: EventSink + ?Sized>(&mut self, now: u64, immediate: bool, sink: &mut S) {
         let mut k = 0;
         while k < self.pending_press.len() {
-            let (press, t, bound) = self.pending_press[k];
-            if now.saturating_sub(t) > u64::from(self.config.press_window_ms) {
+            let PendingPress { press, at: t, expires, bound } = self.pending_press[k];
+            if now > expires {
                 self.pending_press.remove(k);
                 continue;
             }
@@ -157,7 +157,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
             .last_ply_by(press.by)
             .filter(|&upto| self.at_tip && !self.dirty && upto == self.records.len())
             .map(|upto| (upto, self.records[upto - 1].hash));
-        let _ = self.pending_press.push((press, now, bound));
+        let expires = now + u64::from(self.config.press_window_ms);
+        let _ = self.pending_press.push(PendingPress { press, at: now, expires, bound });
     }
 
     /// The ply (index one past it) a waiting press was bound to, while that same ply is
@@ -174,7 +175,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn pressed_plies(&self) -> usize {
         self.pending_press
             .iter()
-            .filter_map(|&(_, _, b)| self.still_bound(b))
+            .filter_map(|p| self.still_bound(p.bound))
             .max()
             .map_or(0, |b| b - self.confirmed)
     }

@@ -51,9 +51,18 @@ pub enum GameState {
     Over,
 }
 
-/// A clock press waiting for the board: the press, when it came, and the ply it was
-/// bound to with that ply's placement hash (see `add_pending_press`).
-type PendingPress = (Press, u64, Option<(usize, u32)>);
+/// A clock press waiting for the board to show the move.
+#[derive(Clone, Copy, Debug)]
+struct PendingPress {
+    press: Press,
+    /// When it came.
+    at: u64,
+    /// When it stops waiting: [`Config::press_window_ms`] after it came, plus any time the
+    /// board was away meanwhile (it could not show the move then).
+    expires: u64,
+    /// The ply it was bound to, with that ply's placement hash (see `add_pending_press`).
+    bound: Option<(usize, u32)>,
+}
 
 /// Which line a query is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,6 +167,9 @@ pub struct Tracker<const PLIES: usize> {
     full_reported: bool,
     /// Confirmed plies restored by the last [`Tracker::resume`] (0 for a game started here).
     resumed_at: usize,
+    /// Since when the link to the board has been gone ([`Tracker::board_away`]), until the
+    /// next message from it.
+    away_since: Option<u64>,
 }
 
 impl<const PLIES: usize> Default for Tracker<PLIES> {
@@ -201,6 +213,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             armed_orientation: None,
             full_reported: false,
             resumed_at: 0,
+            away_since: None,
         }
     }
 
@@ -318,6 +331,20 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.state == GameState::Active && plies > self.confirmed {
             self.confirm_through(plies.min(self.records.len()), None, now_ms, sink);
         }
+    }
+
+    /// The link to the board is gone (its port was lost): until the next message from it,
+    /// nothing is decided by time. A board nobody can hear is not a board standing still:
+    /// quiet time would confirm a move its player may be taking back, and presses waiting
+    /// for the board would run out while it cannot answer. The next message ends the
+    /// outage: stillness counts from then, and waiting presses get back the time they lost.
+    pub fn board_away(&mut self, now_ms: u64) {
+        self.away_since.get_or_insert(now_ms);
+    }
+
+    /// True while the board is away ([`Tracker::board_away`]).
+    pub fn is_board_away(&self) -> bool {
+        self.away_since.is_some()
     }
 
     /// Number of plies in a view.
