@@ -578,3 +578,106 @@ fn a_real_repetition_with_presses_is_kept() {
     s.wait(6000);
     check_stream(&s, &moves);
 }
+
+// ----- a move under way ---------------------------------------------------------------------
+
+#[test]
+fn a_queen_paused_mid_slide_where_it_cannot_stop_keeps_the_line() {
+    // No clock. Black's Qa3-c5 gives check along c5-g1. White answers Qh6-e3, sliding the
+    // queen down the diagonal and resting on g5 and f4, where it cannot stop (the king
+    // stays in check), long enough for the board to settle; Qc5 is still provisional (the
+    // quiet time has not passed). Nothing may be taken back for a longer line from before
+    // Qc5 (Qb4, Qg5, Qc5 explains the board with the queen on g5).
+    let (mut s, pos) = from_fen("6k1/5ppp/7Q/8/8/q7/6PP/6K1 b - - 0 1", Config::default(), None);
+    s.play_uci(&pos, "a3c5");
+    s.wait(500);
+    let queen = s.lift(Square::H6);
+    s.put(Square::G5, queen);
+    s.wait(450);
+    s.lift(Square::G5);
+    s.put(Square::F4, queen);
+    s.wait(450);
+    s.lift(Square::F4);
+    s.put(Square::E3, queen);
+    s.wait(3_000);
+    assert_eq!(all_confirmed(&s), ["a3c5", "h6e3"]);
+    check_stream(&s, &["a3c5", "h6e3"]);
+    let retracted = s.count(|e| matches!(e, Event::MoveRetracted { ply: 1 }));
+    assert_eq!(retracted, 0, "Qc5 was never given up: {:?}", s.events);
+}
+
+#[test]
+fn a_capture_with_the_victim_off_first_and_the_rook_passing_keeps_the_line() {
+    // No clock. Black plays Kh7-h6. White takes the e4 pawn with the rook from e2: the pawn
+    // comes off first, then the rook rests on e3 on its way. A dump then shows the pawn
+    // gone and the rook on e3, which Black's e4-e3 and Rxe3 from before Kh6 would explain;
+    // Kh6 stood on the board and must stay.
+    let fen = "8/6pk/p4p2/7P/P3p1K1/5rP1/4RP2/8 b - - 1 58";
+    let (mut s, pos) = from_fen(fen, Config::default(), None);
+    s.play_uci(&pos, "h7h6");
+    s.wait(1_300);
+    s.lift(Square::E4);
+    s.wait(400);
+    let rook = s.lift(Square::E2);
+    s.wait(235);
+    s.board.set_piece_at(Square::E3, shakmaty::Piece { color: W, role: Role::Rook });
+    s.dump();
+    s.wait(250);
+    s.lift(Square::E3);
+    s.put(Square::E4, rook);
+    s.wait(3_000);
+    assert_eq!(all_confirmed(&s), ["h7h6", "e2e4"]);
+    check_stream(&s, &["h7h6", "e2e4"]);
+    assert_eq!(s.count(|e| matches!(e, Event::MoveRetracted { ply: 1 })), 0, "{:?}", s.events);
+}
+
+// ----- several plies in one scan, without a clock -------------------------------------------
+
+#[test]
+fn two_plies_in_one_scan_repeating_a_position_are_not_a_takeback() {
+    // No clock. 53. Be6 Kb4 54. Bd7 Kc5: the last two plies are read in one scan, and the
+    // scan's first half (the king off b4 and back on c5) shows the position before Kb4.
+    // That half reading must not give up Kb4: the whole scan is two plies that repeat the
+    // position after 52...Kc5, not a takeback of Be6.
+    let (mut s, pos) = from_fen("8/3B4/5p2/p1k5/P1P2P2/3K2n1/8/8 w - - 4 53", Config::default(), None);
+    let pos = s.play_uci(&pos, "d7e6");
+    s.wait(2_500);
+    s.play_uci(&pos, "c5b4");
+    s.wait(1_000);
+    s.step_ms = 0;
+    s.now += 40;
+    let king = s.lift(Square::B4);
+    s.put(Square::C5, king);
+    let bishop = s.lift(Square::E6);
+    s.put(Square::D7, bishop);
+    s.step_ms = 40;
+    s.wait(3_000);
+    assert_eq!(s.count(|e| matches!(e, Event::Takeback { .. })), 0, "{:?}", s.events);
+    check_stream(&s, &["d7e6", "c5b4", "e6d7", "b4c5"]);
+}
+
+#[test]
+fn two_plies_in_one_scan_after_plies_that_stood_keep_them() {
+    // No clock, so plies stay provisional for the quiet time. 64...Re2 stands 1.6 s, 65.
+    // Kf3 stands almost 1 s, then 65...Re3 66. Kf2 are read in one scan. 64...Re3 65. Kf2 from
+    // before Re2 reaches the same board in fewer plies, but Re2 and Kf3 stood on the board:
+    // they were played.
+    let (mut s, pos) = from_fen("8/4Pkp1/p2P3p/P1RPr1b1/6P1/6P1/6K1/8 b - - 2 64", Config::default(), None);
+    let pos = s.play_uci(&pos, "e5e2");
+    s.wait(1_600);
+    s.play_uci(&pos, "g2f3");
+    // Not a second yet: Kf3 does not prove Re2 (a forgotten press) before the scan comes.
+    s.wait(950);
+    // The scan reports the squares in the rotated board's order: e3, f3, e2, f2.
+    s.step_ms = 0;
+    s.now += 40;
+    let rook = s.board.piece_at(Square::E2);
+    s.put(Square::E3, rook);
+    let king = s.lift(Square::F3);
+    s.lift(Square::E2);
+    s.put(Square::F2, king);
+    s.step_ms = 40;
+    s.wait(3_000);
+    assert_eq!(all_confirmed(&s), ["e5e2", "g2f3", "e2e3", "f3f2"]);
+    check_stream(&s, &["e5e2", "g2f3", "e2e3", "f3f2"]);
+}

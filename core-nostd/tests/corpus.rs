@@ -209,7 +209,8 @@ fn replay(g: &Game, gesture: bool) -> Replay {
         && let Some(r) = g.result
     {
         kings_to_centre(&mut sim, r);
-        sim.wait(500);
+        // The signal is left standing (it ends the game after the quiet time).
+        sim.wait(2_500);
     }
     Replay { sim, illegal_at, played, final_pos: pos }
 }

@@ -381,7 +381,10 @@ fn kings_in_centre_with_no_king_move_recorded() {
     s.slide(Square::E3, Square::E4);
     s.wait(300);
     s.slide(Square::C6, Square::D5);
+    // The signal ends the game once it has stood for the quiet time.
     s.wait(1000);
+    assert_eq!(s.tracker.result(), None);
+    s.wait(1500);
     assert_eq!(s.tracker.result(), Some((GameResult::WhiteWins, EndReason::KingsInCentre)));
     assert!(confirmed(&s).is_empty(), "no king move recorded");
     assert_eq!(s.count(|e| matches!(e, Event::MoveConfirmed(_))), 0);
@@ -401,7 +404,7 @@ fn kings_in_centre_slowly_without_clock() {
     s.slide(Square::E3, Square::D4);
     s.wait(5000);
     s.slide(Square::C6, Square::E5);
-    s.wait(500);
+    s.wait(2500);
     assert_eq!(s.tracker.result(), Some((GameResult::BlackWins, EndReason::KingsInCentre)));
     assert!(confirmed(&s).is_empty(), "Kd4 waited for the next move and was withdrawn");
 }
@@ -424,9 +427,27 @@ fn last_king_move_to_the_centre_then_both_kings_picked_up_for_the_signal() {
     let bk = s.lift(Square::C6);
     s.put(Square::E4, wk);
     s.put(Square::D4, bk);
-    s.wait(500);
+    s.wait(2500);
     assert_eq!(s.tracker.result(), Some((GameResult::Draw, EndReason::KingsInCentre)));
     assert_eq!(confirmed(&s), ["e3e4"]);
+}
+
+fn a_king_knocked_next_to_the_other_in_the_centre_is_no_result() {
+    // Black's king stands on d5. White, reaching for a rook, knocks the king from f6 onto
+    // e5 (both kings in the centre: the draw signal's board) and puts it back 800 ms later,
+    // then plays Rd1 and presses. The game goes on.
+    let (mut s, pos) = from_fen("8/8/5K2/2pk4/8/8/8/R7 w - - 0 1", true);
+    s.slide(Square::F6, Square::E5);
+    s.wait(800);
+    s.slide(Square::E5, Square::F6);
+    s.wait(300);
+    s.play_uci(&pos, "a1d1");
+    s.wait(300);
+    s.press(4, 2);
+    s.wait(3000);
+    assert_eq!(s.tracker.result(), None);
+    assert_eq!(confirmed(&s), ["a1d1"]);
+    assert_eq!(s.count(|e| matches!(e, Event::PositionMismatch { .. })), 0);
 }
 
 fn forgotten_clock_press() {
@@ -557,6 +578,10 @@ const SCENARIOS: &[Scenario] = &[
     ("a position that matches nothing, then restored", position_matching_nothing_then_restored),
     ("kings in the centre: result, no king move", kings_in_centre_with_no_king_move_recorded),
     ("kings in the centre slowly, no clock", kings_in_centre_slowly_without_clock),
+    (
+        "a king knocked next to the other in the centre is no result",
+        a_king_knocked_next_to_the_other_in_the_centre_is_no_result,
+    ),
     ("three plies and their presses inside one scan window", three_plies_and_presses_inside_one_scan_window),
     (
         "a capture and a recapture leaving the tip less two pieces",

@@ -20,6 +20,11 @@ use crate::rng::Rng;
 use crate::scenario::{Action, ClockSetup, Scenario, Setup, TimedAction};
 use crate::truth::{ClockTruth, GroundTruth, PlyTruth};
 
+/// The fastest a player makes a ply after the opponent's press (ms): see the move, lift,
+/// put down, press. Fast blitz hands; two players' plies this far apart are not read by
+/// one 200 ms scan.
+const FASTEST_PLY_MS: u64 = 400;
+
 /// A noise profile: how the hands (and the cable, and the line) behave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Profile {
@@ -502,10 +507,18 @@ impl Planner<'_> {
                 }
                 Some((lo, hi)) => {
                     if needed > hi + 1 && lo < needed {
-                        // Too quick for the whole gesture: it is squeezed (reports merge).
+                        // Too quick for the whole gesture: it is squeezed (reports may merge),
+                        // but never faster than hands go. The window is where the source's
+                        // whole-second `%clk` falls on the planner's clock, whose sub-second
+                        // phase is arbitrary: a window of a few milliseconds is that phase, not
+                        // a player moving a piece in 14 ms. The truth is the planner's clock,
+                        // so a ply slower than the source's by a fraction of a second is still
+                        // what the clock shows.
                         self.note(&mut events, "squeezed");
+                        hi.max(lo).max(FASTEST_PLY_MS)
+                    } else {
+                        hi.max(lo).max(60)
                     }
-                    hi.max(lo).max(60)
                 }
                 None => self
                     .rng

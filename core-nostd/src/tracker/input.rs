@@ -4,7 +4,7 @@
 use dgt_protocol::{BoardDump, Bwtime, ClockTimes, FieldUpdate, Message};
 use shakmaty::{Bitboard, Position};
 
-use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, Tracker};
+use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, SAME_SCAN_MS, Tracker};
 use crate::event::{EndReason, Event, EventSink, GameResult};
 
 impl<const PLIES: usize> Tracker<PLIES> {
@@ -131,10 +131,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.
     pub fn tick<S: EventSink + ?Sized>(&mut self, now_ms: u64, sink: &mut S) {
-        if self.state != GameState::Active || self.away_since.is_some() {
+        if self.state != GameState::Active
+            || self.away_since.is_some()
+            || self.tick_board_result(now_ms, sink)
+        {
             return;
         }
         let still = now_ms.saturating_sub(self.last_change_ms);
+        self.note_stood(now_ms);
         if self.dirty && still >= u64::from(self.config.settle_ms) {
             self.deep_eval(now_ms, sink);
         }
@@ -195,6 +199,19 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
+    /// Notes that the last provisional ply stood: the board has shown the tip, unchanged,
+    /// for the settle time.
+    fn note_stood(&mut self, now: u64) {
+        let prov = self.records.len() - self.confirmed;
+        if self.at_tip
+            && !self.dirty
+            && prov > 0
+            && now.saturating_sub(self.last_change_ms) >= u64::from(self.config.settle_ms)
+        {
+            self.stood[(prov - 1).min(MAX_PROVISIONAL - 1)] = true;
+        }
+    }
+
     pub(super) fn clock_running(&self, now: u64) -> bool {
         match self.clocks.last {
             Some(r) => r.status.running() && now.saturating_sub(self.clocks.last_ms) <= CLOCK_STALE_MS,
@@ -248,6 +265,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     pub(super) fn board_changed<S: EventSink + ?Sized>(&mut self, now: u64, stable: bool, sink: &mut S) {
+        // A field update right after another one is the same scan being reported (about
+        // 3 ms a message at 9600 baud): the board is only half read.
+        let mid_scan = !stable && now.saturating_sub(self.last_change_ms) < SAME_SCAN_MS;
+        self.note_stood(now);
         self.last_change_ms = now;
         self.dirty = true;
         if self.at_tip {
@@ -268,7 +289,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.try_new_game(now, sink) || self.check_board_result(now, sink) {
             return;
         }
-        self.fast_eval(now, sink);
+        self.fast_eval(now, !mid_scan, sink);
         if stable && self.dirty {
             self.deep_eval(now, sink);
         }

@@ -93,6 +93,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.pending_press.clear();
         self.full_reported = false;
         self.seen_boards.clear();
+        self.centre_since = None;
     }
 
     pub(super) fn start_game<S: EventSink + ?Sized>(
@@ -116,7 +117,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             sink.event(Event::Clock(state));
         }
         self.dirty = true;
-        self.fast_eval(now, sink);
+        self.fast_eval(now, true, sink);
     }
 
     pub(super) fn resume_game<S, I>(
@@ -189,12 +190,31 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.end_game(result, EndReason::MagicPiece, sink);
             return true;
         }
-        if let Some(result) = board::kings_in_centre(&self.phys.board) {
-            self.settle_line_at_end(now, true, sink);
-            self.end_game(result, EndReason::KingsInCentre, sink);
-            return true;
+        match board::kings_in_centre(&self.phys.board) {
+            Some(result) => {
+                // The signal ends the game once it has stood for the quiet time (what makes
+                // an unpressed move final): a king knocked onto a centre square next to the
+                // other one shows the same board until it is put back. Meanwhile nothing is
+                // matched: no legal position has the kings side by side.
+                let since = *self.centre_since.get_or_insert(now);
+                if now.saturating_sub(since) >= u64::from(self.config.quiet_ms) {
+                    self.centre_since = None;
+                    self.settle_line_at_end(since, true, sink);
+                    self.end_game(result, EndReason::KingsInCentre, sink);
+                }
+                true
+            }
+            None => {
+                self.centre_since = None;
+                false
+            }
         }
-        false
+    }
+
+    /// While the kings stand in the centre, time may make the signal a result: returns
+    /// true while the signal is up (nothing else is decided then).
+    pub(super) fn tick_board_result<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
+        self.centre_since.is_some() && self.check_board_result(now, sink)
     }
 
     /// At a result signalled on the board: king moves onto the centre (half of the

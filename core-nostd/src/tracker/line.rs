@@ -42,6 +42,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let idx = self.records.len() - 1 - self.confirmed;
             self.seen_ms[idx.min(MAX_PROVISIONAL - 1)] = now;
             self.joint[idx.min(MAX_PROVISIONAL - 1)] = moves.len() > 1;
+            self.stood[idx.min(MAX_PROVISIONAL - 1)] = false;
             let info = MoveInfo {
                 ply: self.records.len() as u16,
                 color: self.tip.turn(),
@@ -278,6 +279,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.confirmed += 1;
             self.seen_ms.copy_within(1.., 0);
             self.joint.copy_within(1.., 0);
+            self.stood.copy_within(1.., 0);
             self.last_confirmed_seen_ms = seen;
             self.clocks.fix_mapping();
             sink.event(Event::MoveConfirmed(info));

@@ -4,10 +4,21 @@
 use dgt_protocol::BoardDump;
 use shakmaty::{Bitboard, Board, Color, Position};
 
-use super::{GameState, Tracker};
+use super::{GameState, MAX_PROVISIONAL, Tracker};
 use crate::board::placement_hash;
 use crate::event::{Event, EventSink};
 use crate::search::{self, board_diff, has_two_kings, one_ply};
+
+/// How a board differs from the tip when a move is under way (see `move_under_way`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum UnderWay {
+    /// Only pieces lifted: a hand holds them (or a capture and a recapture on one square
+    /// were read in one scan, which also leaves the tip less two pieces).
+    Lifted,
+    /// The mover's piece is down on a square other than its own, perhaps one it cannot
+    /// stop on: on its way.
+    OnItsWay,
+}
 
 /// How the tracker would explain a board reading, asked before feeding it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,9 +61,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if one_ply(&self.tip, target, d).is_some() {
             return Reading::Explained { plies: 1 };
         }
-        let lifted_only = (d & target.occupied()).is_empty();
-        let keep = if lifted_only { self.records.len() - self.confirmed } else { self.pressed_plies() };
-        match self.best_line(target, keep) {
+        let keep = if self.move_under_way(target).is_some() {
+            self.records.len() - self.confirmed
+        } else {
+            self.pressed_plies()
+        };
+        match self.best_line_keeping_stood(target, keep) {
             Some((k, path, false)) => {
                 let prov = self.records.len() - self.confirmed;
                 Reading::Explained { plies: (prov - k + path.len()) as u8 }
@@ -78,8 +92,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
-    /// One-ply explanations from the tip and from each provisional base.
-    pub(super) fn fast_eval<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
+    /// One-ply explanations from the tip and from each provisional base. A board showing an
+    /// earlier base exactly gives up the plies after it only when `may_retract`: not on a
+    /// board read halfway through a scan, which can show an earlier position on its way to
+    /// a later one (two plies read in one scan that bring back a piece: the first half of
+    /// the scan shows the line before the last ply). The settle-time search decides on the
+    /// whole reading. (A ply from an earlier base, as when a slide goes on past the square
+    /// read first, is followed at once.)
+    pub(super) fn fast_eval<S: EventSink + ?Sized>(&mut self, now: u64, may_retract: bool, sink: &mut S) {
         if self.phys.magic.any() {
             return;
         }
@@ -98,6 +118,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         for k in (0..prov).rev() {
             let Some(pos) = self.position_at(self.confirmed + k) else { return };
             let d = board_diff(pos.board(), &target);
+            if d.is_empty() && !may_retract {
+                return;
+            }
             let found = if d.is_empty() { Some(None) } else { one_ply(&pos, &target, d).map(Some) };
             if let Some(m) = found {
                 self.retract_to(self.confirmed + k, sink);
@@ -117,24 +140,25 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let target = self.phys.board.clone();
-        // The board the line last matched, less some pieces: most likely hands holding them
-        // (a capture half done, a piece on its way), so the plies the board showed are not
-        // given up for a longer line that removes them. Only plies on from the tip may
-        // explain it (a capture and a recapture on the same square with the same kind of
-        // piece does leave the tip less two pieces).
-        let lifted_only = {
-            let d = board_diff(self.tip.board(), &target);
-            !d.is_empty() && (d & target.occupied()).is_empty()
-        };
+        // The board the line last matched with a move under way (see `move_under_way`):
+        // the plies the board showed are not given up for a longer line from an earlier
+        // base. Only plies on from the tip may explain it (a capture and a recapture on the
+        // same square with the same kind of piece does leave the tip less two pieces).
+        let under_way = self.move_under_way(&target);
+        let lifted_only = under_way == Some(UnderWay::Lifted);
         if !self.phys.magic.any() && has_two_kings(&target) {
             // Plies a waiting press was bound to stand (see `pressed_plies`); a board
             // showing the tip less some pieces keeps them all.
             let prov = self.records.len() - self.confirmed;
             let pressed = self.pressed_plies();
-            let mut line = self.best_line(&target, if lifted_only { prov } else { pressed });
-            // Hands hold pieces only while one ply is under way: a board that needs an
-            // exchange of several plies from the tip is weighed against the lines from
-            // earlier bases like any other reading.
+            let mut line =
+                self.best_line_keeping_stood(&target, if under_way.is_some() { prov } else { pressed });
+            // Hands hold pieces only while one ply is under way: a board less some pieces
+            // that needs an exchange of several plies from the tip is weighed against the
+            // lines from earlier bases like any other reading. (Not once the mover's piece
+            // is down on its way: the lines from earlier bases would give up plies the board
+            // shows, and the longer line from the tip is at worst withdrawn when the piece
+            // lands.)
             if lifted_only && line.as_ref().is_some_and(|(_, path, _)| path.len() > 1) {
                 let kept = line.as_ref().map_or(usize::MAX, |(k, path, _)| k + path.len());
                 if let Some(other) =
@@ -149,7 +173,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.on_match(sink);
                 return;
             }
-            if let Some(j) = self.find_earlier(&target).filter(|_| !lifted_only) {
+            if let Some(j) = self.find_earlier(&target).filter(|_| under_way.is_none()) {
                 // Taking back more than a move pair waits until the board has stood for the
                 // quiet time: in a long game a piece knocked onto the next square can
                 // briefly show a position of many plies ago (a repetition), and a takeback
@@ -166,6 +190,27 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.unexplained_since.is_none() {
             self.unexplained_since = Some(now);
         }
+    }
+
+    /// True when `target` is the tip with a move under way: some pieces lifted (a capture's
+    /// victim, pieces in a hand) and at most one piece of the side to move put down
+    /// elsewhere than its square (a piece on its way, paused on a square where it cannot
+    /// stop: a queen slid through a square where it would leave its king in check, a rook
+    /// passing the square before the one whose victim was already taken off). Every ply of
+    /// the line is still on the board; a line from an earlier base would give up plies the
+    /// board shows, for plies nobody saw.
+    pub(super) fn move_under_way(&self, target: &Board) -> Option<UnderWay> {
+        let tip = self.tip.board();
+        let d = board_diff(tip, target);
+        if d.is_empty() {
+            return None;
+        }
+        let placed = d & target.occupied();
+        let Some(sq) = placed.single_square() else { return placed.is_empty().then_some(UnderWay::Lifted) };
+        let mover = self.tip.turn();
+        let lifted_own = d & tip.by_color(mover) & !target.occupied();
+        (target.color_at(sq) == Some(mover) && tip.color_at(sq) != Some(mover) && lifted_own.count() == 1)
+            .then_some(UnderWay::OnItsWay)
     }
 
     /// The line that explains `target`: the provisional plies up to a base `k` (at least
@@ -212,6 +257,29 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
         }
         best.map(|(k, path, _, _, tied)| (k, path, tied))
+    }
+
+    /// [`Self::best_line`], keeping at least the provisional plies up to the last one that
+    /// stood (the board was still at it for the settle time: a position the players left
+    /// on the board, not a hand passing through) when some line does; otherwise the best
+    /// line keeping `keep`. Without this, two plies read in one scan after plies that
+    /// stood (a burst without a clock) lose to a line of fewer plies from before them that
+    /// happens to reach the same board, and plies the board showed for seconds are
+    /// replaced by plies nobody saw. A piece that paused on a legal square on its way
+    /// further is still followed: from that pause no line reaches where it lands.
+    pub(super) fn best_line_keeping_stood(
+        &self,
+        target: &Board,
+        keep: usize,
+    ) -> Option<(usize, search::Path, bool)> {
+        let prov = self.records.len() - self.confirmed;
+        let stood = (0..prov.min(MAX_PROVISIONAL)).rev().find(|&i| self.stood[i]).map_or(0, |i| i + 1);
+        if stood > keep
+            && let Some(line) = self.best_line(target, stood)
+        {
+            return Some(line);
+        }
+        self.best_line(target, keep)
     }
 
     /// True when two lines (provisional plies up to a base, then a path) are the same plies.

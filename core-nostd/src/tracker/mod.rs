@@ -36,6 +36,8 @@ const MAX_PROVISIONAL: usize = 8;
 const PENDING_PRESSES: usize = 4;
 /// Positions the board was seen showing that are remembered (see `seen_boards`).
 const SEEN_BOARDS: usize = 16;
+/// Field updates closer together than this (ms) are one scan of the board being reported.
+const SAME_SCAN_MS: u64 = 20;
 /// A running clock that has sent nothing for this long is treated as absent.
 const CLOCK_STALE_MS: u64 = 5000;
 /// Where the tracker is in a game's life.
@@ -139,6 +141,9 @@ pub struct Tracker<const PLIES: usize> {
     /// Which provisional plies were read together with another one from a single reading
     /// (a search of two or more plies): see `line_verified`.
     joint: [bool; MAX_PROVISIONAL],
+    /// Which provisional plies the board stood still at for the settle time as the last of
+    /// the line: not a passing state of a hand (see `best_line_keeping_stood`).
+    stood: [bool; MAX_PROVISIONAL],
     /// When the last confirmed ply appeared (or the game started).
     last_confirmed_seen_ms: u64,
     pub(crate) result: Option<(GameResult, EndReason)>,
@@ -170,6 +175,9 @@ pub struct Tracker<const PLIES: usize> {
     /// Since when the link to the board has been gone ([`Tracker::board_away`]), until the
     /// next message from it.
     away_since: Option<u64>,
+    /// Since when the board has shown both kings in the centre, the result signal, until it
+    /// has stood long enough to end the game (see `check_board_result`).
+    centre_since: Option<u64>,
 }
 
 impl<const PLIES: usize> Default for Tracker<PLIES> {
@@ -195,6 +203,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             tip: Chess::default(),
             seen_ms: [0; MAX_PROVISIONAL],
             joint: [false; MAX_PROVISIONAL],
+            stood: [false; MAX_PROVISIONAL],
             last_confirmed_seen_ms: 0,
             result: None,
             last_change_ms: 0,
@@ -214,6 +223,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             full_reported: false,
             resumed_at: 0,
             away_since: None,
+            centre_since: None,
         }
     }
 
