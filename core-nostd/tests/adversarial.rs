@@ -681,3 +681,29 @@ fn two_plies_in_one_scan_after_plies_that_stood_keep_them() {
     assert_eq!(all_confirmed(&s), ["e5e2", "g2f3", "e2e3", "f3f2"]);
     check_stream(&s, &["e5e2", "g2f3", "e2e3", "f3f2"]);
 }
+
+#[test]
+fn a_three_ply_burst_read_queen_first_is_not_a_move_under_way() {
+    // 14...c4 15. dxc4 Qg6, all three pressed before one scan reports them. The scan
+    // reports the squares in index order, so the queen's ply (d6, g6) comes first and reads
+    // as a one-ply move; the rest (c5 off, c4 a white pawn, d3 off) looks like White's
+    // pawn on its way with a black pawn lifted, but a pawn does not slide and c5 is not on
+    // its way: the search from before Qg6 must still find the three plies.
+    let fen = "r1b2rk1/p1p2ppn/3q3p/1pp1p3/4P1PP/P2PB3/BPP2P2/R2QK2R b KQ - 1 14";
+    let (mut s, _) = from_fen(fen, Config::default(), Some(300));
+    s.wait(1_000);
+    s.press(2, 2);
+    s.press(1, 2);
+    s.press(1, 2);
+    s.step_ms = 0;
+    s.now += 30;
+    s.lift(Square::D6);
+    s.put(Square::G6, piece(B, Role::Queen));
+    s.lift(Square::C5);
+    s.put(Square::C4, piece(W, Role::Pawn));
+    s.lift(Square::D3);
+    s.step_ms = 40;
+    s.wait(3_000);
+    check_stream(&s, &["c5c4", "d3c4", "d6g6"]);
+    assert_eq!(count_mismatches(&s), 0);
+}

@@ -2,7 +2,7 @@
 //! takebacks, and the squares reported when nothing explains the board.
 
 use dgt_protocol::BoardDump;
-use shakmaty::{Bitboard, Board, Color, Position};
+use shakmaty::{Bitboard, Board, Color, Position, Role, attacks};
 
 use super::{GameState, MAX_PROVISIONAL, Tracker};
 use crate::board::placement_hash;
@@ -192,13 +192,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
-    /// True when `target` is the tip with a move under way: some pieces lifted (a capture's
-    /// victim, pieces in a hand) and at most one piece of the side to move put down
-    /// elsewhere than its square (a piece on its way, paused on a square where it cannot
-    /// stop: a queen slid through a square where it would leave its king in check, a rook
-    /// passing the square before the one whose victim was already taken off). Every ply of
-    /// the line is still on the board; a line from an earlier base would give up plies the
-    /// board shows, for plies nobody saw.
+    /// How `target` shows the tip with a move under way, if it does: only pieces lifted (a
+    /// capture's victim, pieces in a hand), or a sliding piece of the side to move put down
+    /// on its own line from its square and not yet where it goes: paused in a slide on a
+    /// square where it cannot stop (a queen slid through a square where it would leave its
+    /// king in check), or short of a victim already taken off (a rook passing the square
+    /// before the one whose piece it takes). Every ply of the line is still on the board; a
+    /// line from an earlier base would give up plies the board shows, for plies nobody saw.
     pub(super) fn move_under_way(&self, target: &Board) -> Option<UnderWay> {
         let tip = self.tip.board();
         let d = board_diff(tip, target);
@@ -206,11 +206,22 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return None;
         }
         let placed = d & target.occupied();
-        let Some(sq) = placed.single_square() else { return placed.is_empty().then_some(UnderWay::Lifted) };
+        let Some(to) = placed.single_square() else { return placed.is_empty().then_some(UnderWay::Lifted) };
         let mover = self.tip.turn();
-        let lifted_own = d & tip.by_color(mover) & !target.occupied();
-        (target.color_at(sq) == Some(mover) && tip.color_at(sq) != Some(mover) && lifted_own.count() == 1)
-            .then_some(UnderWay::OnItsWay)
+        let lifted = d & !target.occupied();
+        let (Some(from), Some(piece)) = ((lifted & tip.by_color(mover)).single_square(), target.piece_at(to))
+        else {
+            return None;
+        };
+        let victims = lifted & tip.by_color(!mover);
+        let on_its_way = piece.color == mover
+            && tip.piece_at(from) == Some(piece)
+            && matches!(piece.role, Role::Queen | Role::Rook | Role::Bishop)
+            && tip.piece_at(to).is_none()
+            && attacks::attacks(from, piece, Bitboard::EMPTY).contains(to)
+            && attacks::between(from, to).is_disjoint(tip.occupied())
+            && victims.into_iter().all(|v| attacks::between(from, v).contains(to));
+        on_its_way.then_some(UnderWay::OnItsWay)
     }
 
     /// The line that explains `target`: the provisional plies up to a base `k` (at least
