@@ -162,7 +162,8 @@ impl Clocks {
         }
     }
 
-    fn owner(&self, config: &Config, side: ClockSide) -> Color {
+    /// The colour whose display `side` is.
+    pub fn owner(&self, config: &Config, side: ClockSide) -> Color {
         if self.side_of(config, Color::White) == side { Color::White } else { Color::Black }
     }
 

@@ -707,3 +707,116 @@ fn a_three_ply_burst_read_queen_first_is_not_a_move_under_way() {
     check_stream(&s, &["c5c4", "d3c4", "d6g6"]);
     assert_eq!(count_mismatches(&s), 0);
 }
+
+#[test]
+fn a_press_before_the_report_of_the_slide_going_on_is_not_bound_to_the_rest() {
+    // White slides the queen d8-c8-b8; the board's report of the landing on b8 is lost, and
+    // White presses before the report of the queen leaving c8 arrives, so at the press the
+    // board still shows Qc8 as the tip. Black then lifts the d7 bishop, puts it on b5,
+    // takes it back and plays h5 instead. The press was for Qb8 (a dump shows it), never
+    // for Qc8, and Bb5 was never a move.
+    let (mut s, _) =
+        from_fen("3Q4/p2b1rk1/1p4pp/8/6P1/7P/PP3P2/6K1 w - - 0 30", Config::default(), Some(3_000));
+    s.wait(2_000);
+    let queen = s.lift(Square::D8);
+    s.put(Square::C8, queen);
+    s.wait(350);
+    // The queen goes on to b8: c8 is not reported yet, b8 never is.
+    s.board.discard_piece_at(Square::C8);
+    s.board.set_piece_at(Square::B8, shakmaty::Piece { color: W, role: Role::Queen });
+    s.wait(150);
+    s.press(5, 2);
+    s.put(Square::C8, None);
+    s.wait(400);
+    let bishop = s.lift(Square::D7);
+    s.wait(350);
+    s.put(Square::B5, bishop);
+    s.wait(1_300);
+    s.lift(Square::B5);
+    s.put(Square::D7, bishop);
+    s.wait(1_500);
+    let pawn = s.lift(Square::H6);
+    s.put(Square::H5, pawn);
+    s.wait(300);
+    s.press(4, 2);
+    s.wait(1_000);
+    assert_eq!(all_confirmed(&s), ["d8b8", "h6h5"], "{:?}", s.events);
+    check_stream(&s, &["d8b8", "h6h5"]);
+}
+
+#[test]
+fn a_capture_and_recapture_read_after_the_reply_are_found_once_the_hands_are_done() {
+    // 43...bxa4 44. bxa4 Kg7, all pressed before one scan reports them. The scan reports
+    // the king first (a one-ply move on its own), then b5 and b3 empty: the board is that
+    // tip less two pawns, which a hand holding pieces would also show, so at first only
+    // plies from the tip may explain it. Once it has stood longer than a hand holds
+    // pieces, with the presses saying the moves are done, the line from before Kg7 is found.
+    let fen = "3r4/1R3P2/2p3k1/1p1p2pp/P3n3/1P1B3P/2P5/6K1 b - - 0 43";
+    let (mut s, _) = from_fen(fen, Config::default(), Some(300));
+    s.wait(1_000);
+    s.press(2, 2);
+    s.press(1, 2);
+    s.press(1, 2);
+    s.step_ms = 0;
+    s.now += 30;
+    s.put(Square::G7, piece(B, Role::King));
+    s.lift(Square::G6);
+    s.lift(Square::B5);
+    s.lift(Square::B3);
+    s.step_ms = 40;
+    s.wait(3_000);
+    check_stream(&s, &["b5a4", "b3a4", "g6g7"]);
+}
+
+#[test]
+fn a_repetition_read_through_a_dump_is_not_a_takeback_of_plies_that_stood() {
+    // No clock. 33. Kb2 Qe5 34. Kb1 Qd6 35. Kb2 Qe5, each ply standing about a second. The
+    // report of the king leaving b1 the second time is lost, so only a dump shows the
+    // board: the position after 33...Qe5, which a takeback of the two plies that stood
+    // would also show. They stood: it is the repetition.
+    let fen = "5r1k/2p1r1pp/p2q1n2/1p6/5R2/N2P2Q1/2P4P/1K4R1 w - - 4 33";
+    let (mut s, mut pos) = from_fen(fen, Config::default(), None);
+    for u in ["b1b2", "d6e5", "b2b1", "e5d6"] {
+        pos = s.play_uci(&pos, u);
+        s.wait(900);
+    }
+    // Kb2 with the lift of b1 not reported, then Qe5.
+    s.board.discard_piece_at(Square::B1);
+    s.put(Square::B2, piece(W, Role::King));
+    s.wait(400);
+    let queen = s.lift(Square::D6);
+    s.put(Square::E5, queen);
+    s.wait(4_000);
+    assert_eq!(s.count(|e| matches!(e, Event::MoveRetracted { .. })), 0, "{:?}", s.events);
+    check_stream(&s, &["b1b2", "d6e5", "b2b1", "e5d6", "b1b2", "d6e5"]);
+}
+
+#[test]
+fn a_capture_held_in_the_hand_is_not_an_exchange_elsewhere() {
+    // 17. Be4 Qxd1 18. Rxd1: White takes the queen off d1, lifts the f1 rook and holds both
+    // for half a second before putting the rook down. The board meanwhile is the tip less
+    // two pieces, which Re1 Qxa1 Rxa1 would also leave; nothing of that may be published,
+    // not even provisionally.
+    let fen = "r1br2k1/pp3pp1/2n4p/8/3q4/2NB4/PP3PPP/R2Q1RK1 w - - 2 17";
+    let (mut s, pos) = from_fen(fen, Config::default(), Some(600));
+    s.wait(1_000);
+    let pos = play_pressed(&mut s, &pos, &["d3e4", "d4d1"]);
+    let _ = pos;
+    s.lift(Square::D1);
+    let rook = s.lift(Square::F1);
+    s.wait(500);
+    s.put(Square::D1, rook);
+    s.wait(200);
+    s.press(4, 2);
+    s.wait(1_000);
+    let provisional: Vec<String> = s
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::MoveProvisional(m) => Some(m.uci.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(provisional, ["d3e4", "d4d1", "f1d1"]);
+    check_stream(&s, &["d3e4", "d4d1", "f1d1"]);
+}

@@ -585,10 +585,22 @@ impl Planner<'_> {
     }
 
     /// True when a line of at most `count` legal plies other than the game's plies
-    /// `i..i + count` leaves the same board from `pos`.
+    /// `i..i + count` leaves the same board from `pos`, or when those plies take a piece
+    /// out and back (a quiet move and its return by the same side: the board shows the
+    /// other side moving twice, and which piece went out and back nobody can tell).
     fn hidden_line(&self, pos: &Chess, i: usize, count: usize) -> bool {
         let Some(real) = self.game.moves.get(i..i + count) else { return false };
         let real: Vec<Move> = real.iter().map(|m| m.mv).collect();
+        let out_and_back = real.windows(3).any(|w| match (w[0], w[2]) {
+            (
+                Move::Normal { from: a, to: b, capture: None, promotion: None, .. },
+                Move::Normal { from: c, to: d, .. },
+            ) => a == d && b == c,
+            _ => false,
+        });
+        if out_and_back {
+            return true;
+        }
         let mut target = pos.clone();
         for &m in &real {
             target.play_unchecked(m);

@@ -391,6 +391,55 @@ fn bursts_put_several_plies_between_two_scans() {
 }
 
 #[test]
+fn a_burst_never_takes_a_piece_out_and_back() {
+    // White's king, walled in by its pawns, can only step to g1 and back; the black king
+    // walks too. Every ply is under a second, so bursts are planned everywhere, but a burst
+    // holding White's Kg1 and Kh1 around a black move would show the board with only the
+    // black king moved, as if White had passed, and no other line explains that board (the
+    // check for other lines does not catch it): such bursts are shortened.
+    // Black's return to h8 takes 5 s, so the three plies before it may form a burst.
+    let mut movetext = String::new();
+    for n in 0..16 {
+        let (w, b, emt) = if n % 2 == 0 { ("Kg1", "Kg8", 0) } else { ("Kh1", "Kh8", 5) };
+        movetext.push_str(&format!("{}. {w} {{[%emt 0:00:00]}} {b} {{[%emt 0:00:0{emt}]}} ", n + 1));
+    }
+    let pgn = format!(
+        "[White \"A\"]\n[Black \"B\"]\n[Result \"1/2-1/2\"]\n[SetUp \"1\"]\n\
+         [FEN \"7k/8/8/8/8/6P1/6PP/7K w - - 0 1\"]\n\n{movetext}1/2-1/2\n"
+    );
+    let game = parse_games(&pgn).into_iter().next().expect("the game");
+    assert!(game.truncated.is_none(), "{:?}", game.truncated);
+    let mut bursts = 0;
+    for seed in 0..100 {
+        let scenario = plan_game(&game, &opts(Profile::Burst, seed));
+        let truth = scenario.truth.expect("truth");
+        let mut k = 0;
+        while k < truth.moves.len() {
+            if !truth.moves[k].events.iter().any(|e| e == "burst_start") {
+                k += 1;
+                continue;
+            }
+            let mut end = k + 1;
+            while end < truth.moves.len()
+                && truth.moves[end].events.iter().any(|e| e == "burst")
+                && !truth.moves[end].events.iter().any(|e| e == "burst_start")
+            {
+                end += 1;
+            }
+            let white_first = k % 2 == 0;
+            assert!(
+                end - k < 3 || !white_first,
+                "seed {seed}: a burst of plies {}..={end} takes White's king out and back",
+                k + 1
+            );
+            bursts += 1;
+            k = end;
+        }
+    }
+    assert!(bursts >= 5, "bursts are still planned: {bursts}");
+}
+
+#[test]
 fn takebacks_show_a_wrong_move_then_the_real_one() {
     let mut n = 0;
     for game in twic(3) {

@@ -27,7 +27,7 @@
 //! Pure and synchronous, so the offline harness replays a game exactly as the relay does.
 
 use dgt_core::{Event, EventSink, Reading, Tracker, View};
-use dgt_protocol::{BoardDump, DgtSquare, EeEvent, FieldUpdate, Message, PieceCode};
+use dgt_protocol::{BoardDump, ClockSide, ClockTime, DgtSquare, EeEvent, FieldUpdate, Message, PieceCode};
 
 /// After the port is back, how long the first board reading may take (ms).
 pub const FIRST_READING_MS: u64 = 15_000;
@@ -275,7 +275,15 @@ pub fn replay<const N: usize>(
     if let Some(changes) = &outcome.steps {
         tracker.feed_dump(&outcome.kept, t, &mut sink);
         let before = tracker.ply_count(View::Live);
-        for step in &changes.steps {
+        let mut logged = changes.logged.iter().peekable();
+        for (i, step) in changes.steps.iter().enumerate() {
+            // The presses logged before this change end the moves before it: once the
+            // tracker has settled them, each confirms its presser's ply with its time.
+            while let Some(p) = logged.next_if(|p| p.after <= i) {
+                let to = t + settle + 100;
+                advance(tracker, &mut t, to, &mut sink);
+                tracker.confirm_logged_press(p.side, p.time, t, &mut sink);
+            }
             let gap = match step.gap {
                 Gap::Quick => 40,
                 Gap::Normal => settle + 50,
@@ -287,6 +295,9 @@ pub fn replay<const N: usize>(
         }
         let to = t + settle + 100;
         advance(tracker, &mut t, to, &mut sink);
+        for p in logged {
+            tracker.confirm_logged_press(p.side, p.time, t, &mut sink);
+        }
         // Every logged move followed by another is over, and the last one too when the log
         // holds a press for each: confirmed now, so that a held press is not taken for
         // theirs (their own presses were made while the relay did not listen). Otherwise the
@@ -345,6 +356,21 @@ pub struct LogChanges {
     /// Clock lever moves logged since then: as many as the moves the changes make means
     /// every one of them was pressed before the log was read.
     pub presses: usize,
+    /// The lever moves themselves, with the time the presser's display showed (a press
+    /// before the first change is the kept board's own last move's).
+    pub logged: Vec<LoggedPress>,
+}
+
+/// A clock press in a board's event log: the board logs the halted side's time when the
+/// lever moves, which is the presser's `%clk`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoggedPress {
+    /// How many of [`LogChanges::steps`] came before it.
+    pub after: usize,
+    /// The presser's display.
+    pub side: ClockSide,
+    /// What it showed.
+    pub time: ClockTime,
 }
 
 /// The square changes a board's EEPROM event log holds since the board last showed
@@ -398,6 +424,7 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
     let mut steps = Vec::new();
     let mut press = false;
     let mut presses = 0;
+    let mut logged = Vec::new();
     // A power-up sequence being read: the board it lists and the last square listed.
     let mut block: Option<([PieceCode; 64], Option<u8>)> = None;
     for e in &log[start..] {
@@ -417,10 +444,11 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
         }
         match *e {
             EeEvent::PowerUp => block = Some(([PieceCode::Empty; 64], None)),
-            EeEvent::Time { .. } => {
+            EeEvent::Time { side, time } => {
                 press = true;
                 // A press before the first change is the kept board's own move's.
                 presses += usize::from(!steps.is_empty());
+                logged.push(LoggedPress { after: steps.len(), side, time });
             }
             EeEvent::Field { square, piece, quick } => {
                 let k = usize::from(square.index());
@@ -442,7 +470,7 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
     if let Some((board, _)) = block {
         restate(&mut cur, &board, &mut steps);
     }
-    (!steps.is_empty()).then_some(LogChanges { steps, presses })
+    (!steps.is_empty()).then_some(LogChanges { steps, presses, logged })
 }
 
 /// The changes from `cur` to `board` (a power-up's listing): lifts first, then placements.
@@ -632,6 +660,72 @@ mod tests {
             want.push("g8f6");
             assert_eq!(confirmed(&events), want);
         }
+    }
+
+    #[test]
+    fn presses_logged_while_away_give_their_plies_the_clock_time() {
+        // A 5+2 clock, White on the left. The relay sees 1. e4 e5 and their presses, then
+        // the port is lost while 2. Nf3 Nc6 are played and pressed. The board logs each
+        // presser's display when its lever moves: those are the plies' `%clk`.
+        use dgt_hil_sim::clock::{Dgt3000, TimeControl};
+        let mut fw = firmware();
+        fw.attach_clock(Some(Dgt3000::new(TimeControl::fischer(300, 2), ClockSide::Left, 0)));
+        let mut tracker = Tracker::<64>::new(dgt_core::Config::default());
+        let mut events = Vec::new();
+        let mut t = 0;
+        tracker.feed_dump(&dump_of_codes(fw.physical()), t, &mut |e| events.push(e));
+        let reading = |fw: &dgt_hil_sim::Firmware| fw.clock().map(|c| c.reading()).expect("a clock");
+        tracker.feed_clock(&reading(&fw), t, &mut |e| events.push(e));
+        t += 1_000;
+        if let Some(c) = fw.clock_mut() {
+            c.start(t);
+        }
+        tracker.feed_clock(&reading(&fw), t, &mut |e| events.push(e));
+        let mut shown = Vec::new();
+        for (i, u) in ["e2e4", "e7e5", "g1f3", "b8c6"].into_iter().enumerate() {
+            let side = if i % 2 == 0 { ClockSide::Left } else { ClockSide::Right };
+            play(&mut fw, &[u], &mut t);
+            t += 2_000;
+            if i < 2 {
+                // A running clock reports every second.
+                tracker.feed_clock(&reading(&fw), t - 500, &mut |e| events.push(e));
+            }
+            fw.press_clock(side, t);
+            shown.push(fw.clock().map(|c| c.view(side).display_s));
+            if i < 2 {
+                // Seen by the relay: the board, then the clock.
+                tracker.feed_dump(&dump_of_codes(fw.physical()), t - 1_500, &mut |e| events.push(e));
+                tracker.feed_clock(&reading(&fw), t, &mut |e| events.push(e));
+                tracker.tick(t + 1_000, &mut |e| events.push(e));
+            }
+            if i == 1 {
+                tracker.board_away(t + 1_000);
+            }
+        }
+        let changes = changes_since(&fw.ee_events(), &tracker.board()).expect("changes");
+        // Black's press for e5 comes after the kept board (the relay saw it); then one
+        // after each move made while away.
+        let after: Vec<usize> = changes.logged.iter().map(|p| p.after).collect();
+        assert_eq!(after, [0, 2, 4], "{:?}", changes.logged);
+        let outcome = Outcome {
+            kept: tracker.board(),
+            steps: Some(changes),
+            held: Vec::new(),
+            need: LogNeed::ToConfirm,
+        };
+        let (end, said) = replay(&mut tracker, &outcome, t + 1_000);
+        events.extend(said);
+        tracker.tick(end + 10_000, &mut |e| events.push(e));
+        let clk: Vec<(String, Option<u32>)> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::MoveConfirmed(m) => Some((m.uci.to_string(), m.clk)),
+                _ => None,
+            })
+            .collect();
+        let want: Vec<(String, Option<u32>)> =
+            ["e2e4", "e7e5", "g1f3", "b8c6"].iter().map(|u| u.to_string()).zip(shown).collect();
+        assert_eq!(clk, want);
     }
 
     #[test]

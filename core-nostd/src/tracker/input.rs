@@ -52,7 +52,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
             if self.at_tip {
                 self.touched_off_tip = Bitboard::EMPTY;
             }
-            self.touched_off_tip.add(update.square.to_square(self.phys.orientation));
+            let square = update.square.to_square(self.phys.orientation);
+            self.touched_off_tip.add(square);
+            self.unbind_presses_at(square, now_ms);
             self.board_changed(now_ms, false, sink);
         }
     }
@@ -200,14 +202,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// Notes that the last provisional ply stood: the board has shown the tip, unchanged,
-    /// for the settle time.
+    /// for longer than a sliding hand rests on a square, and a scan period (see
+    /// [`Config::slide_pause_ms`](crate::Config::slide_pause_ms)).
     fn note_stood(&mut self, now: u64) {
         let prov = self.records.len() - self.confirmed;
-        if self.at_tip
-            && !self.dirty
-            && prov > 0
-            && now.saturating_sub(self.last_change_ms) >= u64::from(self.config.settle_ms)
-        {
+        let rest = u64::from(self.config.press_stable_ms) + u64::from(self.config.slide_pause_ms);
+        if self.at_tip && !self.dirty && prov > 0 && now.saturating_sub(self.last_change_ms) >= rest {
             self.stood[(prov - 1).min(MAX_PROVISIONAL - 1)] = true;
         }
     }

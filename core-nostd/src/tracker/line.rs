@@ -1,13 +1,14 @@
 //! The line of plies: provisional plies added and withdrawn, and finality (which plies
 //! are confirmed, when, and with which `%clk`/`%emt`).
 
-use shakmaty::{Chess, Color, Move, Position, attacks, san::SanPlus};
+use shakmaty::{Chess, Color, Move, Position, Square, attacks, san::SanPlus};
 
 use super::record::{PlyRecord, to16};
 use super::{MAX_PROVISIONAL, PendingPress, Tracker};
 use crate::board::placement_hash;
 use crate::clock::Press;
 use crate::event::{Event, EventSink, MoveInfo};
+use crate::search::board_diff;
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// The position after `k` plies of the record list (replayed).
@@ -160,6 +161,29 @@ impl<const PLIES: usize> Tracker<PLIES> {
             .map(|upto| (upto, self.records[upto - 1].hash));
         let expires = now + u64::from(self.config.press_window_ms);
         let _ = self.pending_press.push(PendingPress { press, at: now, expires, bound });
+    }
+
+    /// A square changed: a press bound to a ply whose piece landed on it, made less than a
+    /// scan period ago, is no longer bound. The board showed that ply at the press only
+    /// because the report of the hand moving on (a slide going further, its landing report
+    /// lost) had not come yet.
+    pub(super) fn unbind_presses_at(&mut self, square: Square, now: u64) {
+        let window = u64::from(self.config.press_stable_ms);
+        for k in 0..self.pending_press.len() {
+            let p = self.pending_press[k];
+            let Some(upto) = self.still_bound(p.bound) else { continue };
+            if now.saturating_sub(p.at) > window {
+                continue;
+            }
+            let Some(before) = self.position_at(upto - 1) else { continue };
+            let Some(m) = self.records[upto - 1].to_move(&before) else { continue };
+            let mut after = before.clone();
+            after.play_unchecked(m);
+            let landed = board_diff(before.board(), after.board()) & after.board().by_color(before.turn());
+            if landed.contains(square) {
+                self.pending_press[k].bound = None;
+            }
+        }
     }
 
     /// The ply (index one past it) a waiting press was bound to, while that same ply is

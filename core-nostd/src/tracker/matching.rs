@@ -97,8 +97,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// board read halfway through a scan, which can show an earlier position on its way to
     /// a later one (two plies read in one scan that bring back a piece: the first half of
     /// the scan shows the line before the last ply). The settle-time search decides on the
-    /// whole reading. (A ply from an earlier base, as when a slide goes on past the square
-    /// read first, is followed at once.)
+    /// whole reading; so it does when the plies after that base stood (the board showing
+    /// the position two plies ago is a takeback or a repetition). (A ply from an earlier
+    /// base, as when a slide goes on past the square read first, is followed at once.)
     pub(super) fn fast_eval<S: EventSink + ?Sized>(&mut self, now: u64, may_retract: bool, sink: &mut S) {
         if self.phys.magic.any() {
             return;
@@ -118,7 +119,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
         for k in (0..prov).rev() {
             let Some(pos) = self.position_at(self.confirmed + k) else { return };
             let d = board_diff(pos.board(), &target);
-            if d.is_empty() && !may_retract {
+            // An earlier base exactly, past plies that stood: a takeback or a repetition (the
+            // same two plies again); the settle-time search weighs them (see
+            // `best_line_keeping_stood`).
+            let stood_since = self.stood[k.min(MAX_PROVISIONAL)..prov.min(MAX_PROVISIONAL)].contains(&true);
+            if d.is_empty() && (!may_retract || stood_since) {
                 return;
             }
             let found = if d.is_empty() { Some(None) } else { one_ply(&pos, &target, d).map(Some) };
@@ -140,33 +145,32 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let target = self.phys.board.clone();
-        // The board the line last matched with a move under way (see `move_under_way`):
-        // the plies the board showed are not given up for a longer line from an earlier
-        // base. Only plies on from the tip may explain it (a capture and a recapture on the
-        // same square with the same kind of piece does leave the tip less two pieces).
+        // The board the line last matched with a move under way (see `move_under_way`).
         let under_way = self.move_under_way(&target);
-        let lifted_only = under_way == Some(UnderWay::Lifted);
         if !self.phys.magic.any() && has_two_kings(&target) {
-            // Plies a waiting press was bound to stand (see `pressed_plies`); a board
-            // showing the tip less some pieces keeps them all.
+            // Plies a waiting press was bound to stand (see `pressed_plies`).
             let prov = self.records.len() - self.confirmed;
             let pressed = self.pressed_plies();
-            let mut line =
-                self.best_line_keeping_stood(&target, if under_way.is_some() { prov } else { pressed });
-            // Hands hold pieces only while one ply is under way: a board less some pieces
-            // that needs an exchange of several plies from the tip is weighed against the
-            // lines from earlier bases like any other reading. (Not once the mover's piece
-            // is down on its way: the lines from earlier bases would give up plies the board
-            // shows, and the longer line from the tip is at worst withdrawn when the piece
-            // lands.)
-            if lifted_only && line.as_ref().is_some_and(|(_, path, _)| path.len() > 1) {
-                let kept = line.as_ref().map_or(usize::MAX, |(k, path, _)| k + path.len());
-                if let Some(other) =
-                    self.best_line(&target, pressed).filter(|(k, path, _)| k + path.len() < kept)
-                {
-                    line = Some(other);
+            let line = match under_way {
+                // The mover's piece on its way: the plies the board shows are not given up
+                // for a line from an earlier base (plies nobody saw); a longer line from the
+                // tip is at worst withdrawn when the piece lands.
+                Some(UnderWay::OnItsWay) => self.best_line_keeping_stood(&target, prov),
+                // The tip less some pieces: what hands show in the middle of a capture, and
+                // what only an exchange of several plies explains (a capture and a
+                // recapture on one square, or a line whose pieces passed through other
+                // squares and back). Explained once the hands are done, like any other
+                // reading: when it has stood longer than a sliding hand rests with a press
+                // saying a move is over, or for the quiet time.
+                Some(UnderWay::Lifted) => {
+                    let still = now.saturating_sub(self.last_change_ms);
+                    let rest = u64::from(self.config.press_stable_ms) + u64::from(self.config.slide_pause_ms);
+                    let hands_done = (still >= rest && !self.pending_press.is_empty())
+                        || still >= u64::from(self.config.quiet_ms);
+                    if hands_done { self.best_line_keeping_stood(&target, pressed) } else { None }
                 }
-            }
+                None => self.best_line_keeping_stood(&target, pressed),
+            };
             if let Some((k, path, _)) = line {
                 self.retract_to(self.confirmed + k, sink);
                 self.extend(&path, now, sink);
@@ -271,8 +275,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// [`Self::best_line`], keeping at least the provisional plies up to the last one that
-    /// stood (the board was still at it for the settle time: a position the players left
-    /// on the board, not a hand passing through) when some line does; otherwise the best
+    /// stood (the board was still at it for longer than a sliding hand rests: a position
+    /// the players left on the board, not a hand passing through) when some line does; otherwise the best
     /// line keeping `keep`. Without this, two plies read in one scan after plies that
     /// stood (a burst without a clock) lose to a line of fewer plies from before them that
     /// happens to reach the same board, and plies the board showed for seconds are

@@ -19,7 +19,7 @@ mod record;
 
 use record::PlyRecord;
 
-use dgt_protocol::{BoardDump, Orientation};
+use dgt_protocol::{BoardDump, ClockSide, ClockTime, Orientation};
 use shakmaty::{
     Bitboard, CastlingMode, Chess, EnPassantMode, FromSetup, Position, Setup, fen::Fen, san::SanPlus,
     uci::UciMove,
@@ -141,8 +141,9 @@ pub struct Tracker<const PLIES: usize> {
     /// Which provisional plies were read together with another one from a single reading
     /// (a search of two or more plies): see `line_verified`.
     joint: [bool; MAX_PROVISIONAL],
-    /// Which provisional plies the board stood still at for the settle time as the last of
-    /// the line: not a passing state of a hand (see `best_line_keeping_stood`).
+    /// Which provisional plies the board stood still at as the last of the line for longer
+    /// than a sliding hand rests: not a passing state of a hand (see
+    /// `best_line_keeping_stood`).
     stood: [bool; MAX_PROVISIONAL],
     /// When the last confirmed ply appeared (or the game started).
     last_confirmed_seen_ms: u64,
@@ -355,6 +356,38 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// True while the board is away ([`Tracker::board_away`]).
     pub fn is_board_away(&self) -> bool {
         self.away_since.is_some()
+    }
+
+    /// A clock press nobody saw, read from the board's own event log (a board back from an
+    /// outage): the presser's display `side` and the `time` it showed after the press (the
+    /// board logs the halted side's time when the lever moves). The presser's last
+    /// provisional ply is confirmed with that `%clk` (and `%emt` by clock arithmetic);
+    /// earlier provisional plies are confirmed as by [`Tracker::confirm_plies`]. Ignored
+    /// without a game or a clock, or when the presser has no provisional ply.
+    pub fn confirm_logged_press<S: EventSink + ?Sized>(
+        &mut self,
+        side: ClockSide,
+        time: ClockTime,
+        now_ms: u64,
+        sink: &mut S,
+    ) {
+        if self.state != GameState::Active {
+            return;
+        }
+        let Some(mut reading) = self.clocks.last else { return };
+        let by = self.clocks.owner(&self.config, side);
+        let Some(upto) = self.last_ply_by(by) else { return };
+        match side {
+            ClockSide::Left => reading.left.time = time,
+            ClockSide::Right => reading.right.time = time,
+        }
+        if upto > self.confirmed + 1 {
+            self.confirm_through(upto - 1, None, now_ms, sink);
+        }
+        if self.state == GameState::Active && upto == self.confirmed + 1 {
+            let press = Press { by, reading, jump: None };
+            self.confirm_through(upto, Some(&press), now_ms, sink);
+        }
     }
 
     /// Number of plies in a view.
