@@ -820,3 +820,24 @@ fn a_capture_held_in_the_hand_is_not_an_exchange_elsewhere() {
     assert_eq!(provisional, ["d3e4", "d4d1", "f1d1"]);
     check_stream(&s, &["d3e4", "d4d1", "f1d1"]);
 }
+
+#[test]
+fn castling_rook_first_pressed_before_the_king_is_reported_is_castling() {
+    // White castles rook first: h1 off, rook on f1, king off e1 (that report is lost) and
+    // on g1, then the press, which reaches the host before the scan reporting g1. At the
+    // press the board shows Rh1-f1, a legal move, but it is the first half of castling
+    // while castling is legal: it must not be confirmed on the press.
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5"]);
+    let rook = s.lift(Square::H1);
+    s.put(Square::F1, rook);
+    s.wait(300);
+    s.board.discard_piece_at(Square::E1);
+    s.board.set_piece_at(Square::G1, shakmaty::Piece { color: W, role: Role::King });
+    s.press(3, 2);
+    s.put(Square::G1, piece(W, Role::King));
+    s.wait(2_000);
+    let all = all_confirmed(&s);
+    assert!(!all.contains(&"h1f1".to_string()), "{all:?}");
+    check_stream(&s, &["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5", "e1g1"]);
+}

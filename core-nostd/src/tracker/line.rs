@@ -1,7 +1,7 @@
 //! The line of plies: provisional plies added and withdrawn, and finality (which plies
 //! are confirmed, when, and with which `%clk`/`%emt`).
 
-use shakmaty::{Chess, Color, Move, Position, Square, attacks, san::SanPlus};
+use shakmaty::{Chess, Color, Move, Position, Role, Square, attacks, san::SanPlus};
 
 use super::record::{PlyRecord, to16};
 use super::{MAX_PROVISIONAL, PendingPress, Tracker};
@@ -314,11 +314,22 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 }
 
-/// True when the piece of `m` (a quiet move) could be on its way further: the same piece
-/// has a legal move from the same square to a square beyond `m`'s target, on the same line.
+/// True when `m` (a quiet move) could be part of a longer move under way: the same piece
+/// has a legal move from the same square to a square beyond `m`'s target, on the same line
+/// (a slide), or it is a rook going where castling puts it while that castling is legal
+/// (castling with the rook first: the king's half may still be on its way).
 fn may_slide_on(pos: &Chess, m: Move) -> bool {
     let Move::Normal { role, from, to, capture: None, promotion: None } = m else { return false };
-    pos.legal_moves()
-        .iter()
-        .any(|n| n.from() == Some(from) && n.role() == role && attacks::between(from, n.to()).contains(to))
+    let us = pos.turn();
+    let rook_first = role == Role::Rook
+        && pos.legal_moves().iter().any(|n| match *n {
+            Move::Castle { rook, .. } => {
+                rook == from && n.castling_side().is_some_and(|side| side.rook_to(us) == to)
+            }
+            _ => false,
+        });
+    rook_first
+        || pos.legal_moves().iter().any(|n| {
+            n.from() == Some(from) && n.role() == role && attacks::between(from, n.to()).contains(to)
+        })
 }
