@@ -682,14 +682,9 @@ fn two_plies_in_one_scan_after_plies_that_stood_keep_them() {
     check_stream(&s, &["e5e2", "g2f3", "e2e3", "f3f2"]);
 }
 
-#[test]
-fn a_three_ply_burst_read_queen_first_is_not_a_move_under_way() {
-    // 14...c4 15. dxc4 Qg6, all three pressed before one scan reports them. The scan
-    // reports the squares in index order, so the queen's ply (d6, g6) comes first and reads
-    // as a one-ply move; the rest (c5 off, c4 a white pawn, d3 off) looks like White's
-    // pawn on its way with a black pawn lifted, but a pawn does not slide and c5 is not on
-    // its way: the search from before Qg6 must still find the three plies.
-    let fen = "r1b2rk1/p1p2ppn/3q3p/1pp1p3/4P1PP/P2PB3/BPP2P2/R2QK2R b KQ - 1 14";
+/// A game from `fen` with a running clock where three plies are made and pressed before
+/// one scan reports them: the caller sends the scan's updates, which all arrive at once.
+fn three_plies_pressed(fen: &str) -> Sim {
     let (mut s, _) = from_fen(fen, Config::default(), Some(300));
     s.wait(1_000);
     s.press(2, 2);
@@ -697,6 +692,17 @@ fn a_three_ply_burst_read_queen_first_is_not_a_move_under_way() {
     s.press(1, 2);
     s.step_ms = 0;
     s.now += 30;
+    s
+}
+
+#[test]
+fn a_three_ply_burst_read_queen_first_is_not_a_move_under_way() {
+    // 14...c4 15. dxc4 Qg6, all three pressed before one scan reports them. The scan
+    // reports the squares in index order, so the queen's ply (d6, g6) comes first and reads
+    // as a one-ply move; the rest (c5 off, c4 a white pawn, d3 off) looks like White's
+    // pawn on its way with a black pawn lifted, but a pawn does not slide and c5 is not on
+    // its way: the search from before Qg6 must still find the three plies.
+    let mut s = three_plies_pressed("r1b2rk1/p1p2ppn/3q3p/1pp1p3/4P1PP/P2PB3/BPP2P2/R2QK2R b KQ - 1 14");
     s.lift(Square::D6);
     s.put(Square::G6, piece(B, Role::Queen));
     s.lift(Square::C5);
@@ -751,14 +757,7 @@ fn a_capture_and_recapture_read_after_the_reply_are_found_once_the_hands_are_don
     // tip less two pawns, which a hand holding pieces would also show, so at first only
     // plies from the tip may explain it. Once it has stood longer than a hand holds
     // pieces, with the presses saying the moves are done, the line from before Kg7 is found.
-    let fen = "3r4/1R3P2/2p3k1/1p1p2pp/P3n3/1P1B3P/2P5/6K1 b - - 0 43";
-    let (mut s, _) = from_fen(fen, Config::default(), Some(300));
-    s.wait(1_000);
-    s.press(2, 2);
-    s.press(1, 2);
-    s.press(1, 2);
-    s.step_ms = 0;
-    s.now += 30;
+    let mut s = three_plies_pressed("3r4/1R3P2/2p3k1/1p1p2pp/P3n3/1P1B3P/2P5/6K1 b - - 0 43");
     s.put(Square::G7, piece(B, Role::King));
     s.lift(Square::G6);
     s.lift(Square::B5);

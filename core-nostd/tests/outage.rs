@@ -23,6 +23,29 @@ fn dump_after(pos: &Chess, ucis: &[&str]) -> BoardDump {
     d
 }
 
+/// The moves e4 and e5, pressed and seen; then White plays Nf3 using 4 s and presses (2 s
+/// increment) unseen, and Black's Nc6 is on the board too when a dump shows both plies in
+/// one reading (the dump after a reconnect). Returns White's display after the Nf3 press.
+fn nf3_unseen_then_nc6_in_one_reading() -> (Sim, Option<u32>) {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let pos = play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
+    if let Some(c) = &mut s.clock {
+        c.white -= 4;
+        c.white += 2;
+        c.running = Some(shakmaty::Color::Black);
+        c.high = shakmaty::Color::Black;
+    }
+    let white_after_nf3 = s.clock.as_ref().map(|c| c.white);
+    let mut p = pos.clone();
+    for u in ["g1f3", "b8c6"] {
+        let m = parse_uci(&p, u);
+        p.play_unchecked(m);
+    }
+    s.board = p.board().clone();
+    s.dump();
+    (s, white_after_nf3)
+}
+
 #[test]
 fn a_reading_is_judged_without_being_fed() {
     let fresh: Tracker<64> = Tracker::new(Config::default());
@@ -78,24 +101,7 @@ fn a_pair_read_together_keeps_the_clock_of_the_press_that_confirms_it() {
     // and Black's plies together. Black presses, then White presses again at once, before
     // a dump confirms the pair: White's first ply keeps the time White's display showed
     // at Black's press, not the one after White's next press.
-    let mut s = clocked(Orientation::Normal, ClockSide::Left);
-    let pos = play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
-    // Unseen: White plays Nf3, using 4 s, and presses (2 s increment).
-    if let Some(c) = &mut s.clock {
-        c.white -= 4;
-        c.white += 2;
-        c.running = Some(shakmaty::Color::Black);
-        c.high = shakmaty::Color::Black;
-    }
-    let white_after_nf3 = s.clock.as_ref().map(|c| c.white);
-    let mut p = pos.clone();
-    for u in ["g1f3", "b8c6"] {
-        let m = parse_uci(&p, u);
-        p.play_unchecked(m);
-    }
-    // Both plies in one reading (the dump after the reconnect).
-    s.board = p.board().clone();
-    s.dump();
+    let (mut s, white_after_nf3) = nf3_unseen_then_nc6_in_one_reading();
     // The host is slow to answer dump requests meanwhile (the pair waits for a dump taken
     // after the press).
     s.dumps_answered = usize::MAX;
@@ -194,21 +200,7 @@ fn a_press_waiting_for_the_board_outlasts_an_outage() {
     // reading, and Black presses. Plies read together wait for a dump taken after the
     // press, and the cable is pulled before one comes, for longer than a press waits.
     // When the board is back, its dump confirms both, Nc6 with the time of Black's press.
-    let mut s = clocked(Orientation::Normal, ClockSide::Left);
-    let pos = play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
-    if let Some(c) = &mut s.clock {
-        c.white -= 4;
-        c.white += 2;
-        c.running = Some(shakmaty::Color::Black);
-        c.high = shakmaty::Color::Black;
-    }
-    let mut p = pos.clone();
-    for u in ["g1f3", "b8c6"] {
-        let m = parse_uci(&p, u);
-        p.play_unchecked(m);
-    }
-    s.board = p.board().clone();
-    s.dump();
+    let (mut s, _) = nf3_unseen_then_nc6_in_one_reading();
     s.dumps_answered = usize::MAX;
     s.wait(100);
     s.press(5, 2);

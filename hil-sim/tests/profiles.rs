@@ -319,6 +319,26 @@ fn reorder_reports_the_placement_before_the_lift() {
     assert!(n > 20);
 }
 
+/// The bursts of a plan: each group's first ply and one past its last.
+fn burst_groups(truth: &GroundTruth) -> Vec<(usize, usize)> {
+    let has = |k: usize, tag: &str| truth.moves[k].events.iter().any(|e| e == tag);
+    let mut groups = Vec::new();
+    let mut k = 0;
+    while k < truth.moves.len() {
+        if !has(k, "burst_start") {
+            k += 1;
+            continue;
+        }
+        let mut end = k + 1;
+        while end < truth.moves.len() && has(end, "burst") && !has(end, "burst_start") {
+            end += 1;
+        }
+        groups.push((k, end));
+        k = end;
+    }
+    groups
+}
+
 #[test]
 fn bursts_put_several_plies_between_two_scans() {
     let (mut bursts, mut forgotten) = (0, 0);
@@ -327,22 +347,12 @@ fn bursts_put_several_plies_between_two_scans() {
             let (scenario, truth, r) = replay(&game, Profile::Burst, seed);
             let ups = updates(&r, orientation(&truth));
             let mut pos = game.start.clone();
-            let mut k = 0;
-            while k < truth.moves.len() {
+            let mut played = 0;
+            for (k, end) in burst_groups(&truth) {
+                for g in &game.moves[played..k] {
+                    pos.play_unchecked(g.mv);
+                }
                 let m = &truth.moves[k];
-                if !m.events.iter().any(|e| e == "burst_start") {
-                    pos.play_unchecked(game.moves[k].mv);
-                    k += 1;
-                    continue;
-                }
-                // The group: this ply and the following burst plies of the same group.
-                let mut end = k + 1;
-                while end < truth.moves.len()
-                    && truth.moves[end].events.iter().any(|e| e == "burst")
-                    && !truth.moves[end].events.iter().any(|e| e == "burst_start")
-                {
-                    end += 1;
-                }
                 assert!(end - k >= 2, "a burst has two plies or more");
                 let before = pos.board().clone();
                 for g in &game.moves[k..end] {
@@ -382,7 +392,7 @@ fn bursts_put_several_plies_between_two_scans() {
                     forgotten += 1;
                 }
                 bursts += 1;
-                k = end;
+                played = end;
             }
             assert_ends_right(&game, &truth, &r);
         }
@@ -413,19 +423,7 @@ fn a_burst_never_takes_a_piece_out_and_back() {
     for seed in 0..100 {
         let scenario = plan_game(&game, &opts(Profile::Burst, seed));
         let truth = scenario.truth.expect("truth");
-        let mut k = 0;
-        while k < truth.moves.len() {
-            if !truth.moves[k].events.iter().any(|e| e == "burst_start") {
-                k += 1;
-                continue;
-            }
-            let mut end = k + 1;
-            while end < truth.moves.len()
-                && truth.moves[end].events.iter().any(|e| e == "burst")
-                && !truth.moves[end].events.iter().any(|e| e == "burst_start")
-            {
-                end += 1;
-            }
+        for (k, end) in burst_groups(&truth) {
             let white_first = k % 2 == 0;
             assert!(
                 end - k < 3 || !white_first,
@@ -433,7 +431,6 @@ fn a_burst_never_takes_a_piece_out_and_back() {
                 k + 1
             );
             bursts += 1;
-            k = end;
         }
     }
     assert!(bursts >= 5, "bursts are still planned: {bursts}");
