@@ -16,6 +16,9 @@ pub(crate) struct PhysBoard {
     pub orientation: Orientation,
     /// A dump has been received since start (field updates alone prove nothing).
     pub known: bool,
+    /// When each square (by board index) last changed: the order in which the hands did
+    /// things, for telling apart move orders that reach the same board.
+    changed_ms: [u64; 64],
 }
 
 impl PhysBoard {
@@ -26,16 +29,18 @@ impl PhysBoard {
             magic: Bitboard(0),
             orientation: Orientation::Normal,
             known: false,
+            changed_ms: [0; 64],
         }
     }
 
-    /// Applies one square; returns true when it changed anything.
-    pub fn set(&mut self, index: DgtSquare, code: PieceCode) -> bool {
+    /// Applies one square at `now`; returns true when it changed anything.
+    pub fn set(&mut self, index: DgtSquare, code: PieceCode, now: u64) -> bool {
         let i = usize::from(index.index());
         if self.raw[i] == code.code() {
             return false;
         }
         self.raw[i] = code.code();
+        self.changed_ms[i] = now;
         let sq = index.to_square(self.orientation);
         self.put(sq, code);
         true
@@ -51,14 +56,20 @@ impl PhysBoard {
         }
     }
 
-    /// Replaces everything with a dump; returns true when it changed anything.
-    pub fn load(&mut self, dump: &BoardDump) -> bool {
+    /// Replaces everything with a dump read at `now`; returns true when it changed anything.
+    /// (What a dump changes changed at one moment as far as anyone can tell.)
+    pub fn load(&mut self, dump: &BoardDump, now: u64) -> bool {
         self.known = true;
         let mut changed = false;
         for sq in DgtSquare::ALL {
-            changed |= self.set(sq, dump.piece(sq));
+            changed |= self.set(sq, dump.piece(sq), now);
         }
         changed
+    }
+
+    /// When a game square last changed.
+    pub fn changed_ms(&self, sq: Square) -> u64 {
+        self.changed_ms[usize::from(DgtSquare::from_square(sq, self.orientation).index())]
     }
 
     /// Re-reads the raw codes for another orientation.

@@ -123,24 +123,26 @@ fn undoes_own_last(path: &[Move], m: Move) -> bool {
     }
 }
 
-/// What a walk looks for: lines to `target`, scored by `seen`; with `first`, the first
-/// line found ends the walk.
-struct Walk<'a, F> {
+/// What a walk looks for: lines to `target`, scored by `seen`, then by `order`; with
+/// `first`, the first line found ends the walk.
+struct Walk<'a, F, G> {
     target: &'a Board,
     seen: &'a F,
+    order: &'a G,
     first: bool,
 }
 
-/// The best line a walk found so far, its score, and whether another line scored the same
-/// (the board alone cannot tell them apart).
+/// The best line a walk found so far, its score (seen positions, then plies in the order
+/// the board reported them), and whether another line scored the same (the board alone
+/// cannot tell them apart).
 #[derive(Default)]
 struct Best {
-    line: Option<(Path, u8)>,
+    line: Option<(Path, (u8, u8))>,
     tied: bool,
 }
 
 impl Best {
-    fn offer(&mut self, path: &Path, score: u8) {
+    fn offer(&mut self, path: &Path, score: (u8, u8)) {
         match &self.line {
             Some((_, s)) if score < *s => {}
             Some((_, s)) if score == *s => self.tied = true,
@@ -167,8 +169,8 @@ pub(crate) struct Found {
 /// one whose positions on the way the board was seen showing most often (the first found
 /// on a tie, noting the tie). `score` counts the seen positions of `path` so far. Returns
 /// true when the walk is to stop (a line found, with `first`).
-fn walk<F: Fn(&Board) -> bool>(
-    w: &Walk<'_, F>,
+fn walk<F: Fn(&Board) -> bool, G: Fn(&[Move]) -> u8>(
+    w: &Walk<'_, F, G>,
     pos: &Chess,
     depth: u8,
     path: &mut Path,
@@ -179,7 +181,7 @@ fn walk<F: Fn(&Board) -> bool>(
     let first = w.first;
     let diff = board_diff(pos.board(), target);
     if diff.is_empty() {
-        best.offer(path, score);
+        best.offer(path, (score, (w.order)(path)));
         return first;
     }
     if depth == 0 {
@@ -190,7 +192,7 @@ fn walk<F: Fn(&Board) -> bool>(
             && !undoes_own_last(path, m)
             && path.push(m).is_ok()
         {
-            best.offer(path, score);
+            best.offer(path, (score, (w.order)(path)));
             path.pop();
             return first;
         }
@@ -226,13 +228,15 @@ fn walk<F: Fn(&Board) -> bool>(
 /// `target` on the board (empty when it already does). When several lines of that length
 /// do, the one passing through most positions for which `seen` is true: different move
 /// orders can reach the same board (a burst of plies read at once), and the positions the
-/// board showed on the way tell them apart. Returns the line, that count, and whether
+/// board showed on the way tell them apart; then the one whose plies the board reported
+/// in their order (`order` counts them). Returns the line, its seen count, and whether
 /// another line was as good.
-pub(crate) fn find_line_seen<F: Fn(&Board) -> bool>(
+pub(crate) fn find_line_seen<F: Fn(&Board) -> bool, G: Fn(&[Move]) -> u8>(
     pos: &Chess,
     target: &Board,
     max_depth: u8,
     seen: &F,
+    order: &G,
 ) -> Option<Found> {
     if !has_two_kings(target) {
         return None;
@@ -243,7 +247,7 @@ pub(crate) fn find_line_seen<F: Fn(&Board) -> bool>(
             continue;
         }
         let mut found = Best::default();
-        if !walk(&Walk { target, seen, first: true }, pos, depth, &mut Path::new(), 0, &mut found) {
+        if !walk(&Walk { target, seen, order, first: true }, pos, depth, &mut Path::new(), 0, &mut found) {
             continue;
         }
         // The length is known; from two plies on, every line of that length is compared
@@ -252,10 +256,10 @@ pub(crate) fn find_line_seen<F: Fn(&Board) -> bool>(
             found
         } else {
             let mut best = Best::default();
-            walk(&Walk { target, seen, first: false }, pos, depth, &mut Path::new(), 0, &mut best);
+            walk(&Walk { target, seen, order, first: false }, pos, depth, &mut Path::new(), 0, &mut best);
             if best.line.is_some() { best } else { found }
         };
-        return best.line.map(|(path, seen)| Found { path, seen, tied: best.tied });
+        return best.line.map(|(path, (seen, _))| Found { path, seen, tied: best.tied });
     }
     None
 }
@@ -264,7 +268,7 @@ pub(crate) fn find_line_seen<F: Fn(&Board) -> bool>(
 /// `target` on the board (empty when it already does).
 #[cfg(test)]
 pub(crate) fn find_line(pos: &Chess, target: &Board, max_depth: u8) -> Option<Path> {
-    find_line_seen(pos, target, max_depth, &|_| false).map(|f| f.path)
+    find_line_seen(pos, target, max_depth, &|_| false, &|_| 0).map(|f| f.path)
 }
 
 #[cfg(test)]

@@ -840,3 +840,37 @@ fn castling_rook_first_pressed_before_the_king_is_reported_is_castling() {
     assert!(!all.contains(&"h1f1".to_string()), "{all:?}");
     check_stream(&s, &["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5", "e1g1"]);
 }
+
+#[test]
+fn a_transposition_read_through_a_dump_keeps_the_order_the_board_reported() {
+    // No clock. After 1. e4 e5, White's first move has its lift report lost (the board
+    // shows the piece on both squares), so no position on the way is matched; Black's
+    // Nc6 and White's second move are reported as usual, and a dump, asked for all along
+    // but answered only then, settles the board.
+    // Nf3 Nc6 d3 and d3 Nc6 Nf3 leave the same board: the order the squares filled in
+    // tells which was played. Both orders.
+    for (first, second) in [(("g1", "f3"), ("d2", "d3")), (("d2", "d3"), ("g1", "f3"))] {
+        let mut s = Sim::started(Config::default(), Orientation::Normal);
+        let mut pos = Chess::default();
+        for u in ["e2e4", "e7e5"] {
+            pos = s.play_uci(&pos, u);
+            s.wait(2_500);
+        }
+        let sq = |name: &str| Square::from_ascii(name.as_bytes()).expect("square");
+        s.dumps_answered = usize::MAX;
+        let moved = s.board.piece_at(sq(first.0));
+        s.board.discard_piece_at(sq(first.0));
+        s.put(sq(first.1), moved);
+        s.wait(500);
+        let knight = s.lift(Square::B8);
+        s.put(Square::C6, knight);
+        s.wait(500);
+        let piece = s.lift(sq(second.0));
+        s.put(sq(second.1), piece);
+        s.wait(400);
+        s.dumps_answered = 0;
+        s.wait(3_000);
+        let ply = |m: (&str, &str)| format!("{}{}", m.0, m.1);
+        check_stream(&s, &["e2e4", "e7e5", &ply(first), "b8c6", &ply(second)]);
+    }
+}

@@ -276,13 +276,19 @@ pub fn replay<const N: usize>(
         tracker.feed_dump(&outcome.kept, t, &mut sink);
         let before = tracker.ply_count(View::Live);
         let mut logged = changes.logged.iter().peekable();
+        // A logged press that found no ply of its presser yet, with the plies there were
+        // then: the board logs a square when it scans it, so a press made between the
+        // scans logs before the landing of its move. It is that move's when the next ply
+        // to appear is the presser's.
+        let mut waiting: Option<(&LoggedPress, usize)> = None;
         for (i, step) in changes.steps.iter().enumerate() {
             // The presses logged before this change end the moves before it: once the
             // tracker has settled them, each confirms its presser's ply with its time.
             while let Some(p) = logged.next_if(|p| p.after <= i) {
                 let to = t + settle + 100;
                 advance(tracker, &mut t, to, &mut sink);
-                tracker.confirm_logged_press(p.side, p.time, t, &mut sink);
+                waiting = (!tracker.confirm_logged_press(p.side, p.time, t, &mut sink))
+                    .then(|| (p, tracker.ply_count(View::Live)));
             }
             let gap = match step.gap {
                 Gap::Quick => 40,
@@ -292,6 +298,14 @@ pub fn replay<const N: usize>(
             let to = t + gap;
             advance(tracker, &mut t, to, &mut sink);
             tracker.feed_field(FieldUpdate::new(step.square, step.piece), t, &mut sink);
+            if let Some((p, live)) = waiting {
+                let now_live = tracker.ply_count(View::Live);
+                if now_live > live + 1
+                    || (now_live == live + 1 && tracker.confirm_logged_press(p.side, p.time, t, &mut sink))
+                {
+                    waiting = None;
+                }
+            }
         }
         let to = t + settle + 100;
         advance(tracker, &mut t, to, &mut sink);
@@ -662,11 +676,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn presses_logged_while_away_give_their_plies_the_clock_time() {
-        // A 5+2 clock, White on the left. The relay sees 1. e4 e5 and their presses, then
-        // the port is lost while 2. Nf3 Nc6 are played and pressed. The board logs each
-        // presser's display when its lever moves: those are the plies' `%clk`.
+    /// A 5+2 clock, White on the left. The relay sees 1. e4 e5 and their presses, then the
+    /// port is lost while 2. Nf3 Nc6 are played and pressed. Returns the tracker, what it
+    /// said, the board's event log, and each presser's display after each press.
+    fn clocked_game_with_two_plies_away() -> (Tracker<64>, Vec<Event>, Vec<EeEvent>, Vec<Option<u32>>, u64) {
         use dgt_hil_sim::clock::{Dgt3000, TimeControl};
         let mut fw = firmware();
         fw.attach_clock(Some(Dgt3000::new(TimeControl::fischer(300, 2), ClockSide::Left, 0)));
@@ -702,30 +715,65 @@ mod tests {
                 tracker.board_away(t + 1_000);
             }
         }
-        let changes = changes_since(&fw.ee_events(), &tracker.board()).expect("changes");
-        // Black's press for e5 comes after the kept board (the relay saw it); then one
-        // after each move made while away.
-        let after: Vec<usize> = changes.logged.iter().map(|p| p.after).collect();
-        assert_eq!(after, [0, 2, 4], "{:?}", changes.logged);
+        (tracker, events, fw.ee_events(), shown, t + 1_000)
+    }
+
+    /// Replays `log` on the tracker; returns every confirmed ply with its `%clk`.
+    fn replay_log(
+        tracker: &mut Tracker<64>,
+        events: &mut Vec<Event>,
+        log: &[EeEvent],
+        t: u64,
+    ) -> Vec<(String, Option<u32>)> {
+        let changes = changes_since(log, &tracker.board()).expect("changes");
         let outcome = Outcome {
             kept: tracker.board(),
             steps: Some(changes),
             held: Vec::new(),
             need: LogNeed::ToConfirm,
         };
-        let (end, said) = replay(&mut tracker, &outcome, t + 1_000);
+        let (end, said) = replay(tracker, &outcome, t);
         events.extend(said);
         tracker.tick(end + 10_000, &mut |e| events.push(e));
-        let clk: Vec<(String, Option<u32>)> = events
+        events
             .iter()
             .filter_map(|e| match e {
                 Event::MoveConfirmed(m) => Some((m.uci.to_string(), m.clk)),
                 _ => None,
             })
-            .collect();
-        let want: Vec<(String, Option<u32>)> =
-            ["e2e4", "e7e5", "g1f3", "b8c6"].iter().map(|u| u.to_string()).zip(shown).collect();
-        assert_eq!(clk, want);
+            .collect()
+    }
+
+    fn with_clocks(shown: Vec<Option<u32>>) -> Vec<(String, Option<u32>)> {
+        ["e2e4", "e7e5", "g1f3", "b8c6"].iter().map(|u| u.to_string()).zip(shown).collect()
+    }
+
+    #[test]
+    fn presses_logged_while_away_give_their_plies_the_clock_time() {
+        // The board logs each presser's display when its lever moves: those are the plies'
+        // `%clk`.
+        let (mut tracker, mut events, log, shown, t) = clocked_game_with_two_plies_away();
+        let changes = changes_since(&log, &tracker.board()).expect("changes");
+        // Black's press for e5 comes after the kept board (the relay saw it); then one
+        // after each move made while away.
+        let after: Vec<usize> = changes.logged.iter().map(|p| p.after).collect();
+        assert_eq!(after, [0, 2, 4], "{:?}", changes.logged);
+        assert_eq!(replay_log(&mut tracker, &mut events, &log, t), with_clocks(shown));
+    }
+
+    #[test]
+    fn a_press_logged_before_the_landing_of_its_move_is_that_moves() {
+        // The board logs a square when it scans it: White's press for Nf3, made between two
+        // scans, is logged before the knight's landing on f3.
+        let (mut tracker, mut events, mut log, shown, t) = clocked_game_with_two_plies_away();
+        let f3 = DgtSquare::from_square(shakmaty::Square::F3, Orientation::Normal);
+        let landing = log
+            .iter()
+            .position(|e| matches!(e, EeEvent::Field { square, .. } if *square == f3))
+            .expect("Nf3 logged");
+        assert!(matches!(log[landing + 1], EeEvent::Time { side: ClockSide::Left, .. }), "{log:?}");
+        log.swap(landing, landing + 1);
+        assert_eq!(replay_log(&mut tracker, &mut events, &log, t), with_clocks(shown));
     }
 
     #[test]

@@ -24,7 +24,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.board_heard(now_ms);
         let first = !self.phys.known;
         self.last_dump_ms = Some(now_ms);
-        if self.phys.load(dump) || first {
+        if self.phys.load(dump, now_ms) || first {
             self.board_changed(now_ms, true, sink);
         } else if self.dirty || self.unexplained_since.is_some() {
             self.deep_eval(now_ms, sink);
@@ -48,7 +48,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         {
             self.deep_eval(now_ms, sink);
         }
-        if self.phys.set(update.square, update.piece()) {
+        if self.phys.set(update.square, update.piece(), now_ms) {
             if self.at_tip {
                 self.touched_off_tip = Bitboard::EMPTY;
             }

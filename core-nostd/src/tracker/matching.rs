@@ -49,7 +49,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return Reading::NoGame;
         }
         let mut phys = self.phys.clone();
-        phys.load(dump);
+        // Later than every change so far, all at once: a dump shows no order.
+        phys.load(dump, u64::MAX);
         let target = &phys.board;
         let d = board_diff(self.tip.board(), target);
         if phys.magic.any() || !has_two_kings(target) {
@@ -167,6 +168,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
                     let rest = u64::from(self.config.press_stable_ms) + u64::from(self.config.slide_pause_ms);
                     let hands_done = (still >= rest && !self.pending_press.is_empty())
                         || still >= u64::from(self.config.quiet_ms);
+                    if !hands_done {
+                        // Searched again at the next tick.
+                        self.dirty = true;
+                    }
                     if hands_done { self.best_line_keeping_stood(&target, pressed) } else { None }
                 }
                 None => self.best_line_keeping_stood(&target, pressed),
@@ -240,6 +245,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let depth = usize::from(self.config.search_depth.max(1));
         let prov = self.records.len() - self.confirmed;
         let seen = |b: &Board| self.seen_boards.contains(&placement_hash(b));
+        // Plies whose landing the board reported later than the previous ply's, a scan
+        // apart: move orders reaching the same board in the order the hands went.
+        let order = |path: &[shakmaty::Move]| {
+            path.windows(2)
+                .filter(|w| {
+                    let (a, b) = (self.phys.changed_ms(landing(w[0])), self.phys.changed_ms(landing(w[1])));
+                    a.saturating_add(super::SAME_SCAN_MS) <= b
+                })
+                .count() as u8
+        };
         // (base, path, plies in all, seen positions on the way, tied)
         let mut best: Option<(usize, search::Path, usize, u8, bool)> = None;
         for k in (keep.min(prov)..=prov).rev() {
@@ -249,7 +264,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 None => depth,
             };
             let Some(pos) = self.position_at(self.confirmed + k) else { break };
-            let Some(found) = search::find_line_seen(&pos, target, limit as u8, &seen) else {
+            let Some(found) = search::find_line_seen(&pos, target, limit as u8, &seen, &order) else {
                 continue;
             };
             let total = k + found.path.len();
@@ -391,5 +406,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
         }
         best
+    }
+}
+
+/// The square a ply puts its piece on (the king's, for castling).
+fn landing(m: shakmaty::Move) -> shakmaty::Square {
+    match m {
+        shakmaty::Move::Castle { king, rook } => {
+            let file = if rook.file() > king.file() { shakmaty::File::G } else { shakmaty::File::C };
+            shakmaty::Square::from_coords(file, king.rank())
+        }
+        other => other.to(),
     }
 }

@@ -37,7 +37,7 @@ const PENDING_PRESSES: usize = 4;
 /// Positions the board was seen showing that are remembered (see `seen_boards`).
 const SEEN_BOARDS: usize = 16;
 /// Field updates closer together than this (ms) are one scan of the board being reported.
-const SAME_SCAN_MS: u64 = 20;
+pub(crate) const SAME_SCAN_MS: u64 = 20;
 /// A running clock that has sent nothing for this long is treated as absent.
 const CLOCK_STALE_MS: u64 = 5000;
 /// Where the tracker is in a game's life.
@@ -362,21 +362,23 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// outage): the presser's display `side` and the `time` it showed after the press (the
     /// board logs the halted side's time when the lever moves). The presser's last
     /// provisional ply is confirmed with that `%clk` (and `%emt` by clock arithmetic);
-    /// earlier provisional plies are confirmed as by [`Tracker::confirm_plies`]. Ignored
-    /// without a game or a clock, or when the presser has no provisional ply.
+    /// earlier provisional plies are confirmed as by [`Tracker::confirm_plies`]. Returns
+    /// false, doing nothing, without a game or a clock, or when the presser has no
+    /// provisional ply (the log may hold the press before the landing of its move: the
+    /// board logs a square when it scans it).
     pub fn confirm_logged_press<S: EventSink + ?Sized>(
         &mut self,
         side: ClockSide,
         time: ClockTime,
         now_ms: u64,
         sink: &mut S,
-    ) {
+    ) -> bool {
         if self.state != GameState::Active {
-            return;
+            return false;
         }
-        let Some(mut reading) = self.clocks.last else { return };
+        let Some(mut reading) = self.clocks.last else { return false };
         let by = self.clocks.owner(&self.config, side);
-        let Some(upto) = self.last_ply_by(by) else { return };
+        let Some(upto) = self.last_ply_by(by) else { return false };
         match side {
             ClockSide::Left => reading.left.time = time,
             ClockSide::Right => reading.right.time = time,
@@ -388,6 +390,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let press = Press { by, reading, jump: None };
             self.confirm_through(upto, Some(&press), now_ms, sink);
         }
+        true
     }
 
     /// Number of plies in a view.
