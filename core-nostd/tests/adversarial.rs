@@ -874,3 +874,63 @@ fn a_transposition_read_through_a_dump_keeps_the_order_the_board_reported() {
         check_stream(&s, &["e2e4", "e7e5", &ply(first), "b8c6", &ply(second)]);
     }
 }
+
+#[test]
+fn a_press_made_while_adjusting_the_piece_is_that_moves_not_the_next() {
+    // White plays Nf3, lifts the knight to adjust it and presses with it in the hand; Black
+    // replies at once and presses before the board reports Nc6, and White starts Bc4
+    // straight away, so the board does not settle until Bc4 lands, most of a second after
+    // White's first press. That press is Nf3's (the board showed Nf3 before it), not
+    // Bc4's, and every ply keeps its own press's time.
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let pos = play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
+    let pos = s.play_uci(&pos, "g1f3");
+    s.wait(300);
+    let knight = s.lift(Square::F3);
+    s.wait(100);
+    s.press(3, 2);
+    let white = |s: &Sim| s.clock.as_ref().map(|c| c.white);
+    let black = |s: &Sim| s.clock.as_ref().map(|c| c.black);
+    let nf3 = white(&s);
+    s.put(Square::F3, knight);
+    let black_knight = s.lift(Square::B8);
+    s.press(1, 2);
+    let nc6 = black(&s);
+    s.put(Square::C6, black_knight);
+    let bishop = s.lift(Square::F1);
+    s.now += 600;
+    s.put(Square::C4, bishop);
+    s.wait(300);
+    s.press(2, 2);
+    let bc4 = white(&s);
+    s.wait(1_000);
+    let _ = pos;
+    check_stream(&s, &["e2e4", "e7e5", "g1f3", "b8c6", "f1c4"]);
+    assert_eq!(&clks(&s)[2..].iter().map(|c| c.0).collect::<Vec<_>>(), &[nf3, nc6, bc4]);
+}
+
+#[test]
+fn a_board_run_a_ply_past_the_search_is_found_once_it_stands() {
+    // 62. Kxg5 Ra4 63. Rxa4, all pressed before one scan reports them, and Black lifts the
+    // king for 63...Kxa4 200 ms later, before the tracker has settled on the three plies.
+    // When Kxa4 lands the board is four plies past the line, one more than the search
+    // goes: once it has stood unexplained for the mismatch time it is searched deeper,
+    // rather than leaving the rest of the game unrecorded.
+    let mut s = three_plies_pressed("R7/8/5P2/6p1/3r2K1/1k4P1/p7/8 w - - 0 62");
+    s.lift(Square::A8);
+    s.put(Square::G5, piece(W, Role::King));
+    s.put(Square::A4, piece(W, Role::Rook));
+    s.lift(Square::D4);
+    s.lift(Square::G4);
+    s.step_ms = 40;
+    s.now += 160;
+    let king = s.lift(Square::B3);
+    s.wait(400);
+    s.lift(Square::A4);
+    s.wait(200);
+    s.put(Square::A4, king);
+    s.wait(200);
+    s.press(1, 2);
+    s.wait(4_000);
+    check_stream(&s, &["g4g5", "d4a4", "a8a4", "b3a4"]);
+}

@@ -96,21 +96,28 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// Index one past the ply a press by `color` at `pressed_ms` completes, for a press
     /// that came before the board showed the move: the first ply of `color` the board
-    /// showed at or after the press, else the last one before it. (Not simply the last:
-    /// by the time the board settles, the presser may have made their next move.)
+    /// showed at or just after the press (its report can lag the press by a scan: a burst),
+    /// else the last one before it (the board showed it, then a hand adjusting it at the
+    /// press), else one shown later. (Not simply the last: by the time the board settles,
+    /// the presser may have made their next move.)
     fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
+        let lag = u64::from(self.config.press_stable_ms) + u64::from(self.config.slide_pause_ms);
         let mut turn = self.confirmed_pos.turn();
-        let mut before = None;
+        let (mut before, mut later) = (None, None);
         for i in self.confirmed..self.records.len() {
             if turn == color {
-                if self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)] >= pressed_ms {
+                let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+                if seen < pressed_ms {
+                    before = Some(i + 1);
+                } else if seen <= pressed_ms + lag {
                     return Some(i + 1);
+                } else if later.is_none() {
+                    later = Some(i + 1);
                 }
-                before = Some(i + 1);
             }
             turn = !turn;
         }
-        before
+        before.or(later)
     }
 
     /// Applies presses that came before the board showed the move, oldest first, once the

@@ -176,6 +176,23 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 }
                 None => self.best_line_keeping_stood(&target, pressed),
             };
+            // A board no line within the search depth explains, for the mismatch time: the
+            // board may have run a ply past the search (a burst read in one scan, and the next
+            // move made before the tracker settled on it), and would stay unexplained for the
+            // rest of the game. Searched once more as deep as the tracker goes, and taken only
+            // when one line alone explains it (it is then confirmed only after a dump).
+            let stuck = self
+                .unexplained_since
+                .is_some_and(|since| now.saturating_sub(since) >= u64::from(self.config.mismatch_ms));
+            let line = match line {
+                None if stuck
+                    && under_way.is_none()
+                    && usize::from(self.config.search_depth) < search::MAX_DEPTH =>
+                {
+                    self.best_line_within(&target, pressed, search::MAX_DEPTH).filter(|(_, _, tied)| !tied)
+                }
+                line => line,
+            };
             if let Some((k, path, _)) = line {
                 self.retract_to(self.confirmed + k, sink);
                 self.extend(&path, now, sink);
@@ -242,7 +259,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// keeping more of the provisional plies. The flag is true when another, different
     /// line scored the same: the board alone cannot say which was played.
     pub(super) fn best_line(&self, target: &Board, keep: usize) -> Option<(usize, search::Path, bool)> {
-        let depth = usize::from(self.config.search_depth.max(1));
+        self.best_line_within(target, keep, usize::from(self.config.search_depth.max(1)))
+    }
+
+    /// [`Self::best_line`] searching up to `depth` plies from each base.
+    fn best_line_within(
+        &self,
+        target: &Board,
+        keep: usize,
+        depth: usize,
+    ) -> Option<(usize, search::Path, bool)> {
         let prov = self.records.len() - self.confirmed;
         let seen = |b: &Board| self.seen_boards.contains(&placement_hash(b));
         // Plies whose landing the board reported later than the previous ply's, a scan
