@@ -934,3 +934,31 @@ fn a_board_run_a_ply_past_the_search_is_found_once_it_stands() {
     s.wait(4_000);
     check_stream(&s, &["g4g5", "d4a4", "a8a4", "b3a4"]);
 }
+
+#[test]
+fn kings_in_the_centre_before_the_flag_falls_are_the_result() {
+    // White's king steps next to the centre and Black replies; then the kings go to e4 and
+    // d5 (1-0) with White's clock still running, and White's flag falls a second later,
+    // before the signal has stood for the quiet time. The result signalled first stands.
+    let (mut s, pos) = from_fen("8/8/2k5/8/8/4K3/8/8 w - - 0 1", Config::default(), Some(300));
+    let pos = s.play_uci(&pos, "e3f3");
+    s.wait(300);
+    s.press(3, 2);
+    s.wait(300);
+    s.play_uci(&pos, "c6c5");
+    s.wait(300);
+    s.press(3, 2);
+    s.wait(500);
+    s.slide(Square::F3, Square::E4);
+    s.slide(Square::C5, Square::D5);
+    s.wait(1_000);
+    if let Some(c) = &mut s.clock {
+        c.white = 0;
+        c.white_flag = true;
+    }
+    s.send_clock();
+    s.wait(2_000);
+    s.send_clock();
+    assert_eq!(s.tracker.result(), Some((GameResult::WhiteWins, EndReason::KingsInCentre)));
+    check_stream(&s, &["e3f3", "c6c5"]);
+}

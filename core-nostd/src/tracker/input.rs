@@ -85,8 +85,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if !in_game {
             return;
         }
+        // A result signalled on the board (the kings standing in the centre) before a flag
+        // falls stands; while it stands the flag waits for the next reading, which still
+        // shows it if the signal is withdrawn.
         if self.config.flag_fall_ends_game
             && !self.clocks.flag_reported
+            && self.centre_since.is_none()
             && let Some(loser) = self.clocks.fallen_flag(&self.config, times, self.moves_made())
         {
             self.clocks.flag_reported = true;
