@@ -904,11 +904,9 @@ mod tests {
         let (task, _ev, _cmd) = start(a);
         identify(&mut b).await;
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let t = Instant::now();
         drop(b);
         let end = tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
-        // Far below the 300 ms silence limit: seen from the closed stream.
-        assert!(t.elapsed() < Duration::from_millis(150), "{:?}", t.elapsed());
+        // Seen from the closed stream ("went away"), not from the silence limit.
         assert!(matches!(end, SessionEnd::Lost(ref r) if r.contains("went away")), "{end:?}");
         assert_eq!(
             gone_reason(&std::io::Error::from_raw_os_error(5)),

@@ -228,7 +228,8 @@ async fn a_slow_client_does_not_delay_a_fast_one() {
     let t = Instant::now();
     let (status, _) = relay.get("/health");
     assert_eq!(status, 200);
-    assert!(t.elapsed() < Duration::from_secs(1));
+    // A liveness bound, not a latency figure: a server stuck behind the slow client never answers.
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     drop(slow);
 }
 

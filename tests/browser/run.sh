@@ -5,7 +5,8 @@
 #
 # Installs what it needs: Debian's chromium (and a font with chess glyphs) when missing, and
 # the npm packages from package-lock.json. Environment knobs: CARGO_TARGET_DIR, CHROMIUM,
-# DEMO_BOARDS (default 6), DEMO_SPEED (default 20), ARTIFACTS.
+# DEMO_BOARDS (default 6), DEMO_SPEED (default 20), ARTIFACTS, RELAY_PROFILE (debug or
+# release; CI passes release, which it has already built).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -39,9 +40,15 @@ command -v node >/dev/null || { echo "node is needed (the machine's Node.js)" >&
 (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
 
 # 2. The host.
-log "building dgt-relay"
-(cd "$root" && CARGO_TARGET_DIR="$target" cargo build -p dgt-relay --locked)
-bin="$target/debug/dgt-relay"
+profile="${RELAY_PROFILE:-debug}"
+case "$profile" in
+  debug) build_flags=() ;;
+  release) build_flags=(--release) ;;
+  *) echo "RELAY_PROFILE must be debug or release, not '$profile'" >&2; exit 2 ;;
+esac
+log "building dgt-relay ($profile)"
+(cd "$root" && CARGO_TARGET_DIR="$target" cargo build -p dgt-relay --locked "${build_flags[@]}")
+bin="$target/$profile/dgt-relay"
 
 # 3. The demo on a free loopback port.
 port="$(node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")"
