@@ -252,16 +252,51 @@ pub(crate) fn find_line_seen<F: Fn(&Board) -> bool, G: Fn(&[Move]) -> u8>(
         }
         // The length is known; from two plies on, every line of that length is compared
         // (one ply is unique: the board shows the piece that moved and where).
-        let best = if depth < 2 {
-            found
-        } else {
-            let mut best = Best::default();
-            walk(&Walk { target, seen, order, first: false }, pos, depth, &mut Path::new(), 0, &mut best);
-            if best.line.is_some() { best } else { found }
+        let best = match depth {
+            0 | 1 => found,
+            _ => Some(all_lines_of(pos, target, depth, seen, order))
+                .filter(|b| b.line.is_some())
+                .unwrap_or(found),
         };
         return best.line.map(|(path, (seen, _))| Found { path, seen, tied: best.tied });
     }
     None
+}
+
+/// The best line of exactly `depth` plies (at least one) from `pos` to `target`, compared
+/// as [`find_line_seen`] compares them, even when a shorter line exists: what the clock
+/// presses say can need the longer one (a piece that went in two moves with a reply between
+/// reaches the board one move of it reaches too).
+pub(crate) fn find_line_of_length<F: Fn(&Board) -> bool, G: Fn(&[Move]) -> u8>(
+    pos: &Chess,
+    target: &Board,
+    depth: u8,
+    seen: &F,
+    order: &G,
+) -> Option<Found> {
+    let reached = board_diff(pos.board(), target).is_empty();
+    if reached || depth == 0 || usize::from(depth) > MAX_DEPTH || !has_two_kings(target) {
+        return None;
+    }
+    if !material_allows(pos, target, depth) {
+        return None;
+    }
+    let best = all_lines_of(pos, target, depth, seen, order);
+    best.line.map(|(path, (seen, _))| Found { path, seen, tied: best.tied })
+}
+
+/// Every line of exactly `depth` plies from `pos` to `target` (when `pos` is not already
+/// there), the best kept.
+fn all_lines_of<F: Fn(&Board) -> bool, G: Fn(&[Move]) -> u8>(
+    pos: &Chess,
+    target: &Board,
+    depth: u8,
+    seen: &F,
+    order: &G,
+) -> Best {
+    let mut best = Best::default();
+    walk(&Walk { target, seen, order, first: false }, pos, depth, &mut Path::new(), 0, &mut best);
+    best
 }
 
 /// The shortest sequence of at most `max_depth` legal plies from `pos` that leaves exactly

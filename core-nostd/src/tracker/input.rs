@@ -5,6 +5,7 @@ use dgt_protocol::{BoardDump, Bwtime, ClockTimes, FieldUpdate, Message};
 use shakmaty::{Bitboard, Position};
 
 use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, SAME_SCAN_MS, Tracker};
+use crate::board::placement_hash;
 use crate::event::{EndReason, Event, EventSink, GameResult};
 
 impl<const PLIES: usize> Tracker<PLIES> {
@@ -48,6 +49,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         {
             self.deep_eval(now_ms, sink);
         }
+        self.note_shown(now_ms);
         if self.phys.set(update.square, update.piece(), now_ms) {
             if self.at_tip {
                 self.touched_off_tip = Bitboard::EMPTY;
@@ -114,6 +116,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // a field update may have been lost. A dump settles it.
             self.request_dump(now_ms, sink);
         }
+        // More presses than plies: the board may have been read a ply short.
+        self.reread_for_press(press.by, now_ms, sink);
         // An earlier press still waiting for the board is settled first.
         self.resolve_pending(now_ms, true, sink);
         if self.state != GameState::Active {
@@ -203,6 +207,26 @@ impl<const PLIES: usize> Tracker<PLIES> {
         for p in self.pending_press.iter_mut() {
             p.expires = p.expires.saturating_add(gone);
         }
+    }
+
+    /// Before a field update: the board as it stands is a whole reading when it has not
+    /// changed for a scan (see `shown_boards`).
+    fn note_shown(&mut self, now: u64) {
+        if self.state != GameState::Active
+            || !self.phys.known
+            || self.phys.magic.any()
+            || now.saturating_sub(self.last_change_ms) < SAME_SCAN_MS
+        {
+            return;
+        }
+        let h = placement_hash(&self.phys.board);
+        if self.shown_boards.last() == Some(&h) {
+            return;
+        }
+        if self.shown_boards.is_full() {
+            self.shown_boards.remove(0);
+        }
+        let _ = self.shown_boards.push(h);
     }
 
     /// Notes that the last provisional ply stood: the board has shown the tip, unchanged,

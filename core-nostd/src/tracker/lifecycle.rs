@@ -93,6 +93,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.pending_press.clear();
         self.full_reported = false;
         self.seen_boards.clear();
+        self.shown_boards.clear();
         self.centre_since = None;
     }
 

@@ -270,17 +270,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         depth: usize,
     ) -> Option<(usize, search::Path, bool)> {
         let prov = self.records.len() - self.confirmed;
-        let seen = |b: &Board| self.seen_boards.contains(&placement_hash(b));
-        // Plies whose landing the board reported later than the previous ply's, a scan
-        // apart: move orders reaching the same board in the order the hands went.
-        let order = |path: &[shakmaty::Move]| {
-            path.windows(2)
-                .filter(|w| {
-                    let (a, b) = (self.phys.changed_ms(landing(w[0])), self.phys.changed_ms(landing(w[1])));
-                    a.saturating_add(super::SAME_SCAN_MS) <= b
-                })
-                .count() as u8
-        };
+        let seen = |b: &Board| self.seen_board(b);
+        let order = |path: &[shakmaty::Move]| self.plies_in_reported_order(path);
         // (base, path, plies in all, seen positions on the way, tied)
         let mut best: Option<(usize, search::Path, usize, u8, bool)> = None;
         for k in (keep.min(prov)..=prov).rev() {
@@ -315,6 +306,68 @@ impl<const PLIES: usize> Tracker<PLIES> {
         best.map(|(k, path, _, _, tied)| (k, path, tied))
     }
 
+    /// True when the line matched `board` earlier (a position the game went through).
+    fn seen_board(&self, board: &Board) -> bool {
+        self.seen_boards.contains(&placement_hash(board))
+    }
+
+    /// How many plies of `path` the board reported landing later than the previous ply,
+    /// a scan apart: move orders reaching the same board are told apart by the order the
+    /// hands went.
+    fn plies_in_reported_order(&self, path: &[shakmaty::Move]) -> u8 {
+        path.windows(2)
+            .filter(|w| {
+                let (a, b) = (self.phys.changed_ms(landing(w[0])), self.phys.changed_ms(landing(w[1])));
+                a.saturating_add(super::SAME_SCAN_MS) <= b
+            })
+            .count() as u8
+    }
+
+    /// A press by the side to move while the board shows the end of the line: by the line,
+    /// the presser has no move to press for. When the presses waiting since the last
+    /// confirmed ply, with this one, outnumber the provisional plies, the board was read
+    /// one ply short: a piece that went in two moves with a reply between reaches the same
+    /// board as one move of it (Qc1-d2 Ra5-c5 Qd2-f4, the queen's first landing and the
+    /// reply read in one scan and the queen lifted again before the board settled, reads as
+    /// Qc1-f4 Ra5-c5). The line one ply longer to the same board, ending with the presser's
+    /// ply, replaces the provisional plies when one such line alone exists. Plies that stood
+    /// are kept as they are (a position the players left on the board).
+    pub(super) fn reread_for_press<S: EventSink + ?Sized>(&mut self, by: Color, now: u64, sink: &mut S) {
+        let prov = self.records.len() - self.confirmed;
+        if !self.at_tip || self.dirty || self.tip.turn() != by || prov == 0 || self.phys.magic.any() {
+            return;
+        }
+        if prov + 1 > usize::from(self.config.search_depth)
+            || self.stood[..prov.min(MAX_PROVISIONAL)].contains(&true)
+        {
+            return;
+        }
+        let since = self.last_confirmed_seen_ms;
+        let waiting = self.pending_press.iter().filter(|p| p.at > since).count();
+        if waiting < prov {
+            return;
+        }
+        let target = self.phys.board.clone();
+        // The positions on the way the board showed, matched or not: two moves of one
+        // piece can go by many squares, and the one it stood on is the board's word.
+        let seen = |b: &Board| {
+            let h = placement_hash(b);
+            self.seen_boards.contains(&h) || self.shown_boards.contains(&h)
+        };
+        let order = |path: &[shakmaty::Move]| self.plies_in_reported_order(path);
+        let depth = (prov + 1) as u8;
+        let Some(found) = search::find_line_of_length(&self.confirmed_pos, &target, depth, &seen, &order)
+        else {
+            return;
+        };
+        if found.tied {
+            return;
+        }
+        self.retract_to(self.confirmed, sink);
+        self.extend(&found.path, now, sink);
+        self.on_match(sink);
+    }
+
     /// [`Self::best_line`], keeping at least the provisional plies up to the last one that
     /// stood (the board was still at it for longer than a sliding hand rests: a position
     /// the players left on the board, not a hand passing through) when some line does; otherwise the best
@@ -335,7 +388,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
         {
             return Some(line);
         }
-        self.best_line(target, keep)
+        // Giving up plies that stood: as a slide that paused on a legal square and went on
+        // (a ply of the same length), perhaps with a reply read in the same scan; not for
+        // a longer line through positions nobody saw, when a piece was knocked onto a
+        // square the game cannot put it on (the king knocked next to the rook that just
+        // came: Rd1xd7 stood, Kc8 knocked to c7 reads as Rd1-d2 Kc7 Rd2xd7). The board
+        // stays unexplained until it is put right, or for the mismatch time.
+        self.best_line(target, keep).filter(|(k, path, _)| stood <= keep || k + path.len() <= stood + 1)
     }
 
     /// True when two lines (provisional plies up to a base, then a path) are the same plies.

@@ -36,6 +36,8 @@ const MAX_PROVISIONAL: usize = 8;
 const PENDING_PRESSES: usize = 4;
 /// Positions the board was seen showing that are remembered (see `seen_boards`).
 const SEEN_BOARDS: usize = 16;
+/// Boards reported whole that are remembered (see `shown_boards`).
+const SHOWN_BOARDS: usize = 8;
 /// Field updates closer together than this (ms) are one scan of the board being reported.
 pub(crate) const SAME_SCAN_MS: u64 = 20;
 /// A running clock that has sent nothing for this long is treated as absent.
@@ -158,6 +160,10 @@ pub struct Tracker<const PLIES: usize> {
     /// Placement hashes of the last positions the board was seen showing (matched), to
     /// tell apart move orders that reach the same board.
     seen_boards: heapless::Vec<u32, SEEN_BOARDS>,
+    /// Placement hashes of the last boards the board reported whole (unchanged for a scan),
+    /// whether or not the line matched them: a position shown for less than the settle
+    /// time is never searched, yet says which way the pieces went.
+    shown_boards: heapless::Vec<u32, SHOWN_BOARDS>,
     /// Squares changed by field updates since the board left the tip.
     touched_off_tip: Bitboard,
     unexplained_since: Option<u64>,
@@ -213,6 +219,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             tip_left_ms: 0,
             touched_off_tip: Bitboard::EMPTY,
             seen_boards: heapless::Vec::new(),
+            shown_boards: heapless::Vec::new(),
             unexplained_since: None,
             mismatch: None,
             last_dump_request: None,
