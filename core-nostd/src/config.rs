@@ -172,6 +172,14 @@ pub struct Config {
     pub flag_fall_ends_game: bool,
 }
 
+impl Config {
+    /// How long a board must be still before no slide can still be under way: the longest
+    /// rest of a sliding hand, and a scan period to report what it did next.
+    pub(crate) fn slide_settled_ms(&self) -> u64 {
+        u64::from(self.press_stable_ms) + u64::from(self.slide_pause_ms)
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {

@@ -142,6 +142,12 @@ struct Best {
 }
 
 impl Best {
+    /// The line found, if any, with its seen count and tie.
+    fn into_found(self) -> Option<Found> {
+        let tied = self.tied;
+        self.line.map(|(path, (seen, _))| Found { path, seen, tied })
+    }
+
     fn offer(&mut self, path: &Path, score: (u8, u8)) {
         match &self.line {
             Some((_, s)) if score < *s => {}
@@ -258,7 +264,7 @@ pub(crate) fn find_line_seen<F: Fn(&Board) -> bool, G: Fn(&[Move]) -> u8>(
                 .filter(|b| b.line.is_some())
                 .unwrap_or(found),
         };
-        return best.line.map(|(path, (seen, _))| Found { path, seen, tied: best.tied });
+        return best.into_found();
     }
     None
 }
@@ -281,8 +287,7 @@ pub(crate) fn find_line_of_length<F: Fn(&Board) -> bool, G: Fn(&[Move]) -> u8>(
     if !material_allows(pos, target, depth) {
         return None;
     }
-    let best = all_lines_of(pos, target, depth, seen, order);
-    best.line.map(|(path, (seen, _))| Found { path, seen, tied: best.tied })
+    all_lines_of(pos, target, depth, seen, order).into_found()
 }
 
 /// Every line of exactly `depth` plies from `pos` to `target` (when `pos` is not already

@@ -808,15 +808,7 @@ fn a_capture_held_in_the_hand_is_not_an_exchange_elsewhere() {
     s.wait(200);
     s.press(4, 2);
     s.wait(1_000);
-    let provisional: Vec<String> = s
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::MoveProvisional(m) => Some(m.uci.to_string()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(provisional, ["d3e4", "d4d1", "f1d1"]);
+    assert_eq!(s.provisional_events(), ["d3e4", "d4d1", "f1d1"]);
     check_stream(&s, &["d3e4", "d4d1", "f1d1"]);
 }
 

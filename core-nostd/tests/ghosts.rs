@@ -156,15 +156,7 @@ fn three_presses_for_a_board_two_plies_reach_mean_three_plies() {
     s.wait(1500);
     assert_eq!(s.confirmed_events(), ["d2d4", "d7d5", "c1d2", "e7e6", "d2f4"], "{:?}", s.events);
     // Each ply has its own press's time.
-    let clks: Vec<Option<u32>> = s
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::MoveConfirmed(m) => Some(m.clk),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(&clks[2..], [Some(295), Some(297), Some(294)], "{:?}", s.events);
+    assert_eq!(&s.confirmed_clks()[2..], [Some(295), Some(297), Some(294)], "{:?}", s.events);
 }
 
 /// The board stood at e4 f5 Qh5+, then Black's king was knocked from e8 onto f7 (where the

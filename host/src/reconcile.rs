@@ -318,7 +318,7 @@ pub fn replay<const N: usize>(
         // last one's press may be among the held messages, and is left to it.
         let live = tracker.ply_count(View::Live);
         let logged = live.saturating_sub(before);
-        let over = if changes.presses >= logged { live } else { live.saturating_sub(1) };
+        let over = if changes.presses() >= logged { live } else { live.saturating_sub(1) };
         tracker.confirm_plies(over, t, &mut sink);
     }
     let shift = outcome.held.first().map_or(0, |(first, _)| t.saturating_sub(*first));
@@ -367,12 +367,17 @@ pub struct Step {
 pub struct LogChanges {
     /// The square changes, oldest first.
     pub steps: Vec<Step>,
-    /// Clock lever moves logged since then: as many as the moves the changes make means
-    /// every one of them was pressed before the log was read.
-    pub presses: usize,
-    /// The lever moves themselves, with the time the presser's display showed (a press
-    /// before the first change is the kept board's own last move's).
+    /// The clock lever moves, with the time the presser's display showed (a press before
+    /// the first change is the kept board's own last move's).
     pub logged: Vec<LoggedPress>,
+}
+
+impl LogChanges {
+    /// Lever moves logged after the first change: as many as the moves the changes make
+    /// means every one of them was pressed before the log was read.
+    pub fn presses(&self) -> usize {
+        self.logged.iter().filter(|p| p.after > 0).count()
+    }
 }
 
 /// A clock press in a board's event log: the board logs the halted side's time when the
@@ -437,7 +442,6 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
     }
     let mut steps = Vec::new();
     let mut press = false;
-    let mut presses = 0;
     let mut logged = Vec::new();
     // A power-up sequence being read: the board it lists and the last square listed.
     let mut block: Option<([PieceCode; 64], Option<u8>)> = None;
@@ -460,8 +464,6 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
             EeEvent::PowerUp => block = Some(([PieceCode::Empty; 64], None)),
             EeEvent::Time { side, time } => {
                 press = true;
-                // A press before the first change is the kept board's own move's.
-                presses += usize::from(!steps.is_empty());
                 logged.push(LoggedPress { after: steps.len(), side, time });
             }
             EeEvent::Field { square, piece, quick } => {
@@ -484,7 +486,7 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
     if let Some((board, _)) = block {
         restate(&mut cur, &board, &mut steps);
     }
-    (!steps.is_empty()).then_some(LogChanges { steps, presses, logged })
+    (!steps.is_empty()).then_some(LogChanges { steps, logged })
 }
 
 /// The changes from `cur` to `board` (a power-up's listing): lifts first, then placements.
@@ -562,7 +564,7 @@ mod tests {
         fw.power_cycle(t + 500);
         play(&mut fw, &["e1g1"], &mut t);
         let changes = changes_since(&fw.ee_events(), &known).unwrap();
-        assert_eq!(changes.presses, 0, "no clock: no press");
+        assert_eq!(changes.presses(), 0, "no clock: no press");
         let steps = changes.steps;
         assert_eq!(apply(&known, &steps), dump_of_codes(fw.physical()));
         // Move by move from the lost point: Ng1 lifted first; the power-up restates the

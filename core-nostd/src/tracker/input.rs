@@ -4,7 +4,7 @@
 use dgt_protocol::{BoardDump, Bwtime, ClockTimes, FieldUpdate, Message};
 use shakmaty::{Bitboard, Position};
 
-use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, SAME_SCAN_MS, Tracker};
+use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, SAME_SCAN_MS, Tracker, remember};
 use crate::board::placement_hash;
 use crate::event::{EndReason, Event, EventSink, GameResult};
 
@@ -219,14 +219,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         {
             return;
         }
-        let h = placement_hash(&self.phys.board);
-        if self.shown_boards.last() == Some(&h) {
-            return;
-        }
-        if self.shown_boards.is_full() {
-            self.shown_boards.remove(0);
-        }
-        let _ = self.shown_boards.push(h);
+        remember(&mut self.shown_boards, placement_hash(&self.phys.board));
     }
 
     /// Notes that the last provisional ply stood: the board has shown the tip, unchanged,
@@ -234,8 +227,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// [`Config::slide_pause_ms`](crate::Config::slide_pause_ms)).
     fn note_stood(&mut self, now: u64) {
         let prov = self.records.len() - self.confirmed;
-        let rest = u64::from(self.config.press_stable_ms) + u64::from(self.config.slide_pause_ms);
-        if self.at_tip && !self.dirty && prov > 0 && now.saturating_sub(self.last_change_ms) >= rest {
+        let still = now.saturating_sub(self.last_change_ms);
+        if self.at_tip && !self.dirty && prov > 0 && still >= self.config.slide_settled_ms() {
             self.stood[(prov - 1).min(MAX_PROVISIONAL - 1)] = true;
         }
     }

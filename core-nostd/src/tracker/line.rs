@@ -101,7 +101,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// press), else one shown later. (Not simply the last: by the time the board settles,
     /// the presser may have made their next move.)
     fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
-        let lag = u64::from(self.config.press_stable_ms) + u64::from(self.config.slide_pause_ms);
+        let lag = self.config.slide_settled_ms();
         let mut turn = self.confirmed_pos.turn();
         let (mut before, mut later) = (None, None);
         for i in self.confirmed..self.records.len() {
@@ -224,7 +224,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return false;
         }
         let still = now.saturating_sub(self.last_change_ms);
-        if still >= u64::from(self.config.press_stable_ms) + u64::from(self.config.slide_pause_ms) {
+        if still >= self.config.slide_settled_ms() {
             return true;
         }
         if upto != self.confirmed + 1 {

@@ -4,7 +4,7 @@
 use dgt_protocol::BoardDump;
 use shakmaty::{Bitboard, Board, Color, Position, Role, attacks};
 
-use super::{GameState, MAX_PROVISIONAL, Tracker};
+use super::{GameState, MAX_PROVISIONAL, Tracker, remember};
 use crate::board::placement_hash;
 use crate::event::{Event, EventSink};
 use crate::search::{self, board_diff, has_two_kings, one_ply};
@@ -80,13 +80,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn on_match<S: EventSink + ?Sized>(&mut self, sink: &mut S) {
         self.dirty = false;
         self.at_tip = true;
-        let h = placement_hash(self.tip.board());
-        if self.seen_boards.last() != Some(&h) {
-            if self.seen_boards.is_full() {
-                self.seen_boards.remove(0);
-            }
-            let _ = self.seen_boards.push(h);
-        }
+        remember(&mut self.seen_boards, placement_hash(self.tip.board()));
         self.unexplained_since = None;
         if self.mismatch.take().is_some() {
             sink.event(Event::PositionRecovered);
@@ -123,8 +117,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // An earlier base exactly, past plies that stood: a takeback or a repetition (the
             // same two plies again); the settle-time search weighs them (see
             // `best_line_keeping_stood`).
-            let stood_since = self.stood[k.min(MAX_PROVISIONAL)..prov.min(MAX_PROVISIONAL)].contains(&true);
-            if d.is_empty() && (!may_retract || stood_since) {
+            if d.is_empty() && (!may_retract || self.stood_plies() > k) {
                 return;
             }
             let found = if d.is_empty() { Some(None) } else { one_ply(&pos, &target, d).map(Some) };
@@ -165,8 +158,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 // saying a move is over, or for the quiet time.
                 Some(UnderWay::Lifted) => {
                     let still = now.saturating_sub(self.last_change_ms);
-                    let rest = u64::from(self.config.press_stable_ms) + u64::from(self.config.slide_pause_ms);
-                    let hands_done = (still >= rest && !self.pending_press.is_empty())
+                    let hands_done = (still >= self.config.slide_settled_ms()
+                        && !self.pending_press.is_empty())
                         || still >= u64::from(self.config.quiet_ms);
                     if !hands_done {
                         // Searched again at the next tick.
@@ -337,9 +330,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if !self.at_tip || self.dirty || self.tip.turn() != by || prov == 0 || self.phys.magic.any() {
             return;
         }
-        if prov + 1 > usize::from(self.config.search_depth)
-            || self.stood[..prov.min(MAX_PROVISIONAL)].contains(&true)
-        {
+        if prov + 1 > usize::from(self.config.search_depth) || self.stood_plies() > 0 {
             return;
         }
         let since = self.last_confirmed_seen_ms;
@@ -381,8 +372,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         target: &Board,
         keep: usize,
     ) -> Option<(usize, search::Path, bool)> {
-        let prov = self.records.len() - self.confirmed;
-        let stood = (0..prov.min(MAX_PROVISIONAL)).rev().find(|&i| self.stood[i]).map_or(0, |i| i + 1);
+        let stood = self.stood_plies();
         if stood > keep
             && let Some(line) = self.best_line(target, stood)
         {
@@ -395,6 +385,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // came: Rd1xd7 stood, Kc8 knocked to c7 reads as Rd1-d2 Kc7 Rd2xd7). The board
         // stays unexplained until it is put right, or for the mismatch time.
         self.best_line(target, keep).filter(|(k, path, _)| stood <= keep || k + path.len() <= stood + 1)
+    }
+
+    /// How many provisional plies there are up to the last one that stood (0: none stood).
+    fn stood_plies(&self) -> usize {
+        let prov = (self.records.len() - self.confirmed).min(MAX_PROVISIONAL);
+        (0..prov).rev().find(|&i| self.stood[i]).map_or(0, |i| i + 1)
     }
 
     /// True when two lines (provisional plies up to a base, then a path) are the same plies.

@@ -42,6 +42,18 @@ const SHOWN_BOARDS: usize = 8;
 pub(crate) const SAME_SCAN_MS: u64 = 20;
 /// A running clock that has sent nothing for this long is treated as absent.
 const CLOCK_STALE_MS: u64 = 5000;
+/// Keeps `hash` as the newest of a ring of placement hashes (the oldest dropped when it is
+/// full), unless it is the newest already.
+fn remember<const N: usize>(ring: &mut heapless::Vec<u32, N>, hash: u32) {
+    if ring.last() == Some(&hash) {
+        return;
+    }
+    if ring.is_full() {
+        ring.remove(0);
+    }
+    let _ = ring.push(hash);
+}
+
 /// Where the tracker is in a game's life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GameState {

@@ -1,7 +1,7 @@
 //! Test helpers: a simulated board and clock driven by "hand actions", feeding a tracker.
 #![allow(dead_code)]
 
-use dgt_core::{Config, Event, GameResult, Tracker};
+use dgt_core::{Config, Event, GameResult, MoveInfo, Tracker};
 use dgt_protocol::{
     BoardDump, ClockSide, ClockStatus, ClockTime, ClockTimes, DgtSquare, FieldUpdate, Orientation, PieceCode,
     SideFlags, SideReading,
@@ -245,13 +245,30 @@ impl Sim {
     }
 
     pub fn confirmed_events(&self) -> Vec<String> {
-        self.events
-            .iter()
-            .filter_map(|e| match e {
-                Event::MoveConfirmed(m) => Some(m.uci.to_string()),
-                _ => None,
-            })
-            .collect()
+        self.event_ucis(|e| match e {
+            Event::MoveConfirmed(m) => Some(m),
+            _ => None,
+        })
+    }
+
+    /// Every provisional ply the tracker announced, in order (retracted ones too).
+    pub fn provisional_events(&self) -> Vec<String> {
+        self.event_ucis(|e| match e {
+            Event::MoveProvisional(m) => Some(m),
+            _ => None,
+        })
+    }
+
+    /// The moves of the events `pick` selects, in order.
+    fn event_ucis(&self, pick: impl Fn(&Event) -> Option<&MoveInfo>) -> Vec<String> {
+        self.events.iter().filter_map(pick).map(|m| m.uci.to_string()).collect()
+    }
+
+    /// The `%clk` of each confirmed ply, in order.
+    pub fn confirmed_clks(&self) -> Vec<Option<u32>> {
+        let mut out = Vec::new();
+        self.tracker.for_each_move(dgt_core::View::Confirmed, |m| out.push(m.clk));
+        out
     }
 
     pub fn count<F: Fn(&Event) -> bool>(&self, f: F) -> usize {
