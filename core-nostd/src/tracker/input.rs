@@ -220,6 +220,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         remember(&mut self.shown_boards, placement_hash(&self.phys.board));
+        self.note_pressed_board();
     }
 
     /// Notes that the last provisional ply stood: the board has shown the tip, unchanged,

@@ -94,6 +94,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.full_reported = false;
         self.seen_boards.clear();
         self.shown_boards.clear();
+        self.pressed_boards.clear();
         self.centre_since = None;
     }
 

@@ -167,7 +167,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
                     }
                     if hands_done { self.best_line_keeping_stood(&target, pressed) } else { None }
                 }
-                None => self.best_line_keeping_stood(&target, pressed),
+                // What the players left on the board when they pressed comes first (see
+                // `line_through_pressed_board`).
+                None => self
+                    .line_through_pressed_board(&target)
+                    .map(|(k, path)| (k, path, false))
+                    .or_else(|| self.best_line_keeping_stood(&target, pressed)),
             };
             // A board no line within the search depth explains, for the mismatch time: the
             // board may have run a ply past the search (a burst read in one scan, and the next
@@ -307,56 +312,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// How many plies of `path` the board reported landing later than the previous ply,
     /// a scan apart: move orders reaching the same board are told apart by the order the
     /// hands went.
-    fn plies_in_reported_order(&self, path: &[shakmaty::Move]) -> u8 {
+    pub(super) fn plies_in_reported_order(&self, path: &[shakmaty::Move]) -> u8 {
         path.windows(2)
             .filter(|w| {
                 let (a, b) = (self.phys.changed_ms(landing(w[0])), self.phys.changed_ms(landing(w[1])));
                 a.saturating_add(super::SAME_SCAN_MS) <= b
             })
             .count() as u8
-    }
-
-    /// A press by the side to move while the board shows the end of the line: by the line,
-    /// the presser has no move to press for. When the presses waiting since the last
-    /// confirmed ply, with this one, outnumber the provisional plies, the board was read
-    /// one ply short: a piece that went in two moves with a reply between reaches the same
-    /// board as one move of it (Qc1-d2 Ra5-c5 Qd2-f4, the queen's first landing and the
-    /// reply read in one scan and the queen lifted again before the board settled, reads as
-    /// Qc1-f4 Ra5-c5). The line one ply longer to the same board, ending with the presser's
-    /// ply, replaces the provisional plies when one such line alone exists. Plies that stood
-    /// are kept as they are (a position the players left on the board).
-    pub(super) fn reread_for_press<S: EventSink + ?Sized>(&mut self, by: Color, now: u64, sink: &mut S) {
-        let prov = self.records.len() - self.confirmed;
-        if !self.at_tip || self.dirty || self.tip.turn() != by || prov == 0 || self.phys.magic.any() {
-            return;
-        }
-        if prov + 1 > usize::from(self.config.search_depth) || self.stood_plies() > 0 {
-            return;
-        }
-        let since = self.last_confirmed_seen_ms;
-        let waiting = self.pending_press.iter().filter(|p| p.at > since).count();
-        if waiting < prov {
-            return;
-        }
-        let target = self.phys.board.clone();
-        // The positions on the way the board showed, matched or not: two moves of one
-        // piece can go by many squares, and the one it stood on is the board's word.
-        let seen = |b: &Board| {
-            let h = placement_hash(b);
-            self.seen_boards.contains(&h) || self.shown_boards.contains(&h)
-        };
-        let order = |path: &[shakmaty::Move]| self.plies_in_reported_order(path);
-        let depth = (prov + 1) as u8;
-        let Some(found) = search::find_line_of_length(&self.confirmed_pos, &target, depth, &seen, &order)
-        else {
-            return;
-        };
-        if found.tied {
-            return;
-        }
-        self.retract_to(self.confirmed, sink);
-        self.extend(&found.path, now, sink);
-        self.on_match(sink);
     }
 
     /// [`Self::best_line`], keeping at least the provisional plies up to the last one that
@@ -388,7 +350,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// How many provisional plies there are up to the last one that stood (0: none stood).
-    fn stood_plies(&self) -> usize {
+    pub(super) fn stood_plies(&self) -> usize {
         let prov = (self.records.len() - self.confirmed).min(MAX_PROVISIONAL);
         (0..prov).rev().find(|&i| self.stood[i]).map_or(0, |i| i + 1)
     }

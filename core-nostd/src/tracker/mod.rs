@@ -5,6 +5,7 @@
 //! - `input`: messages and time in; where each reading goes next.
 //! - `matching`: the physical board against the line (fast and deep search,
 //!   takebacks, mismatches).
+//! - `pressed`: what the clock presses say about how to read the board.
 //! - `line`: the provisional and confirmed plies, and when a ply becomes final.
 //! - `lifecycle`: game start (standard, Chess960, operator position) and end (mate,
 //!   stalemate, kings in the centre, magic pieces, flag fall, operator).
@@ -15,13 +16,14 @@ mod lifecycle;
 mod line;
 mod matching;
 pub use matching::Reading;
+mod pressed;
 mod record;
 
 use record::PlyRecord;
 
 use dgt_protocol::{BoardDump, ClockSide, ClockTime, Orientation};
 use shakmaty::{
-    Bitboard, CastlingMode, Chess, EnPassantMode, FromSetup, Position, Setup, fen::Fen, san::SanPlus,
+    Bitboard, Board, CastlingMode, Chess, EnPassantMode, FromSetup, Position, Setup, fen::Fen, san::SanPlus,
     uci::UciMove,
 };
 
@@ -38,6 +40,8 @@ const PENDING_PRESSES: usize = 4;
 const SEEN_BOARDS: usize = 16;
 /// Boards reported whole that are remembered (see `shown_boards`).
 const SHOWN_BOARDS: usize = 8;
+/// Boards reported whole after presses that are remembered (see `pressed_boards`).
+const PRESSED_BOARDS: usize = 4;
 /// Field updates closer together than this (ms) are one scan of the board being reported.
 pub(crate) const SAME_SCAN_MS: u64 = 20;
 /// A running clock that has sent nothing for this long is treated as absent.
@@ -78,6 +82,18 @@ struct PendingPress {
     expires: u64,
     /// The ply it was bound to, with that ply's placement hash (see `add_pending_press`).
     bound: Option<(usize, u32)>,
+}
+
+/// A board the board reported whole (unchanged for a scan) while two or more presses, one
+/// by each player in turn, were waiting for their plies: what the players left on the board
+/// when they said their moves were done.
+#[derive(Clone, Debug)]
+struct PressedBoard {
+    board: Board,
+    /// How many of the presses waiting since the last confirmed ply had come.
+    presses: u8,
+    /// When the last of them came (to tell whether they are still the ones waiting).
+    last_press_at: u64,
 }
 
 /// Which line a query is about.
@@ -176,6 +192,9 @@ pub struct Tracker<const PLIES: usize> {
     /// whether or not the line matched them: a position shown for less than the settle
     /// time is never searched, yet says which way the pieces went.
     shown_boards: heapless::Vec<u32, SHOWN_BOARDS>,
+    /// Boards reported whole after presses for their plies (see
+    /// `line_through_pressed_board`).
+    pressed_boards: heapless::Vec<PressedBoard, PRESSED_BOARDS>,
     /// Squares changed by field updates since the board left the tip.
     touched_off_tip: Bitboard,
     unexplained_since: Option<u64>,
@@ -232,6 +251,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             touched_off_tip: Bitboard::EMPTY,
             seen_boards: heapless::Vec::new(),
             shown_boards: heapless::Vec::new(),
+            pressed_boards: heapless::Vec::new(),
             unexplained_since: None,
             mismatch: None,
             last_dump_request: None,

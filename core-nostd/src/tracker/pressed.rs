@@ -1,0 +1,163 @@
+//! What the clock presses say about how to read the board: the presses waiting for their
+//! plies count the plies, and the board as it stood when they came shows where the pieces
+//! were left. Both can call for a longer line than the shortest one to the board.
+
+use shakmaty::{Board, Color, Position};
+
+use super::{PendingPress, PressedBoard, Tracker};
+use crate::board::placement_hash;
+use crate::event::EventSink;
+use crate::search::{self, board_diff};
+
+impl<const PLIES: usize> Tracker<PLIES> {
+    /// The presses that came since the last confirmed ply appeared: each says a ply after it
+    /// is over.
+    fn waiting_presses(&self) -> impl Iterator<Item = &PendingPress> + '_ {
+        let since = self.last_confirmed_seen_ms;
+        self.pending_press.iter().filter(move |p| p.at > since)
+    }
+
+    /// True when the line matched `board` or the board reported it whole: two moves of one
+    /// piece can go by many squares, and the one it stood on is the board's word.
+    fn board_was_shown(&self, board: &Board) -> bool {
+        let h = placement_hash(board);
+        self.seen_boards.contains(&h) || self.shown_boards.contains(&h)
+    }
+
+    /// A press by the side to move while the board shows the end of the line: by the line,
+    /// the presser has no move to press for. When the presses waiting since the last
+    /// confirmed ply, with this one, outnumber the provisional plies, the board was read
+    /// one ply short: a piece that went in two moves with a reply between reaches the same
+    /// board as one move of it (Qc1-d2 Ra5-c5 Qd2-f4, the queen's first landing and the
+    /// reply read in one scan and the queen lifted again before the board settled, reads as
+    /// Qc1-f4 Ra5-c5). The line one ply longer to the same board, ending with the presser's
+    /// ply, replaces the provisional plies when one such line alone exists. Plies that stood
+    /// are kept as they are (a position the players left on the board).
+    pub(super) fn reread_for_press<S: EventSink + ?Sized>(&mut self, by: Color, now: u64, sink: &mut S) {
+        let prov = self.records.len() - self.confirmed;
+        if !self.at_tip || self.dirty || self.tip.turn() != by || prov == 0 || self.phys.magic.any() {
+            return;
+        }
+        if prov + 1 > usize::from(self.config.search_depth) || self.stood_plies() > 0 {
+            return;
+        }
+        if self.waiting_presses().count() < prov {
+            return;
+        }
+        let target = self.phys.board.clone();
+        let seen = |b: &Board| self.board_was_shown(b);
+        let order = |path: &[shakmaty::Move]| self.plies_in_reported_order(path);
+        let depth = (prov + 1) as u8;
+        let Some(found) = search::find_line_of_length(&self.confirmed_pos, &target, depth, &seen, &order)
+        else {
+            return;
+        };
+        if found.tied {
+            return;
+        }
+        self.retract_to(self.confirmed, sink);
+        self.extend(&found.path, now, sink);
+        self.on_match(sink);
+    }
+
+    /// Before the board changes, when it has stood for a scan: remembers it if two or more
+    /// presses are waiting, one by each player in turn from the side to move after the last
+    /// confirmed ply (see [`Self::line_through_pressed_board`]).
+    pub(super) fn note_pressed_board(&mut self) {
+        let mut turn = self.confirmed_pos.turn();
+        let (mut presses, mut last_press_at) = (0u8, 0);
+        for p in self.waiting_presses() {
+            if p.press.by != turn {
+                return;
+            }
+            turn = !turn;
+            presses += 1;
+            last_press_at = p.at;
+        }
+        if presses < 2 {
+            return;
+        }
+        let board = &self.phys.board;
+        if self
+            .pressed_boards
+            .last()
+            .is_some_and(|b| b.presses == presses && b.last_press_at == last_press_at && &b.board == board)
+        {
+            return;
+        }
+        if self.pressed_boards.is_full() {
+            self.pressed_boards.remove(0);
+        }
+        let pressed = PressedBoard { board: board.clone(), presses, last_press_at };
+        let _ = self.pressed_boards.push(pressed);
+    }
+
+    /// The line from the last confirmed ply through a board the players left after pressing,
+    /// to `target`. When N presses, one by each player in turn, wait for their plies and the
+    /// board, reported whole after they came, showed a position exactly N plies on, those
+    /// plies are what the presses were for, and what the board did since comes after them:
+    /// both players had said their moves were done. Without this, a piece that went in two
+    /// moves with a reply between (Bc1-d2 e6 Bd2-f4, the bishop lifted again before the board
+    /// settled on d2) reads as one move of it with the reply (Bc1-f4 e6), the shorter line,
+    /// which the two presses then confirm before the third press can say otherwise.
+    ///
+    /// Returns how many provisional plies the line keeps and the plies after them; `None`
+    /// when no such board is remembered, or when more than one line leads to it or from it.
+    pub(super) fn line_through_pressed_board(&self, target: &Board) -> Option<(usize, search::Path)> {
+        let mut waiting = [0u64; super::PENDING_PRESSES];
+        let mut count = 0;
+        for (slot, p) in waiting.iter_mut().zip(self.waiting_presses()) {
+            *slot = p.at;
+            count += 1;
+        }
+        if count < 2 {
+            return None;
+        }
+        let seen = |b: &Board| self.board_was_shown(b);
+        let order = |path: &[shakmaty::Move]| self.plies_in_reported_order(path);
+        // The newest such board the presses' plies reach (a board with pieces in the air
+        // reaches none).
+        let (pressed, to_pressed) = self
+            .pressed_boards
+            .iter()
+            .rev()
+            .filter(|b| {
+                let n = usize::from(b.presses);
+                n <= count
+                    && waiting[n - 1] == b.last_press_at
+                    && n < search::MAX_DEPTH
+                    && !board_diff(&b.board, target).is_empty()
+            })
+            .find_map(|b| {
+                search::find_line_of_length(&self.confirmed_pos, &b.board, b.presses, &seen, &order)
+                    .map(|found| (b, found))
+            })?;
+        if to_pressed.tied {
+            return None;
+        }
+        let mut pos = self.confirmed_pos.clone();
+        for &m in &to_pressed.path {
+            pos.play_unchecked(m);
+        }
+        let rest = (search::MAX_DEPTH - usize::from(pressed.presses)) as u8;
+        let on = search::find_line_seen(&pos, target, rest, &seen, &order)?;
+        if on.tied {
+            return None;
+        }
+        let mut line = to_pressed.path;
+        for m in on.path {
+            line.push(m).ok()?;
+        }
+        // The provisional plies the line replays are kept as they are.
+        let kept = line
+            .iter()
+            .zip(&self.records[self.confirmed..])
+            .take_while(|(m, rec)| rec.same_move(**m))
+            .count();
+        let mut path = search::Path::new();
+        for &m in &line[kept..] {
+            path.push(m).ok()?;
+        }
+        Some((kept, path))
+    }
+}
