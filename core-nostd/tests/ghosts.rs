@@ -268,3 +268,45 @@ fn a_piece_knocked_after_both_presses_does_not_rewrite_the_pressed_plies() {
     let read = s.count(|e| matches!(e, Event::MoveProvisional(m) if m.ply == 5));
     assert_eq!(s.count(|e| matches!(e, Event::MoveRetracted { ply: 5 })), read, "{:?}", s.events);
 }
+
+/// 13...Qxd1 (worldcup#264, dropped updates): Re1xd1 with the rook's landing report lost,
+/// and White's press; Black then lifts the c6 pawn and the b7 pawn for bxc6, the dump asked
+/// for the lost report coming with c6 already off. The board is Rxd1 with two pieces in the
+/// air, which the four plies c6xb7 Bc8xb7 Re1xd1 Bb7-c8 reach too: a move under way, to
+/// wait for (the four plies were taken at the mismatch time, and White's press confirmed
+/// c6xb7).
+#[test]
+fn a_capture_under_way_after_a_ply_the_board_never_showed_whole_is_no_line() {
+    let mut s = common::clocked(Orientation::Normal, ClockSide::Left);
+    let ucis = [
+        "e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "b5a4", "g8f6", "e1g1", "f8e7", "a4c6", "d7c6",
+        "f1e1", "f6d7", "c2c3", "a6a5", "d2d4", "e5d4", "c3d4", "d7f8", "b1c3", "f8g6", "d4d5", "e8g8",
+        "d5c6", "d8d1",
+    ];
+    common::play_pressed(&mut s, &Chess::default(), &ucis);
+    assert_eq!(s.confirmed_events().len(), 26, "{:?}", s.events);
+    s.wait(4000);
+    s.lift(Square::D1);
+    s.wait(400);
+    s.lift(Square::E1);
+    // A dump is asked for the still board less the two pieces.
+    s.wait(300);
+    // The rook lands on d1: the report is lost.
+    s.board.set_piece_at(Square::D1, shakmaty::Piece { color: W, role: Role::Rook });
+    s.wait(350);
+    s.press(4, 2);
+    s.wait(550);
+    // The c6 pawn is off when the next dump is taken; its report comes after the dump.
+    s.board.discard_piece_at(Square::C6);
+    s.wait(100);
+    s.lift(Square::C6);
+    s.wait(160);
+    s.lift(Square::B7);
+    s.wait(400);
+    s.put(Square::C6, piece(B, Role::Pawn));
+    s.wait(100);
+    s.press(2, 2);
+    s.wait(3000);
+    assert_eq!(s.count(|e| matches!(e, Event::MoveConfirmed(m) if m.uci.to_string() == "c6b7")), 0);
+    assert_eq!(&s.confirmed_events()[26..], ["e1d1", "b7c6"], "{:?}", s.events);
+}

@@ -223,6 +223,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// king in check), or short of a victim already taken off (a rook passing the square
     /// before the one whose piece it takes). Every ply of the line is still on the board; a
     /// line from an earlier base would give up plies the board shows, for plies nobody saw.
+    /// Pieces lifted after one ply from the tip count too (see `lifted_after_one_ply`).
     pub(super) fn move_under_way(&self, target: &Board) -> Option<UnderWay> {
         let tip = self.tip.board();
         let d = board_diff(tip, target);
@@ -230,22 +231,50 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return None;
         }
         let placed = d & target.occupied();
-        let Some(to) = placed.single_square() else { return placed.is_empty().then_some(UnderWay::Lifted) };
+        if placed.is_empty() {
+            return Some(UnderWay::Lifted);
+        }
+        if self.on_its_way(target, d, placed) {
+            return Some(UnderWay::OnItsWay);
+        }
+        self.lifted_after_one_ply(target).then_some(UnderWay::Lifted)
+    }
+
+    /// True when `target` is one legal ply from the tip less some pieces: the reply's hands
+    /// at work on a ply the board never showed whole (its landing report lost, and the dump
+    /// asked for it taken once the opponent had lifted a piece). Multi-ply lines from there
+    /// reach such a board only by pieces going out and back with captures (c6xb7 Bc8xb7
+    /// Re1xd1 Bb7-c8 for Re1xd1 with c6 and b7 lifted for b7xc6); taken at the mismatch time,
+    /// a press confirmed their first ply.
+    fn lifted_after_one_ply(&self, target: &Board) -> bool {
+        self.tip.legal_moves().iter().any(|&m| {
+            let mut after = self.tip.clone();
+            after.play_unchecked(m);
+            let d = board_diff(after.board(), target);
+            d.any() && (d & target.occupied()).is_empty()
+        })
+    }
+
+    /// The sliding piece of the side to move on its way (see `move_under_way`); `d` and
+    /// `placed` are the squares `target` differs from the tip on, and those of them it
+    /// has a piece on.
+    fn on_its_way(&self, target: &Board, d: Bitboard, placed: Bitboard) -> bool {
+        let tip = self.tip.board();
+        let Some(to) = placed.single_square() else { return false };
         let mover = self.tip.turn();
         let lifted = d & !target.occupied();
         let (Some(from), Some(piece)) = ((lifted & tip.by_color(mover)).single_square(), target.piece_at(to))
         else {
-            return None;
+            return false;
         };
         let victims = lifted & tip.by_color(!mover);
-        let on_its_way = piece.color == mover
+        piece.color == mover
             && tip.piece_at(from) == Some(piece)
             && matches!(piece.role, Role::Queen | Role::Rook | Role::Bishop)
             && tip.piece_at(to).is_none()
             && attacks::attacks(from, piece, Bitboard::EMPTY).contains(to)
             && attacks::between(from, to).is_disjoint(tip.occupied())
-            && victims.into_iter().all(|v| attacks::between(from, v).contains(to));
-        on_its_way.then_some(UnderWay::OnItsWay)
+            && victims.into_iter().all(|v| attacks::between(from, v).contains(to))
     }
 
     /// The line that explains `target`: the provisional plies up to a base `k` (at least
