@@ -310,3 +310,90 @@ fn a_capture_under_way_after_a_ply_the_board_never_showed_whole_is_no_line() {
     assert_eq!(s.count(|e| matches!(e, Event::MoveConfirmed(m) if m.uci.to_string() == "c6b7")), 0);
     assert_eq!(&s.confirmed_events()[26..], ["e1d1", "b7c6"], "{:?}", s.events);
 }
+
+/// Without a clock, 2...Qe7 stood (0.8 s), then 3. Bc4 and 3...Qf6 were made between two
+/// scans, reported in board-index order: the queen's squares first. Halfway through the
+/// scan the board shows what 2...Qf6 alone shows (the queen's rest on e7 read as a slide
+/// that went on), and the whole scan what 2...Qf6 3. Bc4 shows. The ply that stood is not
+/// given up for a ply from before it on a board read halfway (mixed worldcup#96 seed 35:
+/// Rb5-b6 stood, Kg5 and Rb6-b7 read as Rb5-b7 Kg5; worldcup#217 seed 33, Ke6-e7 stood,
+/// Kd5 and Ke7-d7 read as Ke6-d7 Kd5).
+#[test]
+fn a_scan_read_halfway_does_not_replace_the_ply_that_stood() {
+    let mut s = Sim::started(Config::default(), Orientation::Normal);
+    let mut pos = Chess::default();
+    for u in ["e2e4", "e7e5", "g1f3"] {
+        pos = s.play_uci(&pos, u);
+        s.wait(2500);
+    }
+    s.play_uci(&pos, "d8e7");
+    s.wait(800);
+    s.step_ms = 0;
+    s.lift(Square::E7);
+    s.put(Square::F6, piece(B, Role::Queen));
+    s.put(Square::C4, piece(W, Role::Bishop));
+    s.lift(Square::F1);
+    s.step_ms = 40;
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["e2e4", "e7e5", "g1f3", "d8e7", "f1c4", "e7f6"], "{:?}", s.events);
+    assert_eq!(s.count(|e| matches!(e, Event::MoveProvisional(m) if m.uci.to_string() == "d8f6")), 0);
+}
+
+/// Without a clock, 2. Nf3 Qe7 3. Bc4 Qd8 each stood a little under a second (none
+/// confirmed yet), then the queen was knocked from d8 onto f6 and put back a second later.
+/// The knock reads as the queen going on from e7 (one ply, withdrawn when it is back), never
+/// as the shorter line from before the plies that stood, 2...Qf6 3. Bc4 (mixed worldcup#90
+/// seed 17: Kg4 Re4 Kg3 Re3 in a repetition, the rook knocked to e2 read as Re3-e2 Kg3).
+#[test]
+fn a_knock_gives_up_no_ply_that_stood_before_the_last() {
+    let mut s = Sim::started(Config::default(), Orientation::Normal);
+    let mut pos = Chess::default();
+    for u in ["e2e4", "e7e5"] {
+        pos = s.play_uci(&pos, u);
+        s.wait(2500);
+    }
+    for u in ["g1f3", "d8e7", "f1c4", "e7d8"] {
+        pos = s.play_uci(&pos, u);
+        s.wait(800);
+    }
+    s.step_ms = 0;
+    s.lift(Square::D8);
+    s.put(Square::F6, piece(B, Role::Queen));
+    s.step_ms = 40;
+    s.wait(1100);
+    s.lift(Square::F6);
+    s.put(Square::D8, piece(B, Role::Queen));
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["e2e4", "e7e5", "g1f3", "d8e7", "f1c4", "e7d8"], "{:?}", s.events);
+}
+
+/// Nf5xd4 with the victim lifted first, both knights held for 0.6 s and Black's press made
+/// before the landing: the board shows the tip less the two knights, which an exchange
+/// explains (Ne7 Nxc6 Nxc6) once the press says the hands are done. The knight landing on d4
+/// replaces that exchange at once: the board never stood at it (knock-over worldcup#108
+/// seed 37, the same capture, once the fast path kept plies that stood).
+#[test]
+fn a_capture_read_as_an_exchange_while_held_is_replaced_by_its_landing() {
+    let mut s = common::clocked(Orientation::Normal, ClockSide::Left);
+    common::play_pressed(
+        &mut s,
+        &Chess::default(),
+        &["e2e4", "e7e5", "g1f3", "b8c6", "d2d4", "e5d4", "f3d4", "g8e7", "f1c4", "e7f5", "a2a3"],
+    );
+    s.lift(Square::D4);
+    s.lift(Square::F5);
+    s.wait(600);
+    s.press(3, 2);
+    s.wait(100);
+    s.put(Square::D4, piece(B, Role::Knight));
+    // White recaptures half a second later: Qxd4 follows the exchange as well.
+    s.wait(500);
+    s.lift(Square::D4);
+    s.lift(Square::D1);
+    s.put(Square::D4, piece(W, Role::Queen));
+    s.wait(200);
+    s.press(2, 2);
+    s.wait(3000);
+    let confirmed = s.confirmed_events();
+    assert_eq!(&confirmed[11..], ["f5d4", "d1d4"], "{:?}", s.events);
+}

@@ -225,12 +225,17 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// Notes that the last provisional ply stood: the board has shown the tip, unchanged,
     /// for longer than a sliding hand rests on a square, and a scan period (see
-    /// [`Config::slide_pause_ms`](crate::Config::slide_pause_ms)).
+    /// [`Config::slide_pause_ms`](crate::Config::slide_pause_ms)). Counted from when the ply
+    /// became the tip, not from when the board last changed: a board the line explains only
+    /// once it has been still a while (the tip less the pieces hands hold, read as an
+    /// exchange: Nf5xd4 with both knights in the air reads as Ne7 Nxc6 Nxc6) did not stand
+    /// at the plies the search put there, and the landing that follows replaces them.
     fn note_stood(&mut self, now: u64) {
         let prov = self.records.len() - self.confirmed;
-        let still = now.saturating_sub(self.last_change_ms);
-        if self.at_tip && !self.dirty && prov > 0 && still >= self.config.slide_settled_ms() {
-            self.stood[(prov - 1).min(MAX_PROVISIONAL - 1)] = true;
+        let Some(i) = prov.checked_sub(1).map(|i| i.min(MAX_PROVISIONAL - 1)) else { return };
+        let still = now.saturating_sub(self.last_change_ms.max(self.seen_ms[i]));
+        if self.at_tip && !self.dirty && still >= self.config.slide_settled_ms() {
+            self.stood[i] = true;
         }
     }
 

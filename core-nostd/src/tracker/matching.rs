@@ -91,10 +91,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// earlier base exactly gives up the plies after it only when `may_retract`: not on a
     /// board read halfway through a scan, which can show an earlier position on its way to
     /// a later one (two plies read in one scan that bring back a piece: the first half of
-    /// the scan shows the line before the last ply). The settle-time search decides on the
-    /// whole reading; so it does when the plies after that base stood (the board showing
-    /// the position two plies ago is a takeback or a repetition). (A ply from an earlier
-    /// base, as when a slide goes on past the square read first, is followed at once.)
+    /// the scan shows the line before the last ply). A ply from an earlier base, as when a
+    /// slide goes on past the square read first, is followed at once. Neither reaches back
+    /// past plies that stood (the board was still at them longer than a sliding hand rests):
+    /// the board showing the position before them is a takeback or a repetition, and a ply
+    /// from there is no slide going on, but may be the first half of a scan that read a
+    /// reply and the next move together (Ke6-e7 stood, then Kd5 and Ke7-d7 between two
+    /// scans, reported d7 and e7 before d5 and e4: halfway, the board shows Ke6-d7). The
+    /// settle-time search decides on the whole reading (see `best_line_keeping_stood`).
     pub(super) fn fast_eval<S: EventSink + ?Sized>(&mut self, now: u64, may_retract: bool, sink: &mut S) {
         if self.phys.magic.any() {
             return;
@@ -111,13 +115,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let prov = self.records.len() - self.confirmed;
-        for k in (0..prov).rev() {
+        for k in (self.stood_plies().min(prov)..prov).rev() {
             let Some(pos) = self.position_at(self.confirmed + k) else { return };
             let d = board_diff(pos.board(), &target);
-            // An earlier base exactly, past plies that stood: a takeback or a repetition (the
-            // same two plies again); the settle-time search weighs them (see
-            // `best_line_keeping_stood`).
-            if d.is_empty() && (!may_retract || self.stood_plies() > k) {
+            if d.is_empty() && !may_retract {
                 return;
             }
             let found = if d.is_empty() { Some(None) } else { one_ply(&pos, &target, d).map(Some) };
@@ -370,12 +371,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return Some(line);
         }
         // Giving up plies that stood: as a slide that paused on a legal square and went on
-        // (a ply of the same length), perhaps with a reply read in the same scan; not for
-        // a longer line through positions nobody saw, when a piece was knocked onto a
-        // square the game cannot put it on (the king knocked next to the rook that just
-        // came: Rd1xd7 stood, Kc8 knocked to c7 reads as Rd1-d2 Kc7 Rd2xd7). The board
-        // stays unexplained until it is put right, or for the mismatch time.
-        self.best_line(target, keep).filter(|(k, path, _)| stood <= keep || k + path.len() <= stood + 1)
+        // (a ply of the same length), perhaps with a reply read in the same scan. Only the
+        // last ply that stood can be such a pause: the plies before it had moves made on
+        // top of them (a rook knocked on in a repetition, Re3-e4 Kg3 Re3 knocked to e2,
+        // reads from before them as Re3-e2 Kg3, the shortest line). Not for a longer line
+        // through positions nobody saw either, when a piece was knocked onto a square the
+        // game cannot put it on (the king knocked next to the rook that just came: Rd1xd7
+        // stood, Kc8 knocked to c7 reads as Rd1-d2 Kc7 Rd2xd7). The board stays
+        // unexplained until it is put right, or for the mismatch time.
+        self.best_line(target, keep.max(stood.saturating_sub(1)))
+            .filter(|(k, path, _)| stood <= keep || k + path.len() <= stood + 1)
     }
 
     /// How many provisional plies there are up to the last one that stood (0: none stood).
