@@ -403,33 +403,24 @@ pub struct LoggedPress {
 /// tracker's knowledge ends. A later power-up (the board unplugged and replugged) restates
 /// the whole board: what differs from the replay is a change made while the board had no
 /// power, reported as such.
-///
-/// The board overwrites its last field event while only one square keeps changing, so the
-/// log can skip a board it showed: a piece landing where the next move's hand lifts it
-/// again at once (cxd4, then Nxd4 with the pawn taken off first) leaves one event for
-/// both. A field event on the only square the replayed board differs from `known` by may
-/// hide `known` that way; it is then the first change since.
 pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
-    // Find where the board last equalled `known`: the index of the first event after it.
+    // Find the last point where the board equals `known`.
     let mut state: [Option<PieceCode>; 64] = [None; 64];
     let mut differ = 64usize;
-    let mut start = None;
+    let mut matched = None;
     for (i, e) in log.iter().enumerate() {
         match *e {
             EeEvent::PowerUp => {
                 state = [Some(PieceCode::Empty); 64];
                 differ = DgtSquare::ALL.iter().filter(|sq| !known.piece(**sq).is_empty()).count();
                 if differ == 0 {
-                    start = Some(i + 1);
+                    matched = Some(i);
                 }
             }
             EeEvent::Field { square, piece, .. } => {
                 let k = usize::from(square.index());
                 let want = known.piece(square);
                 let was = state[k] == Some(want);
-                if differ == 1 && !was && state[k].is_some() && piece != want {
-                    start = Some(i);
-                }
                 state[k] = Some(piece);
                 match (was, piece == want) {
                     (true, false) => differ += 1,
@@ -437,13 +428,13 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
                     _ => {}
                 }
                 if differ == 0 {
-                    start = Some(i + 1);
+                    matched = Some(i);
                 }
             }
             _ => {}
         }
     }
-    let start = start?;
+    let start = matched? + 1;
     // Replay from there.
     let mut cur = [PieceCode::Empty; 64];
     for sq in DgtSquare::ALL {
@@ -685,35 +676,6 @@ mod tests {
             want.push("g8f6");
             assert_eq!(confirmed(&events), want);
         }
-    }
-
-    #[test]
-    fn a_landing_the_log_overwrote_still_places_the_kept_board() {
-        // 3...cxd4 is the last ply the relay saw. While away, 4. Nxd4 takes the pawn off d4
-        // first: the board overwrites the log's event of the pawn landing with its lifting,
-        // and the log never shows the kept board. Nf6 and Nc3 follow (Nc3 Nf6 Nxd4 leaves
-        // the same board: only the log tells the order).
-        let mut t = 0;
-        let (mut tracker, mut fw, mut events) =
-            game_after(&["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4"], &mut t);
-        let kept = tracker.board();
-        let idx = |s: shakmaty::Square| DgtSquare::from_square(s, Orientation::Normal);
-        t += 1_000;
-        fw.set_piece(idx(shakmaty::Square::D4), PieceCode::Empty, t);
-        fw.set_piece(idx(shakmaty::Square::F3), PieceCode::Empty, t + 100);
-        fw.set_piece(idx(shakmaty::Square::D4), PieceCode::WhiteKnight, t + 200);
-        play(&mut fw, &["g8f6", "b1c3"], &mut t);
-        let changes = changes_since(&fw.ee_events(), &kept).expect("the log reaches back");
-        assert_eq!(apply(&kept, &changes.steps), dump_of_codes(fw.physical()));
-        assert_eq!(
-            changes.steps[0],
-            Step { square: idx(shakmaty::Square::D4), piece: PieceCode::Empty, gap: Gap::Normal }
-        );
-        let outcome = Outcome { kept, steps: Some(changes), held: Vec::new(), need: LogNeed::ToConfirm };
-        let (end, said) = replay(&mut tracker, &outcome, t + 1_000);
-        events.extend(said);
-        tracker.tick(end + 10_000, &mut |e| events.push(e));
-        assert_eq!(confirmed(&events)[6..], ["f3d4", "g8f6", "b1c3"]);
     }
 
     /// A 5+2 clock, White on the left. The relay sees 1. e4 e5 and their presses, then the
