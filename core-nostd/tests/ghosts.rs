@@ -165,17 +165,18 @@ fn a_king_knocked_where_it_cannot_go_does_not_replace_the_ply_that_stood() {
     assert_eq!(s.confirmed_events(), ["e2e4", "f7f5", "d1h5", "g7g6"], "{:?}", s.events);
 }
 
-/// Plays d4 d5, then Bc1-d2 and ...e6 with both presses before the scan that reports them,
-/// the bishop lifted again 200 ms later and put on f4: the board shows what Bc1-f4 ...e6
-/// shows too. Returns the simulation with White's press for Bd2-f4 made `late_ms` after
-/// the landing.
-fn bishop_twice_with_reply_between(late_ms: u64) -> Sim {
+/// Plays d4 d5, then Bc1-d2 and ...e6 reported in one scan (Black's squares first, so no
+/// single ply is ever shown), and the board still for 200 ms after it. With `pressed_first`,
+/// both players press before that scan.
+fn bishop_to_d2_and_e6_in_one_scan(pressed_first: bool) -> Sim {
     let mut s = Sim::started(Config::default(), Orientation::Normal).with_clock(300, ClockSide::Left);
     s.start_clock();
     common::play_pressed(&mut s, &Chess::default(), &["d2d4", "d7d5"]);
     s.wait(1000);
-    s.press(4, 0);
-    s.press(2, 0);
+    if pressed_first {
+        s.press(4, 0);
+        s.press(2, 0);
+    }
     s.step_ms = 0;
     s.lift(Square::E7);
     s.put(Square::E6, piece(B, Role::Pawn));
@@ -183,6 +184,15 @@ fn bishop_twice_with_reply_between(late_ms: u64) -> Sim {
     s.lift(Square::C1);
     s.step_ms = 40;
     s.wait(200);
+    s
+}
+
+/// Plays d4 d5, then Bc1-d2 and ...e6 with both presses before the scan that reports them,
+/// the bishop lifted again 200 ms later and put on f4: the board shows what Bc1-f4 ...e6
+/// shows too. Returns the simulation with White's press for Bd2-f4 made `late_ms` after
+/// the landing.
+fn bishop_twice_with_reply_between(late_ms: u64) -> Sim {
+    let mut s = bishop_to_d2_and_e6_in_one_scan(true);
     s.lift(Square::D2);
     s.wait(300);
     s.put(Square::F4, piece(W, Role::Bishop));
@@ -218,17 +228,7 @@ fn a_piece_moved_again_after_both_presses_is_a_new_ply_whenever_its_press_comes(
 /// Bc1-f4 ...e6.
 #[test]
 fn a_slide_paused_before_the_presses_is_still_one_move() {
-    let mut s = Sim::started(Config::default(), Orientation::Normal).with_clock(300, ClockSide::Left);
-    s.start_clock();
-    common::play_pressed(&mut s, &Chess::default(), &["d2d4", "d7d5"]);
-    s.wait(1000);
-    s.step_ms = 0;
-    s.lift(Square::E7);
-    s.put(Square::E6, piece(B, Role::Pawn));
-    s.put(Square::D2, piece(W, Role::Bishop));
-    s.lift(Square::C1);
-    s.step_ms = 40;
-    s.wait(200);
+    let mut s = bishop_to_d2_and_e6_in_one_scan(false);
     s.lift(Square::D2);
     s.wait(100);
     s.put(Square::F4, piece(W, Role::Bishop));
@@ -244,19 +244,7 @@ fn a_slide_paused_before_the_presses_is_still_one_move() {
 /// bishop is back: never Bc1-e3 confirmed by the two presses.
 #[test]
 fn a_piece_knocked_after_both_presses_does_not_rewrite_the_pressed_plies() {
-    let mut s = Sim::started(Config::default(), Orientation::Normal).with_clock(300, ClockSide::Left);
-    s.start_clock();
-    common::play_pressed(&mut s, &Chess::default(), &["d2d4", "d7d5"]);
-    s.wait(1000);
-    s.press(4, 0);
-    s.press(2, 0);
-    s.step_ms = 0;
-    s.lift(Square::E7);
-    s.put(Square::E6, piece(B, Role::Pawn));
-    s.put(Square::D2, piece(W, Role::Bishop));
-    s.lift(Square::C1);
-    s.step_ms = 40;
-    s.wait(200);
+    let mut s = bishop_to_d2_and_e6_in_one_scan(true);
     s.lift(Square::D2);
     s.put(Square::E3, piece(W, Role::Bishop));
     s.wait(600);

@@ -115,7 +115,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let prov = self.records.len() - self.confirmed;
-        for k in (self.stood_plies().min(prov)..prov).rev() {
+        for k in (self.stood_plies()..prov).rev() {
             let Some(pos) = self.position_at(self.confirmed + k) else { return };
             let d = board_diff(pos.board(), &target);
             if d.is_empty() && !may_retract {

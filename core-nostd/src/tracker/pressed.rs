@@ -104,13 +104,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// Returns how many provisional plies the line keeps and the plies after them; `None`
     /// when no such board is remembered, or when more than one line leads to it or from it.
     pub(super) fn line_through_pressed_board(&self, target: &Board) -> Option<(usize, search::Path)> {
-        let mut waiting = [0u64; super::PENDING_PRESSES];
-        let mut count = 0;
-        for (slot, p) in waiting.iter_mut().zip(self.waiting_presses()) {
-            *slot = p.at;
-            count += 1;
-        }
-        if count < 2 {
+        if self.pressed_boards.is_empty() {
             return None;
         }
         let seen = |b: &Board| self.board_was_shown(b);
@@ -123,10 +117,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             .rev()
             .filter(|b| {
                 let n = usize::from(b.presses);
-                n <= count
-                    && waiting[n - 1] == b.last_press_at
-                    && n < search::MAX_DEPTH
-                    && !board_diff(&b.board, target).is_empty()
+                // Its presses are still the first ones waiting.
+                let still_waiting =
+                    self.waiting_presses().nth(n - 1).is_some_and(|p| p.at == b.last_press_at);
+                still_waiting && n < search::MAX_DEPTH && !board_diff(&b.board, target).is_empty()
             })
             .find_map(|b| {
                 search::find_line_of_length(&self.confirmed_pos, &b.board, b.presses, &seen, &order)
@@ -154,10 +148,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
             .zip(&self.records[self.confirmed..])
             .take_while(|(m, rec)| rec.same_move(**m))
             .count();
-        let mut path = search::Path::new();
-        for &m in &line[kept..] {
-            path.push(m).ok()?;
-        }
-        Some((kept, path))
+        Some((kept, search::Path::from_slice(&line[kept..]).ok()?))
     }
 }
