@@ -271,7 +271,7 @@ impl Clocks {
     /// The increment, seconds: configured, else the most likely value seen at presses.
     pub fn increment(&self, config: &Config, move_number: u32) -> u32 {
         if let Some(tc) = config.time_control {
-            return tc.period_for_move(move_number).increment;
+            return tc.period_for_move(move_number).fischer_increment();
         }
         // The most frequent jump; ties go to the larger value, because a press read a
         // second late shows one second less.

@@ -17,6 +17,18 @@ pub enum WhiteClockSide {
     Fixed(ClockSide),
 }
 
+/// How a period's per-move time is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BonusKind {
+    /// Added after every move (Fischer; the PGN standard's `+`).
+    #[default]
+    Fischer,
+    /// The clock waits this long each turn before counting down (simple delay, `d`).
+    Delay,
+    /// The time used, up to this much, is given back after the move (Bronstein, `b`).
+    Bronstein,
+}
+
 /// One period of a time control.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Period {
@@ -24,8 +36,18 @@ pub struct Period {
     pub moves: u16,
     /// Time for the period, in seconds (added when the period starts).
     pub seconds: u32,
-    /// Increment per move during this period, in seconds.
+    /// Per-move time during this period, in seconds.
     pub increment: u32,
+    /// How the per-move time is given. The tracker's clock arithmetic (`%emt`) counts
+    /// only a Fischer increment: a delay or a Bronstein bonus depends on the time used.
+    pub kind: BonusKind,
+}
+
+impl Period {
+    /// The Fischer increment of this period, 0 for a delay or a Bronstein bonus.
+    pub fn fischer_increment(&self) -> u32 {
+        if self.kind == BonusKind::Fischer { self.increment } else { 0 }
+    }
 }
 
 /// A time control of up to three periods, such as `40/5400+30:1800+30`.
@@ -38,8 +60,9 @@ pub struct TimeControl {
 impl TimeControl {
     /// A single period with an increment (`base+increment`, seconds).
     pub const fn fischer(base: u32, increment: u32) -> TimeControl {
-        let p = Period { moves: 0, seconds: base, increment };
-        TimeControl { periods: [p, Period { moves: 0, seconds: 0, increment: 0 }, p], len: 1 }
+        let p = Period { moves: 0, seconds: base, increment, kind: BonusKind::Fischer };
+        let none = Period { moves: 0, seconds: 0, increment: 0, kind: BonusKind::Fischer };
+        TimeControl { periods: [p, none, p], len: 1 }
     }
 
     /// Up to three periods; extra periods are ignored. `None` for an empty slice.
@@ -119,10 +142,97 @@ impl fmt::Display for TimeControl {
             }
             write!(f, "{}", p.seconds)?;
             if p.increment > 0 {
-                write!(f, "+{}", p.increment)?;
+                let sign = match p.kind {
+                    BonusKind::Fischer => '+',
+                    BonusKind::Delay => 'd',
+                    BonusKind::Bronstein => 'b',
+                };
+                write!(f, "{sign}{}", p.increment)?;
             }
         }
         Ok(())
+    }
+}
+
+/// Why a `TimeControl` text was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeControlError {
+    /// Empty, `?`, `-` or `*` (unknown, none, sandclock): no time control the tracker can
+    /// count with.
+    NotTimed,
+    /// Not the standard's form.
+    Syntax,
+    /// More than three periods.
+    TooManyPeriods,
+    /// A period of zero moves, or no time at all.
+    Empty,
+}
+
+impl fmt::Display for TimeControlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TimeControlError::NotTimed => "no time control (?, - or a sandclock)",
+            TimeControlError::Syntax => {
+                "not a time control of the PGN standard's form (40/7200:3600, 5400+30, 300; d or b for a \
+                 delay or Bronstein bonus)"
+            }
+            TimeControlError::TooManyPeriods => "more than three periods",
+            TimeControlError::Empty => "a period of 0 moves, or no time at all",
+        })
+    }
+}
+
+impl core::str::FromStr for TimeControl {
+    type Err = TimeControlError;
+
+    /// The PGN standard's form (section 9.6.1: `40/7200:3600`, `5400+30`,
+    /// `40/5400+30:1800+30`, `300`), extended with `d` for a simple delay and `b` for a
+    /// Bronstein bonus (`300d5`, `300b5`). The one parser of the project: the relay's
+    /// configuration and the simulator's clocks read time controls with it.
+    fn from_str(text: &str) -> Result<TimeControl, TimeControlError> {
+        let text = text.trim();
+        if matches!(text, "" | "?" | "-") || text.starts_with('*') {
+            return Err(TimeControlError::NotTimed);
+        }
+        let number = |t: &str| -> Result<u32, TimeControlError> {
+            let t = t.trim();
+            if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(TimeControlError::Syntax);
+            }
+            t.parse().map_err(|_| TimeControlError::Syntax)
+        };
+        let mut periods = [Period::default(); 3];
+        let mut len = 0usize;
+        for part in text.split(':') {
+            if len == 3 {
+                return Err(TimeControlError::TooManyPeriods);
+            }
+            let (moves, rest) = match part.split_once('/') {
+                Some((m, r)) => (number(m)?, r),
+                None => (0, part),
+            };
+            let moves = u16::try_from(moves).map_err(|_| TimeControlError::Syntax)?;
+            if part.contains('/') && moves == 0 {
+                return Err(TimeControlError::Empty);
+            }
+            let (base, increment, kind) = match rest.find(['+', 'd', 'b']) {
+                Some(i) => {
+                    let kind = match rest.as_bytes()[i] {
+                        b'+' => BonusKind::Fischer,
+                        b'd' => BonusKind::Delay,
+                        _ => BonusKind::Bronstein,
+                    };
+                    (number(&rest[..i])?, number(&rest[i + 1..])?, kind)
+                }
+                None => (number(rest)?, 0, BonusKind::Fischer),
+            };
+            periods[len] = Period { moves, seconds: base, increment, kind };
+            len += 1;
+        }
+        if periods[..len].iter().all(|p| p.seconds == 0) {
+            return Err(TimeControlError::Empty);
+        }
+        TimeControl::with_periods(&periods[..len]).ok_or(TimeControlError::Empty)
     }
 }
 
@@ -198,6 +308,64 @@ impl Default for Config {
             chess960: false,
             takeback_to_start_max_plies: 2,
             flag_fall_ends_game: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tc(s: &str) -> Result<TimeControl, TimeControlError> {
+        s.parse()
+    }
+
+    #[test]
+    fn time_controls_of_the_pgn_standard_parse_and_print_back() {
+        for text in ["40/7200:3600", "5400+30", "40/5400+30:1800+30", "300", "40/6000+30:20/3000+30:900+30"] {
+            let t = tc(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let mut out = FenBuf::default();
+            core::fmt::write(&mut out, format_args!("{t}")).unwrap();
+            assert_eq!(out.as_str(), text);
+        }
+        let t = tc("40/5400+30:1800+30").unwrap();
+        assert_eq!(
+            t.periods()[0],
+            Period { moves: 40, seconds: 5400, increment: 30, kind: BonusKind::Fischer }
+        );
+        assert_eq!(t.periods()[1].moves, 0);
+        let d = tc("300d5").unwrap();
+        assert_eq!((d.periods()[0].kind, d.periods()[0].fischer_increment()), (BonusKind::Delay, 0));
+        assert_eq!(tc("300b5").unwrap().periods()[0].kind, BonusKind::Bronstein);
+    }
+
+    #[test]
+    fn what_is_no_time_control_is_refused_with_a_reason() {
+        assert_eq!(tc("?"), Err(TimeControlError::NotTimed));
+        assert_eq!(tc("-"), Err(TimeControlError::NotTimed));
+        assert_eq!(tc("*180"), Err(TimeControlError::NotTimed));
+        assert_eq!(tc("90 min"), Err(TimeControlError::Syntax));
+        assert_eq!(tc("+30"), Err(TimeControlError::Syntax));
+        assert_eq!(tc("300+"), Err(TimeControlError::Syntax));
+        assert_eq!(tc("0/300"), Err(TimeControlError::Empty));
+        assert_eq!(tc("0+5"), Err(TimeControlError::Empty));
+        assert_eq!(tc("1:2:3:4"), Err(TimeControlError::TooManyPeriods));
+        assert_eq!(tc("99999999999"), Err(TimeControlError::Syntax));
+    }
+
+    /// A small text buffer for the no_std tests.
+    #[derive(Default)]
+    struct FenBuf(heapless::String<64>);
+
+    impl FenBuf {
+        fn as_str(&self) -> &str {
+            self.0.as_str()
+        }
+    }
+
+    impl core::fmt::Write for FenBuf {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            self.0.push_str(s).map_err(|_| core::fmt::Error)
         }
     }
 }

@@ -3,6 +3,8 @@
 use dgt_protocol::Orientation;
 use shakmaty::{Bitboard, Color, san::SanPlus, uci::UciMove};
 
+use crate::fen::FenText;
+
 /// A game's result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GameResult {
@@ -30,6 +32,36 @@ impl GameResult {
             Color::White => GameResult::WhiteWins,
             Color::Black => GameResult::BlackWins,
         }
+    }
+}
+
+/// A result text that is none of `1-0`, `0-1`, `1/2-1/2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResultError;
+
+impl core::fmt::Display for ResultError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("a result is 1-0, 0-1 or 1/2-1/2")
+    }
+}
+
+impl core::str::FromStr for GameResult {
+    type Err = ResultError;
+
+    /// The PGN result tokens of a finished game (`*` is no result).
+    fn from_str(s: &str) -> Result<GameResult, ResultError> {
+        match s {
+            "1-0" => Ok(GameResult::WhiteWins),
+            "0-1" => Ok(GameResult::BlackWins),
+            "1/2-1/2" => Ok(GameResult::Draw),
+            _ => Err(ResultError),
+        }
+    }
+}
+
+impl core::fmt::Display for GameResult {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_pgn())
     }
 }
 
@@ -86,6 +118,8 @@ pub struct MoveInfo {
     pub clk: Option<u32>,
     /// Time the mover spent on the move, seconds (`%emt`).
     pub emt: Option<u32>,
+    /// The position after the move.
+    pub fen: FenText,
 }
 
 /// Both clocks, mapped to colours.
@@ -121,11 +155,16 @@ pub enum Event {
     MoveRetracted {
         /// Its ply number.
         ply: u16,
+        /// The position the board is read at once it is withdrawn (confirmed and
+        /// provisional plies before it).
+        fen: FenText,
     },
     /// Confirmed moves were taken back: the game continues after ply `to_ply`.
     Takeback {
         /// Plies that remain.
         to_ply: u16,
+        /// The position after them.
+        fen: FenText,
     },
     /// The clocks changed.
     Clock(ClockState),

@@ -45,12 +45,16 @@ mod board;
 mod clock;
 pub mod config;
 pub mod event;
+pub mod fen;
 pub mod pgn;
 mod search;
 mod tracker;
 
-pub use config::{Config, Period, TimeControl, WhiteClockSide};
-pub use event::{ClockState, EndReason, Event, EventQueue, EventSink, GameResult, MoveInfo, StartKind};
+pub use config::{BonusKind, Config, Period, TimeControl, TimeControlError, WhiteClockSide};
+pub use event::{
+    ClockState, EndReason, Event, EventQueue, EventSink, GameResult, MoveInfo, ResultError, StartKind,
+};
+pub use fen::{FEN_MAX, FenError, FenText, castling_mode_of, position_from_fen};
 pub use pgn::{GameText, Hms, PgnHeader, PgnPly};
 pub use search::{MAX_DEPTH, board_diff};
 pub use tracker::{GameState, Reading, ResumeError, ResumePly, StartError, Tracker, View};

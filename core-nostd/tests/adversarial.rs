@@ -55,7 +55,7 @@ fn check_stream(s: &Sim, expected: &[&str]) {
                 assert_eq!(usize::from(m.ply), line.len() + 1, "confirmed ply numbers are consecutive");
                 line.push(m.uci.to_string());
             }
-            Event::Takeback { to_ply } => line.truncate(usize::from(*to_ply)),
+            Event::Takeback { to_ply, .. } => line.truncate(usize::from(*to_ply)),
             _ => {}
         }
     }
@@ -244,7 +244,7 @@ fn takeback_of_one_ply_immediately_after_a_press() {
     s.slide(Square::F3, Square::G1);
     s.wait(3000);
     check_stream(&s, &["e2e4", "e7e5"]);
-    assert!(s.events.contains(&Event::Takeback { to_ply: 2 }));
+    assert!(s.events.iter().any(|e| matches!(e, Event::Takeback { to_ply: 2, .. })));
     assert_eq!(s.tracker.ply_count(View::Live), 2);
     // The arbiter gives White the clock back; White plays another move and presses.
     if let Some(c) = &mut s.clock {
@@ -505,8 +505,8 @@ fn clk_and_emt_after_a_flag_fall_moving_on_to_the_next_period() {
     // 40/7200:3600 on a clock without a move counter: the second period's hour is added
     // when the first period's time runs out, with the flag shown. White has made 40 moves.
     let tc = TimeControl::with_periods(&[
-        Period { moves: 40, seconds: 7200, increment: 0 },
-        Period { moves: 0, seconds: 3600, increment: 0 },
+        Period { moves: 40, seconds: 7200, increment: 0, ..Period::default() },
+        Period { moves: 0, seconds: 3600, increment: 0, ..Period::default() },
     ]);
     let cfg = Config { time_control: tc, ..Config::default() };
     let fen = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 41";
@@ -534,8 +534,8 @@ fn clk_and_emt_after_a_flag_fall_moving_on_to_the_next_period() {
 fn flag_fall_before_the_moves_of_the_period_is_a_loss() {
     // The same control, but White has made only 30 moves when the hour is added.
     let tc = TimeControl::with_periods(&[
-        Period { moves: 40, seconds: 7200, increment: 0 },
-        Period { moves: 0, seconds: 3600, increment: 0 },
+        Period { moves: 40, seconds: 7200, increment: 0, ..Period::default() },
+        Period { moves: 0, seconds: 3600, increment: 0, ..Period::default() },
     ]);
     let cfg = Config { time_control: tc, ..Config::default() };
     let (mut s, _) = from_fen("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 31", cfg, None);
@@ -602,7 +602,7 @@ fn a_queen_paused_mid_slide_where_it_cannot_stop_keeps_the_line() {
     s.wait(3_000);
     assert_eq!(all_confirmed(&s), ["a3c5", "h6e3"]);
     check_stream(&s, &["a3c5", "h6e3"]);
-    let retracted = s.count(|e| matches!(e, Event::MoveRetracted { ply: 1 }));
+    let retracted = s.count(|e| matches!(e, Event::MoveRetracted { ply: 1, .. }));
     assert_eq!(retracted, 0, "Qc5 was never given up: {:?}", s.events);
 }
 
@@ -628,7 +628,7 @@ fn a_capture_with_the_victim_off_first_and_the_rook_passing_keeps_the_line() {
     s.wait(3_000);
     assert_eq!(all_confirmed(&s), ["h7h6", "e2e4"]);
     check_stream(&s, &["h7h6", "e2e4"]);
-    assert_eq!(s.count(|e| matches!(e, Event::MoveRetracted { ply: 1 })), 0, "{:?}", s.events);
+    assert_eq!(s.count(|e| matches!(e, Event::MoveRetracted { ply: 1, .. })), 0, "{:?}", s.events);
 }
 
 // ----- several plies in one scan, without a clock -------------------------------------------

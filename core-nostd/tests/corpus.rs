@@ -256,7 +256,7 @@ fn world_cup_corpus_replays_exactly() {
             // game, takes back to it: the board alone cannot tell those apart).
             let mismatch = sim.events.iter().any(|e| matches!(e, Event::PositionMismatch { .. }));
             let takeback = sim.events.iter().find_map(|e| match e {
-                Event::Takeback { to_ply } => Some(*to_ply),
+                Event::Takeback { to_ply, .. } => Some(*to_ply),
                 _ => None,
             });
             assert!(mismatch || takeback.is_some(), "game {gi}: the illegal move must be reported");

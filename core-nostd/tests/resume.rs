@@ -12,7 +12,8 @@ use dgt_protocol::{ClockSide, Orientation};
 use shakmaty::{CastlingMode, Chess, Position, Square, uci::UciMove};
 
 fn config() -> Config {
-    let tc = TimeControl::with_periods(&[Period { moves: 0, seconds: 300, increment: 2 }]);
+    let tc =
+        TimeControl::with_periods(&[Period { moves: 0, seconds: 300, increment: 2, ..Period::default() }]);
     Config { time_control: tc, ..Config::default() }
 }
 
@@ -66,7 +67,7 @@ fn takebacks(s: &Sim) -> Vec<u16> {
     s.events
         .iter()
         .filter_map(|e| match e {
-            Event::Takeback { to_ply } => Some(*to_ply),
+            Event::Takeback { to_ply, .. } => Some(*to_ply),
             _ => None,
         })
         .collect()

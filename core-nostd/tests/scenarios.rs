@@ -283,7 +283,7 @@ fn takeback_of_three_plies() {
         .events
         .iter()
         .filter_map(|e| match e {
-            Event::Takeback { to_ply } => Some(*to_ply),
+            Event::Takeback { to_ply, .. } => Some(*to_ply),
             _ => None,
         })
         .collect();

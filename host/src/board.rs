@@ -250,24 +250,6 @@ fn now_utc() -> (String, String) {
     (format!("{y:04}.{m:02}.{d:02}"), format!("{:02}:{:02}:{:02}", tod / 3600, (tod / 60) % 60, tod % 60))
 }
 
-/// Parses a PGN `TimeControl` value into the tracker's form (`None` for `?`, `-` or an
-/// unsupported form).
-pub fn parse_time_control(s: &str) -> Option<dgt_core::TimeControl> {
-    let mut periods = Vec::new();
-    for p in s.split(':') {
-        let (moves, rest) = match p.split_once('/') {
-            Some((m, r)) => (m.parse().ok()?, r),
-            None => (0, p),
-        };
-        let (base, inc) = match rest.split_once('+') {
-            Some((b, i)) => (b.parse().ok()?, i.parse().ok()?),
-            None => (rest.parse().ok()?, 0),
-        };
-        periods.push(dgt_core::Period { moves, seconds: base, increment: inc });
-    }
-    dgt_core::TimeControl::with_periods(&periods)
-}
-
 fn side(c: Color) -> Side {
     match c {
         Color::White => Side::White,
@@ -336,7 +318,7 @@ fn fen_of(pos: &Chess) -> String {
 impl BoardActor {
     /// A board with no game, or resuming `resume` (a journaled game without a result).
     pub fn new(number: u32, serial: Option<String>, svc: Services, resume: Option<GameRecord>) -> BoardActor {
-        let time_control = svc.tournament.lock().event.time_control.as_deref().and_then(parse_time_control);
+        let time_control = svc.tournament.lock().event.time_control.as_deref().and_then(|t| t.parse().ok());
         let tracker_config = dgt_core::Config { time_control, ..dgt_core::Config::default() };
         let mut actor = BoardActor {
             number,
@@ -683,7 +665,7 @@ impl BoardActor {
                 };
                 self.commit(Record::Move(crate::store::JournalMove { view: mv, fen }), Some(delta)).await;
             }
-            Event::MoveRetracted { ply } => {
+            Event::MoveRetracted { ply, .. } => {
                 self.svc.hub.publish(Delta::Retract {
                     board: self.number,
                     state: MoveState::Provisional,
@@ -691,7 +673,7 @@ impl BoardActor {
                     fen: None,
                 });
             }
-            Event::Takeback { to_ply } => {
+            Event::Takeback { to_ply, .. } => {
                 let from_ply = u32::from(to_ply) + 1;
                 let fen = Some(fen_of(self.tracker.position(View::Confirmed)));
                 let delta = Delta::Retract { board: self.number, state: MoveState::Confirmed, from_ply, fen };

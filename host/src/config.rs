@@ -231,21 +231,16 @@ pub fn check_text(what: &str, s: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks a `TimeControl` value: the PGN standard's form, or `?` / `-`.
+/// Checks a `TimeControl` value: the PGN standard's form (read by the core's one parser,
+/// Fischer increments only, as the standard has no other), or `?` / `-`.
 pub fn check_time_control(s: &str) -> Result<(), String> {
-    let ok = s == "?"
-        || s == "-"
-        || (!s.is_empty()
-            && s.len() <= 40
-            && s.split(':').all(|period| {
-                let (moves, rest) = period.split_once('/').unwrap_or(("1", period));
-                let (base, inc) = rest.split_once('+').unwrap_or((rest, "0"));
-                [moves, base, inc].iter().all(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
-            }));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("time control {s:?} is not in the PGN form, e.g. 5400+30 or 40/7200:3600"))
+    if s == "?" || s == "-" {
+        return Ok(());
+    }
+    let parsed = (s.len() <= 40).then(|| s.parse::<dgt_core::TimeControl>()).and_then(Result::ok);
+    match parsed {
+        Some(tc) if tc.periods().iter().all(|p| p.kind == dgt_core::BonusKind::Fischer) => Ok(()),
+        _ => Err(format!("time control {s:?} is not in the PGN form, e.g. 5400+30 or 40/7200:3600")),
     }
 }
 

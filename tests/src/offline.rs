@@ -455,7 +455,7 @@ impl Run {
                 self.line.truncate(ply.saturating_sub(1));
                 self.line.push((uci, m.clk));
             }
-            Event::Takeback { to_ply } => self.line.truncate(usize::from(*to_ply)),
+            Event::Takeback { to_ply, .. } => self.line.truncate(usize::from(*to_ply)),
             Event::GameStarted { .. } => {
                 self.games_started += 1;
                 self.line.clear();

@@ -8,6 +8,7 @@ use super::{MAX_PROVISIONAL, PendingPress, Tracker};
 use crate::board::placement_hash;
 use crate::clock::Press;
 use crate::event::{Event, EventSink, MoveInfo};
+use crate::fen::FenText;
 use crate::search::board_diff;
 
 impl<const PLIES: usize> Tracker<PLIES> {
@@ -51,6 +52,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 san: SanPlus::from_move(self.tip.clone(), m),
                 clk: None,
                 emt: None,
+                fen: FenText::of(&after),
             };
             self.tip = after;
             sink.event(Event::MoveProvisional(info));
@@ -66,9 +68,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         while self.records.len() > len {
             let ply = self.records.len() as u16;
             self.records.pop();
-            sink.event(Event::MoveRetracted { ply });
-        }
-        if let Some(pos) = self.position_at(len) {
+            let pos = self.position_at(self.records.len()).unwrap_or_else(|| self.tip.clone());
+            sink.event(Event::MoveRetracted { ply, fen: FenText::of(&pos) });
             self.tip = pos;
         }
     }
@@ -305,6 +306,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 san: SanPlus::from_move(pos, m),
                 clk,
                 emt,
+                fen: FenText::of(&{
+                    let mut after = self.confirmed_pos.clone();
+                    after.play_unchecked(m);
+                    after
+                }),
             };
             self.confirmed_pos.play_unchecked(m);
             self.confirmed += 1;

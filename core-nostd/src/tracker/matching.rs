@@ -427,10 +427,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let Some(pos) = self.position_at(j) else { return };
         self.records.truncate(j);
         self.confirmed = j;
+        let fen = crate::fen::FenText::of(&pos);
         self.confirmed_pos = pos.clone();
         self.tip = pos;
         self.restore_prev_clk();
-        sink.event(Event::Takeback { to_ply: j as u16 });
+        sink.event(Event::Takeback { to_ply: j as u16, fen });
     }
 
     /// `%emt` of the next moves counts from the confirmed plies' clocks.

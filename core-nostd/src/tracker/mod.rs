@@ -31,6 +31,7 @@ use crate::board::{PhysBoard, placement_hash};
 use crate::clock::{Clocks, Press};
 use crate::config::Config;
 use crate::event::{ClockState, EndReason, EventSink, GameResult, MoveInfo, StartKind};
+use crate::fen::FenText;
 
 /// Most provisional plies kept at once; older ones are proven by those that follow.
 const MAX_PROVISIONAL: usize = 8;
@@ -453,6 +454,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
         &self.start
     }
 
+    /// The castling rules of the game (Chess960 for a Chess960 start or an operator
+    /// position whose castling rights need them).
+    pub fn castling_mode(&self) -> CastlingMode {
+        self.castling_mode
+    }
+
     /// Writes the FEN of a view's position.
     pub fn write_fen<W: core::fmt::Write>(&self, view: View, w: &mut W) -> core::fmt::Result {
         write!(w, "{}", Fen::from_position(self.position(view), EnPassantMode::Legal))
@@ -471,8 +478,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 san: SanPlus::from_move(pos.clone(), m),
                 clk: rec.clk(),
                 emt: rec.emt(),
+                fen: {
+                    pos.play_unchecked(m);
+                    FenText::of(&pos)
+                },
             };
-            pos.play_unchecked(m);
             f(&info);
         }
     }
