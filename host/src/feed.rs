@@ -91,6 +91,18 @@ pub struct MoveView {
     pub emt: Option<u32>,
 }
 
+impl From<&crate::record::JournalMove> for MoveView {
+    fn from(m: &crate::record::JournalMove) -> MoveView {
+        MoveView { ply: m.ply, san: m.san.clone(), uci: m.uci.clone(), clk: m.clk, emt: m.emt }
+    }
+}
+
+impl From<&dgt_core::MoveInfo> for MoveView {
+    fn from(m: &dgt_core::MoveInfo) -> MoveView {
+        MoveView { ply: u32::from(m.ply), san: m.san.to_string(), uci: m.uci.to_string(), clk: m.clk, emt: m.emt }
+    }
+}
+
 /// Which side's clock runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -112,24 +124,14 @@ pub struct ClockView {
     pub running: Option<Side>,
 }
 
-/// How serious an alert is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AlertLevel {
-    /// Informational (a board came back).
-    Info,
-    /// The operator should look (a misplaced piece).
-    Warning,
-    /// Something is wrong and needs action (disk full, board lost).
-    Error,
-}
+pub use dgt_session::{AlertCode, AlertLevel};
 
 /// An operator alert.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlertView {
     /// Stable machine-readable code (`position_mismatch`, `not_responding`, `storage`,
     /// `battery_low`, `clock_paused`, ...; the list is in `API.md`).
-    pub code: String,
+    pub code: AlertCode,
     /// Severity.
     pub level: AlertLevel,
     /// What happened and what to do, for a person.
@@ -137,6 +139,17 @@ pub struct AlertView {
     /// Squares involved, if any (`e4`...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub squares: Vec<String>,
+}
+
+impl From<&dgt_session::Alert> for AlertView {
+    fn from(a: &dgt_session::Alert) -> AlertView {
+        AlertView {
+            code: a.code,
+            level: a.level,
+            message: a.message.clone(),
+            squares: a.squares.iter().map(ToString::to_string).collect(),
+        }
+    }
 }
 
 /// Everything about one board and its current game.
@@ -158,6 +171,9 @@ pub struct BoardView {
     pub start_fen: Option<String>,
     /// Position after the confirmed moves (FEN), when known.
     pub fen: Option<String>,
+    /// Position after the provisional moves too (FEN): what the board shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_fen: Option<String>,
     /// Confirmed moves.
     pub moves: Vec<MoveView>,
     /// Provisional moves after the confirmed ones.
@@ -190,6 +206,7 @@ impl BoardView {
             pairing: Pairing::default(),
             start_fen: None,
             fen: None,
+            live_fen: None,
             moves: Vec::new(),
             provisional: Vec::new(),
             clock: None,

@@ -31,8 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
-use crate::config::Pairing;
-use crate::feed::{AlertLevel, AlertView, Delta, Hub, MoveView};
+pub use crate::record::{GameHeader, GameRecord, JournalMove, Record};
 use crate::shutdown::Listener;
 
 /// The longest journal line read back (bytes); longer lines are skipped.
@@ -59,120 +58,6 @@ pub enum StoreError {
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io { path: path.to_owned(), source }
-}
-
-/// Who, where, from which position: the journal's first record and the head of a
-/// [`GameRecord`]. One type for both, so the two cannot drift apart.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GameHeader {
-    /// Round.
-    pub round: u32,
-    /// Board number.
-    pub board: u32,
-    /// Serial number of the e-board that played it.
-    pub serial: Option<String>,
-    /// `Event`.
-    pub event: String,
-    /// `Site`.
-    pub site: String,
-    /// `TimeControl`.
-    pub time_control: Option<String>,
-    /// `UTCDate` (`yyyy.mm.dd`).
-    pub utc_date: String,
-    /// `UTCTime` (`hh:mm:ss`).
-    pub utc_time: String,
-    /// Players.
-    pub pairing: Pairing,
-    /// Start position when not standard.
-    pub start_fen: Option<String>,
-    /// Rotated board.
-    pub flipped: bool,
-}
-
-/// One journal line.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "t", rename_all = "snake_case")]
-pub enum Record {
-    /// The first record: who, where, from which position.
-    Game(GameHeader),
-    /// A confirmed move.
-    Move(JournalMove),
-    /// Confirmed moves from `from_ply` on are withdrawn (takeback, correction).
-    Takeback {
-        /// First withdrawn ply.
-        from_ply: u32,
-    },
-    /// The result was set (or cleared with null).
-    Result {
-        /// `1-0`, `0-1`, `1/2-1/2`.
-        result: Option<String>,
-        /// `Termination`.
-        termination: Option<String>,
-    },
-    /// New players.
-    Pairing {
-        /// Players.
-        pairing: Pairing,
-    },
-    /// The board was flipped or unflipped.
-    Flip {
-        /// Rotated.
-        flipped: bool,
-    },
-}
-
-/// A confirmed move as journaled: the feed's view of it, and the position after it (so a
-/// game can be resumed from its journal alone).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JournalMove {
-    /// The move.
-    #[serde(flatten)]
-    pub view: MoveView,
-    /// FEN after the move.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fen: Option<String>,
-}
-
-/// A game as its journal tells it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GameRecord {
-    /// The first record, with later pairing and flip changes applied.
-    pub header: GameHeader,
-    /// Confirmed moves.
-    pub moves: Vec<JournalMove>,
-    /// Result, when over.
-    pub result: Option<String>,
-    /// `Termination`.
-    pub termination: Option<String>,
-}
-
-impl GameRecord {
-    /// A game that has only its first record.
-    pub fn new(header: GameHeader) -> GameRecord {
-        GameRecord { header, moves: Vec::new(), result: None, termination: None }
-    }
-
-    /// Applies one record after the first; returns false if it does not fit (a move out of
-    /// sequence), in which case nothing changed.
-    pub fn apply(&mut self, rec: &Record) -> bool {
-        match rec {
-            Record::Game(_) => return false,
-            Record::Move(m) => {
-                if m.view.ply as usize != self.moves.len() + 1 {
-                    return false;
-                }
-                self.moves.push(m.clone());
-            }
-            Record::Takeback { from_ply } => self.moves.truncate(from_ply.saturating_sub(1) as usize),
-            Record::Result { result, termination } => {
-                self.result.clone_from(result);
-                self.termination.clone_from(termination);
-            }
-            Record::Pairing { pairing } => self.header.pairing = pairing.clone(),
-            Record::Flip { flipped } => self.header.flipped = *flipped,
-        }
-        true
-    }
 }
 
 /// An open journal, appended to by one board task.
@@ -479,10 +364,10 @@ pub fn replay(path: &Path) -> Result<Option<GameRecord>, StoreError> {
 
 use std::io::Read as _;
 
-/// Writes PGN files as games change, until shutdown; then writes what is left. Errors are
-/// logged and raised as operator alerts, and the files are retried on the next change or
-/// after a second.
-pub async fn run_pgn_writer(store: Arc<Store>, hub: Arc<Hub>, mut stop: Listener) {
+/// Writes PGN files as games change, until shutdown; then writes what is left. A failure is
+/// logged and given to `report` once (the relay raises an operator alert), its recovery too
+/// (`Ok`); the files are retried on the next change or after a second.
+pub async fn run_pgn_writer(store: Arc<Store>, report: impl Fn(Result<(), &StoreError>), mut stop: Listener) {
     let mut failing = false;
     loop {
         let stopping = tokio::select! {
@@ -499,23 +384,13 @@ pub async fn run_pgn_writer(store: Arc<Store>, hub: Arc<Hub>, mut stop: Listener
                 if failing {
                     tracing::info!("PGN files written again");
                     failing = false;
+                    report(Ok(()));
                 }
             }
             Err(e) => {
                 if !failing {
                     tracing::error!(error = %e, "cannot write PGN files");
-                    hub.publish(Delta::Alert {
-                        board: None,
-                        alert: AlertView {
-                            code: "storage".into(),
-                            level: AlertLevel::Error,
-                            message: format!(
-                                "Cannot write PGN files ({e}). Free disk space or fix the data folder; \
-                                 writing is retried every second."
-                            ),
-                            squares: Vec::new(),
-                        },
-                    });
+                    report(Err(&e));
                 }
                 failing = true;
             }
@@ -554,7 +429,11 @@ mod tests {
 
     fn mv(ply: u32) -> Record {
         Record::Move(JournalMove {
-            view: MoveView { ply, san: format!("m{ply}"), uci: "e2e4".into(), clk: Some(60), emt: None },
+            ply,
+            san: format!("m{ply}"),
+            uci: "e2e4".into(),
+            clk: Some(60),
+            emt: None,
             fen: None,
         })
     }

@@ -1,0 +1,122 @@
+//! What the operator is told: typed codes, levels and a message that says what to do.
+
+use serde::{Deserialize, Serialize};
+use shakmaty::Square;
+
+/// How urgent an alert is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertLevel {
+    /// Informational (a board came back).
+    Info,
+    /// The operator should look (a misplaced piece).
+    Warning,
+    /// Something is wrong and needs action (disk full, board lost).
+    Error,
+}
+
+/// The relay's alert vocabulary, serialised as the stable strings clients match on.
+/// Board sessions raise most of them; the host raises [`AlertCode::Storage`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertCode {
+    /// The board stopped answering or its port went away.
+    NotResponding,
+    /// A board that was not responding is back.
+    BoardBack,
+    /// No legal sequence explains the board; `squares` differ.
+    PositionMismatch,
+    /// The board is explained again after a mismatch.
+    PositionRecovered,
+    /// Moves made while the board was away were reconstructed from its position alone.
+    MovesReconstructed,
+    /// A journaled game could not be resumed.
+    Resume,
+    /// The game reached the tracker's ply capacity.
+    Capacity,
+    /// The board's battery is low.
+    BatteryLow,
+    /// The board's battery is fine again.
+    BatteryOk,
+    /// The clock is not connected to the board any more.
+    ClockLost,
+    /// The clock is connected again.
+    ClockBack,
+    /// The clock shows its battery-low sign.
+    ClockBatteryLow,
+    /// The clock's battery-low sign is gone.
+    ClockBatteryOk,
+    /// The clock of a live game stayed stopped.
+    ClockPaused,
+    /// The clock of a live game runs again.
+    ClockRunning,
+    /// A clock command was not acknowledged.
+    ClockCommand,
+    /// The journal or the PGN files cannot be written (raised by the host).
+    Storage,
+}
+
+impl AlertCode {
+    /// The stable string (`not_responding`, ...), as serialised.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertCode::NotResponding => "not_responding",
+            AlertCode::BoardBack => "board_back",
+            AlertCode::PositionMismatch => "position_mismatch",
+            AlertCode::PositionRecovered => "position_recovered",
+            AlertCode::MovesReconstructed => "moves_reconstructed",
+            AlertCode::Resume => "resume",
+            AlertCode::Capacity => "capacity",
+            AlertCode::BatteryLow => "battery_low",
+            AlertCode::BatteryOk => "battery_ok",
+            AlertCode::ClockLost => "clock_lost",
+            AlertCode::ClockBack => "clock_back",
+            AlertCode::ClockBatteryLow => "clock_battery_low",
+            AlertCode::ClockBatteryOk => "clock_battery_ok",
+            AlertCode::ClockPaused => "clock_paused",
+            AlertCode::ClockRunning => "clock_running",
+            AlertCode::ClockCommand => "clock_command",
+            AlertCode::Storage => "storage",
+        }
+    }
+}
+
+impl std::fmt::Display for AlertCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One alert about one board.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alert {
+    /// What it is about.
+    pub code: AlertCode,
+    /// How urgent.
+    pub level: AlertLevel,
+    /// What happened and what to do, for a person.
+    pub message: String,
+    /// Squares involved, if any.
+    pub squares: Vec<Square>,
+}
+
+impl Alert {
+    /// An alert without squares.
+    pub fn new(code: AlertCode, level: AlertLevel, message: String) -> Alert {
+        Alert { code, level, message, squares: Vec::new() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_serialise_as_the_strings_clients_match_on() {
+        for code in [AlertCode::NotResponding, AlertCode::MovesReconstructed, AlertCode::ClockBatteryOk] {
+            assert_eq!(serde_json::to_string(&code).unwrap(), format!("\"{}\"", code.as_str()));
+            assert_eq!(serde_json::from_str::<AlertCode>(&format!("\"{code}\"")).unwrap(), code);
+        }
+        assert_eq!(serde_json::to_string(&AlertLevel::Warning).unwrap(), "\"warning\"");
+    }
+}

@@ -1,0 +1,745 @@
+//! [`BoardSession`]: one board's link, tracker, reconciliation after an outage and health,
+//! driven by bytes and the caller's time, speaking in [`Effect`]s.
+//!
+//! # Time
+//! The caller passes its monotonic milliseconds with every call and sleeps until
+//! [`BoardSession::next_deadline`]. The tracker sees that time plus a shift: replaying a
+//! board's event log after an outage moves the tracker's time ahead of the caller's, and
+//! it must never go back.
+//!
+//! # Moves made while the board was away
+//! When the port is lost, the session keeps the board as the tracker last saw it; when it
+//! is back, [`crate::reconcile`] decides from the first reading whether the board's event
+//! log must be read and replayed before the tracker sees anything new.
+//!
+//! # The game line
+//! The session keeps the confirmed line as it told the caller (start position, plies with
+//! their clocks, result): restarting the tracker (a flip, a cleared result, a correction)
+//! resumes it from that line, exactly as a restarted program resumes from its journal.
+
+use std::collections::VecDeque;
+
+use dgt_core::{
+    ClockState, EndReason, Event, GameResult, GameState, MoveInfo, ResumePly, StartKind, Tracker,
+    position_from_fen,
+};
+use dgt_protocol::{EeEvent, Message, Orientation};
+use shakmaty::CastlingMode;
+use shakmaty::Chess;
+use shakmaty::uci::UciMove;
+
+use crate::alert::{Alert, AlertCode, AlertLevel};
+use crate::effect::{Effect, LinkState, MoveState};
+use crate::health::{CLOCK_PAUSE_ALERT_MS, Health};
+use crate::link::{Link, LinkEvent, LinkTiming};
+use crate::reconcile::{self, AfterLoss, Intake, LogNeed, Reconcile};
+
+/// Plies one game can hold (the tracker's capacity).
+pub const PLIES: usize = 600;
+/// How often the tracker is ticked, so that time-based decisions happen without new bytes.
+pub const TICK_MS: u64 = 50;
+
+/// How a session behaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionConfig {
+    /// The tracker's settings (time control, settle times, ...).
+    pub tracker: dgt_core::Config,
+    /// The serial conversation's timing.
+    pub link: LinkTiming,
+    /// How long the clock of a live game may stay stopped before the operator is alerted.
+    pub clock_pause_ms: u64,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            tracker: dgt_core::Config::default(),
+            link: LinkTiming::default(),
+            clock_pause_ms: CLOCK_PAUSE_ALERT_MS,
+        }
+    }
+}
+
+/// A journaled game to go on with ([`BoardSession::resume`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SavedGame {
+    /// The start position when not the standard one.
+    pub start_fen: Option<String>,
+    /// Confirmed plies: UCI, `%clk`, `%emt`.
+    pub plies: Vec<(String, Option<u32>, Option<u32>)>,
+    /// The board was rotated.
+    pub flipped: bool,
+    /// The result, when the game is over.
+    pub result: Option<GameResult>,
+}
+
+/// The confirmed line as the caller was told it.
+#[derive(Clone, Debug)]
+pub(crate) struct GameLine {
+    pub(crate) start_fen: Option<String>,
+    pub(crate) plies: Vec<ResumePly>,
+    pub(crate) result: Option<GameResult>,
+}
+
+impl GameLine {
+    pub(crate) fn new(start_fen: Option<String>) -> GameLine {
+        GameLine { start_fen, plies: Vec::new(), result: None }
+    }
+
+    /// The start position and castling mode (the standard start when none is given).
+    pub(crate) fn start(&self) -> Result<(Chess, CastlingMode), dgt_core::FenError> {
+        match &self.start_fen {
+            Some(fen) => position_from_fen(fen),
+            None => Ok((Chess::default(), CastlingMode::Standard)),
+        }
+    }
+}
+
+/// One board's whole conversation and judgement. See the module docs.
+#[derive(Debug)]
+pub struct BoardSession {
+    pub(crate) number: u32,
+    serial: Option<String>,
+    pub(crate) config: SessionConfig,
+    link: Option<Link>,
+    port: Option<String>,
+    state: LinkState,
+    pub(crate) tracker: Box<Tracker<PLIES>>,
+    /// The confirmed line as told, once a game exists.
+    pub(crate) game: Option<GameLine>,
+    /// The tracker's next `GameStarted` is the operator's new game, whose record exists.
+    pub(crate) resuming: bool,
+    /// The next game starts from this operator position.
+    pub(crate) next_start_fen: Option<String>,
+    pub(crate) flipped: bool,
+    health: Health,
+    /// A board whose port was lost, until it is reconciled.
+    away: Option<Reconcile>,
+    /// Added to the caller's time for the tracker, once a replay moved its time forward.
+    shift: u64,
+    noise: u64,
+    next_tick: u64,
+    /// The last clock state of the batch being handled, sent after its moves.
+    clock_to_send: Option<ClockState>,
+    pub(crate) effects: VecDeque<Effect>,
+}
+
+impl BoardSession {
+    /// A board with no game yet, known by its number (for the operator's messages) and its
+    /// serial number when known.
+    pub fn new(number: u32, serial: Option<String>, config: SessionConfig) -> BoardSession {
+        BoardSession {
+            number,
+            serial,
+            config,
+            link: None,
+            port: None,
+            state: LinkState::Offline,
+            tracker: Box::new(Tracker::new(config.tracker)),
+            game: None,
+            resuming: false,
+            next_start_fen: None,
+            flipped: false,
+            health: Health::new(config.clock_pause_ms),
+            away: None,
+            shift: 0,
+            noise: 0,
+            next_tick: 0,
+            clock_to_send: None,
+            effects: VecDeque::new(),
+        }
+    }
+
+    /// The board number.
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// The serial number, once known.
+    pub fn serial(&self) -> Option<&str> {
+        self.serial.as_deref()
+    }
+
+    /// The connection state.
+    pub fn link_state(&self) -> LinkState {
+        self.state
+    }
+
+    /// The port the board is on, as the caller named it at [`BoardSession::attach`].
+    pub fn port(&self) -> Option<&str> {
+        self.port.as_deref()
+    }
+
+    /// True when the board is rotated (White at the connector's right).
+    pub fn flipped(&self) -> bool {
+        self.flipped
+    }
+
+    /// The battery charge last reported, percent.
+    pub fn battery(&self) -> Option<u8> {
+        self.health.battery
+    }
+
+    /// Bytes the decoder threw away since start.
+    pub fn noise(&self) -> u64 {
+        self.noise
+    }
+
+    /// The tracker, for queries (the live `Clock` tag, the board, the position).
+    pub fn tracker(&self) -> &Tracker<PLIES> {
+        &self.tracker
+    }
+
+    /// The next thing to do, oldest first.
+    pub fn next_effect(&mut self) -> Option<Effect> {
+        self.effects.pop_front()
+    }
+
+    /// Every effect waiting, oldest first.
+    pub fn drain_effects(&mut self) -> impl Iterator<Item = Effect> + '_ {
+        self.effects.drain(..)
+    }
+
+    /// When [`BoardSession::poll`] should next be called.
+    pub fn next_deadline(&self) -> u64 {
+        let link = self.link.as_ref().and_then(Link::next_deadline);
+        link.map_or(self.next_tick, |l| l.min(self.next_tick))
+    }
+
+    /// The tracker's time for the caller's `now`.
+    pub(crate) fn t(&self, now: u64) -> u64 {
+        now + self.shift
+    }
+
+    /// Goes on with a journaled game (after a restart of the program). An unfinished game
+    /// goes on at once: the first board reading is reconciled against it.
+    pub fn resume(&mut self, now: u64, saved: &SavedGame) {
+        let mut line = GameLine::new(saved.start_fen.clone());
+        line.result = saved.result;
+        let mut bad = None;
+        for (i, (uci, clk, emt)) in saved.plies.iter().enumerate() {
+            match UciMove::from_ascii(uci.as_bytes()) {
+                Ok(uci) => line.plies.push(ResumePly { uci, clk: *clk, emt: *emt }),
+                Err(_) => {
+                    bad = Some(format!("ply {}: {uci:?} is not a UCI move", i + 1));
+                    break;
+                }
+            }
+        }
+        self.flipped = saved.flipped;
+        let plies = saved.plies.len();
+        self.game = Some(line);
+        if let Some(why) = bad {
+            self.resume_failed(plies, &why);
+            return;
+        }
+        if saved.result.is_none() {
+            self.restart_tracker(now);
+        }
+        self.flush();
+    }
+
+    /// A port identified as this board (its link past the handshake) at `now`; `port` names
+    /// it for the operator. What the link received since is handled at once.
+    pub fn attach(&mut self, now: u64, link: Link, port: &str) {
+        let back = self.state == LinkState::NotResponding;
+        tracing::info!(board = self.number, port, "board attached");
+        if self.serial.is_none() {
+            self.serial = link.serial().map(str::to_owned);
+        }
+        self.link = Some(link);
+        self.port = Some(port.to_owned());
+        self.set_state(LinkState::Active);
+        let t = self.t(now);
+        if let Some(a) = &mut self.away {
+            a.attached(t);
+        }
+        if back {
+            self.alert(Alert::new(
+                AlertCode::BoardBack,
+                AlertLevel::Info,
+                format!("Board {} is back on {port}; the position is being reconciled.", self.number),
+            ));
+        }
+        self.next_tick = self.next_tick.max(now);
+        self.drain_link(now);
+        self.flush();
+    }
+
+    /// Bytes read from the board's port at `now`.
+    pub fn on_bytes(&mut self, now: u64, bytes: &[u8]) {
+        if let Some(link) = &mut self.link {
+            link.on_bytes(now, bytes);
+            self.drain_link(now);
+        }
+        self.flush();
+    }
+
+    /// The port went away at `now` (end of file, an I/O error, the device removed).
+    pub fn on_port_lost(&mut self, now: u64, reason: &str) {
+        if self.link.take().is_some() {
+            self.lost(now, reason);
+        }
+        self.flush();
+    }
+
+    /// Runs what is due at `now`: the link's timers, the tracker's tick, the reconciliation's
+    /// deadlines, the clock pause alert.
+    pub fn poll(&mut self, now: u64) {
+        if let Some(link) = &mut self.link {
+            link.poll(now);
+            self.drain_link(now);
+        }
+        if now >= self.next_tick {
+            self.next_tick = now + TICK_MS;
+            self.tick(now);
+        }
+        self.flush();
+    }
+
+    fn tick(&mut self, now: u64) {
+        let t = self.t(now);
+        let mut events = Vec::new();
+        self.tracker.tick(t, &mut |e| events.push(e));
+        self.handle_events(now, events);
+        let live = self.tracker.state() == GameState::Active;
+        let mut alerts = Vec::new();
+        self.health.check_pause(self.number, live, now, &mut alerts);
+        self.alerts(alerts);
+        if self.away.as_ref().is_some_and(|a| a.overdue(t)) {
+            self.finish_away(now, None);
+        } else if self.away.as_mut().is_some_and(|a| a.wants_dump(t)) {
+            self.request_dump();
+        }
+    }
+
+    /// Handles what the link reported.
+    fn drain_link(&mut self, now: u64) {
+        while let Some(ev) = self.link.as_mut().and_then(Link::next_event) {
+            self.link_event(now, ev);
+        }
+    }
+
+    fn link_event(&mut self, now: u64, ev: LinkEvent) {
+        match ev {
+            LinkEvent::Identified { serial, version } => {
+                tracing::debug!(board = self.number, %serial, ?version, "identified");
+            }
+            LinkEvent::Board(msg) => self.board_message(now, msg),
+            LinkEvent::ClockFound { version } => {
+                tracing::info!(board = self.number, ?version, "clock found");
+                self.health.clock_found();
+            }
+            LinkEvent::ClockCommandFailed(cmd) => self.alert(Alert::new(
+                AlertCode::ClockCommand,
+                AlertLevel::Warning,
+                format!("Board {}: the clock did not acknowledge {cmd:?}.", self.number),
+            )),
+            LinkEvent::Battery { percent, charging } => {
+                tracing::debug!(board = self.number, percent, charging, "battery");
+                let mut alerts = Vec::new();
+                if self.health.battery(self.number, percent, charging, &mut alerts) {
+                    self.effects.push_back(Effect::Battery(percent));
+                }
+                self.alerts(alerts);
+            }
+            LinkEvent::EventLog(log) => {
+                if self.away.as_ref().is_some_and(Reconcile::reading_log) {
+                    self.finish_away(now, Some(&log));
+                } else {
+                    tracing::debug!(board = self.number, "event log not asked for; ignored");
+                }
+            }
+            LinkEvent::Noise(n) => {
+                self.noise += n as u64;
+                tracing::debug!(board = self.number, bytes = n, total = self.noise, "line noise");
+            }
+            LinkEvent::Lost { reason } => {
+                self.link = None;
+                self.lost(now, &reason);
+            }
+        }
+    }
+
+    fn board_message(&mut self, now: u64, msg: Message<'static>) {
+        let t = self.t(now);
+        if let Message::Bwtime(dgt_protocol::Bwtime::Times(times)) = &msg {
+            let mut alerts = Vec::new();
+            self.health.clock_reading(self.number, times, &mut alerts);
+            self.alerts(alerts);
+        }
+        let mut events = Vec::new();
+        let tracker = &self.tracker;
+        match self.away.as_mut().map(|a| a.intake(msg, t, |d| reconcile::needs_log(tracker, d))) {
+            None => self.tracker.feed(&msg, t, &mut |e| events.push(e)),
+            Some(Intake::Feed(msgs)) => {
+                tracing::debug!(board = self.number, "the board is as it was before the port was lost");
+                self.away = None;
+                for (at, m) in msgs {
+                    self.tracker.feed(&m, at, &mut |e| events.push(e));
+                }
+            }
+            Some(Intake::Held) => {}
+            Some(Intake::AskLog) => self.ask_event_log(now),
+            Some(Intake::Overflow) => self.finish_away(now, None),
+        }
+        self.handle_events(now, events);
+    }
+
+    /// The link is gone: keep the board as the tracker saw it, tell the operator.
+    fn lost(&mut self, now: u64, reason: &str) {
+        self.keep_board_while_away(now);
+        self.health.board_away();
+        self.set_state(LinkState::NotResponding);
+        self.alert(Alert::new(
+            AlertCode::NotResponding,
+            AlertLevel::Error,
+            format!(
+                "Board {} ({}) is not responding: {reason}. Check its cable and power; the relay reconnects by \
+                 itself.",
+                self.number,
+                self.serial.as_deref().unwrap_or("unknown serial")
+            ),
+        ));
+    }
+
+    /// The port was lost: keep the board as the tracker saw it (see [`crate::reconcile`]).
+    /// A board lost again before it was reconciled is first reconciled without its log.
+    fn keep_board_while_away(&mut self, now: u64) {
+        match self.away.take().map(Reconcile::lost) {
+            Some(AfterLoss::Wait(a)) => {
+                tracing::info!(
+                    board = self.number,
+                    "lost again before it was reconciled; keeping the older board"
+                );
+                self.away = Some(a);
+                return;
+            }
+            Some(AfterLoss::Replay(outcome)) => self.replay_away(now, &outcome, None),
+            None => {}
+        }
+        if self.tracker.state() == GameState::Active && self.tracker.board_known() {
+            self.away = Some(Reconcile::new(self.tracker.board()));
+        }
+        // Nothing is decided by time until the board is heard again.
+        let t = self.t(now);
+        self.tracker.board_away(t);
+    }
+
+    /// The board changed while it was away: ask for its event log.
+    fn ask_event_log(&mut self, now: u64) {
+        if self.link.as_mut().is_some_and(Link::request_event_log) {
+            tracing::info!(board = self.number, "the board changed while it was away: reading its event log");
+        } else {
+            self.finish_away(now, None);
+        }
+    }
+
+    /// Ends the reconciliation of a board that was away: replays what its event log shows
+    /// (when it came and reaches back to the kept board), then what the board sent since it
+    /// came back, and asks for a fresh dump.
+    fn finish_away(&mut self, now: u64, log: Option<&[EeEvent]>) {
+        let Some(away) = self.away.take() else { return };
+        let outcome = away.finish(log);
+        self.replay_away(now, &outcome, log);
+    }
+
+    /// Feeds the tracker what a reconciliation ends with (see [`reconcile::replay`]).
+    fn replay_away(&mut self, now: u64, outcome: &reconcile::Outcome, log: Option<&[EeEvent]>) {
+        let n = self.number;
+        match (&outcome.steps, log) {
+            (Some(changes), _) => tracing::info!(
+                board = n,
+                changes = changes.steps.len(),
+                "replayed the square changes from the board's event log"
+            ),
+            (None, Some(log)) => tracing::warn!(
+                board = n,
+                events = log.len(),
+                "the board's event log does not show the moves made while it was away"
+            ),
+            (None, None) if outcome.held.is_empty() => {}
+            (None, None) => {
+                tracing::warn!(board = n, "no event log from the board; going on from its position")
+            }
+        }
+        let start = self.t(now);
+        let (end, events) = reconcile::replay(&mut self.tracker, outcome, start);
+        // The tracker's time went ahead of the caller's: keep it monotonic from here on.
+        self.shift += end.saturating_sub(start);
+        let first_new = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::MoveProvisional(m) => Some(m.ply),
+                _ => None,
+            })
+            .min();
+        self.handle_events(now, events);
+        if outcome.steps.is_none()
+            && let Some(ply) = first_new
+        {
+            self.reconstructed_alert(outcome.need, ply);
+        }
+        // The board may have moved on since.
+        self.request_dump();
+    }
+
+    /// Moves made while the board was away came from its position alone (no event log
+    /// showed them): the operator is told where to check, and how sure the order is.
+    fn reconstructed_alert(&mut self, need: LogNeed, ply: u16) {
+        let n = self.number;
+        let (level, how) = match need {
+            LogNeed::Ambiguous => (
+                AlertLevel::Warning,
+                "more than one order of moves leads to the position on the board; the relay took one of them",
+            ),
+            LogNeed::ToConfirm => (
+                AlertLevel::Info,
+                "the relay took the shortest sequence of moves that leads to the position on the board",
+            ),
+            LogNeed::No | LogNeed::Unexplained => return,
+        };
+        self.alert(Alert::new(
+            AlertCode::MovesReconstructed,
+            level,
+            format!(
+                "Board {n}: moves were made while the board was disconnected and its memory did not show them; \
+                 {how}. Check the moves from ply {ply} against the scoresheets and correct them if needed."
+            ),
+        ));
+    }
+
+    pub(crate) fn request_dump(&mut self) {
+        if let Some(link) = &mut self.link {
+            link.request_dump();
+        }
+    }
+
+    fn set_state(&mut self, state: LinkState) {
+        if self.state != state {
+            self.state = state;
+            self.effects.push_back(Effect::Link(state));
+        }
+    }
+
+    pub(crate) fn alert(&mut self, alert: Alert) {
+        let n = self.number;
+        let code = alert.code.as_str();
+        match alert.level {
+            AlertLevel::Error => tracing::error!(board = n, code, "{}", alert.message),
+            AlertLevel::Warning => tracing::warn!(board = n, code, "{}", alert.message),
+            AlertLevel::Info => tracing::info!(board = n, code, "{}", alert.message),
+        }
+        self.effects.push_back(Effect::Alert(alert));
+    }
+
+    fn alerts(&mut self, alerts: Vec<Alert>) {
+        for a in alerts {
+            self.alert(a);
+        }
+    }
+
+    /// Bytes the link wants written become an effect.
+    pub(crate) fn flush(&mut self) {
+        if let Some(link) = &mut self.link
+            && link.has_output()
+        {
+            self.effects.push_back(Effect::Write(link.take_output()));
+        }
+    }
+
+    /// Restarts the tracker with the game line as told ([`Tracker::resume`]): ply numbers go
+    /// on, and a takeback may reach moves made before the restart.
+    pub(crate) fn restart_tracker(&mut self, now: u64) {
+        let t = self.t(now);
+        let orientation = if self.flipped { Orientation::Rotated } else { Orientation::Normal };
+        let Some(g) = &self.game else { return };
+        *self.tracker = Tracker::new(self.config.tracker);
+        self.resuming = false;
+        let mut events = Vec::new();
+        let result = match g.start() {
+            Ok((start, mode)) => self
+                .tracker
+                .resume(start, mode, orientation, g.plies.iter().copied(), t, &mut |e| events.push(e))
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(format!("its start position: {e}")),
+        };
+        if let Err(e) = result {
+            let plies = g.plies.len();
+            self.resume_failed(plies, &e);
+        }
+        self.handle_events(now, events);
+        self.request_dump();
+    }
+
+    fn resume_failed(&mut self, plies: usize, why: &str) {
+        let n = self.number;
+        self.alert(Alert::new(
+            AlertCode::Resume,
+            AlertLevel::Error,
+            format!(
+                "Board {n}: the game ({plies} plies) cannot be resumed from its journal: {why}. Its moves are kept; \
+                 correct them or start a new game."
+            ),
+        ));
+    }
+
+    /// Turns the tracker's events into effects, keeping the game line and the health in
+    /// step; the batch's last clock change goes out after its moves.
+    pub(crate) fn handle_events(&mut self, now: u64, events: Vec<Event>) {
+        for e in events {
+            self.handle_event(now, e);
+        }
+        if let Some(c) = self.clock_to_send.take() {
+            self.effects.push_back(Effect::Clock(c));
+        }
+    }
+
+    fn handle_event(&mut self, now: u64, e: Event) {
+        match e {
+            Event::GameStarted { orientation, kind } => {
+                self.health.reset_pause();
+                self.flipped = orientation == Orientation::Rotated;
+                if self.resuming {
+                    self.resuming = false;
+                    tracing::info!(board = self.number, "game resumed");
+                    let start_fen = self.game.as_ref().and_then(|g| g.start_fen.clone());
+                    self.effects.push_back(Effect::GameStarted {
+                        orientation,
+                        kind,
+                        start_fen,
+                        new_record: false,
+                    });
+                    return;
+                }
+                let start_fen = match kind {
+                    StartKind::Standard => None,
+                    StartKind::Chess960(_) | StartKind::Fen => {
+                        Some(self.next_start_fen.take().unwrap_or_else(|| {
+                            dgt_core::FenText::of(self.tracker.start_position()).to_string()
+                        }))
+                    }
+                };
+                self.next_start_fen = None;
+                self.game = Some(GameLine::new(start_fen.clone()));
+                self.effects.push_back(Effect::GameStarted {
+                    orientation,
+                    kind,
+                    start_fen,
+                    new_record: true,
+                });
+            }
+            Event::MoveProvisional(info) => {
+                self.effects.push_back(Effect::Move { state: MoveState::Provisional, info });
+            }
+            Event::MoveConfirmed(info) => {
+                self.health.moves_made();
+                if self.game.is_none() {
+                    let orientation = if self.flipped { Orientation::Rotated } else { Orientation::Normal };
+                    self.game = Some(GameLine::new(None));
+                    self.effects.push_back(Effect::GameStarted {
+                        orientation,
+                        kind: StartKind::Standard,
+                        start_fen: None,
+                        new_record: true,
+                    });
+                }
+                if let Some(g) = &mut self.game {
+                    g.plies.truncate(usize::from(info.ply).saturating_sub(1));
+                    g.plies.push(ResumePly { uci: info.uci, clk: info.clk, emt: info.emt });
+                }
+                tracing::debug!(board = self.number, ply = info.ply, san = %info.san, "move confirmed");
+                self.effects.push_back(Effect::Move { state: MoveState::Confirmed, info });
+            }
+            Event::MoveRetracted { ply, fen } => self.effects.push_back(Effect::Retracted { ply, fen }),
+            Event::Takeback { to_ply, fen } => {
+                if let Some(g) = &mut self.game {
+                    g.plies.truncate(usize::from(to_ply));
+                }
+                self.effects.push_back(Effect::TakenBack { to_ply, fen });
+            }
+            Event::Clock(c) => {
+                let live = self.tracker.state() == GameState::Active;
+                let mut alerts = Vec::new();
+                self.health.clock_run_state(self.number, c.running.is_some(), live, now, &mut alerts);
+                self.alerts(alerts);
+                self.clock_to_send = Some(c);
+            }
+            Event::PositionMismatch { squares } => {
+                let list: Vec<String> = squares.into_iter().map(|s| s.to_string()).collect();
+                let mut alert = Alert::new(
+                    AlertCode::PositionMismatch,
+                    AlertLevel::Warning,
+                    format!(
+                        "Board {}: the position on the board cannot be explained by legal moves; check squares {}.",
+                        self.number,
+                        list.join(", ")
+                    ),
+                );
+                alert.squares = squares.into_iter().collect();
+                self.alert(alert);
+            }
+            Event::PositionRecovered => self.alert(Alert::new(
+                AlertCode::PositionRecovered,
+                AlertLevel::Info,
+                format!("Board {}: position explained again.", self.number),
+            )),
+            Event::GameEnded { result, reason } => {
+                self.health.reset_pause();
+                if let Some(g) = &mut self.game {
+                    if g.result == Some(result) {
+                        return;
+                    }
+                    g.result = Some(result);
+                }
+                self.effects.push_back(Effect::GameEnded { result, reason });
+            }
+            Event::RequestBoardDump => self.request_dump(),
+            Event::CapacityFull => self.alert(Alert::new(
+                AlertCode::Capacity,
+                AlertLevel::Error,
+                format!(
+                    "Board {}: the game reached {PLIES} plies; later moves are not recorded.",
+                    self.number
+                ),
+            )),
+        }
+    }
+
+    /// The operator ended the game (`Some`) or cleared its result (`None`).
+    pub(crate) fn operator_result(&mut self, now: u64, result: Option<GameResult>) {
+        match result {
+            Some(r) => {
+                let mut events = Vec::new();
+                self.tracker.declare_result(r, &mut |e| events.push(e));
+                self.handle_events(now, events);
+                if self.game.as_ref().is_some_and(|g| g.result != Some(r)) {
+                    // The tracker's game was over already (another result): the operator's word
+                    // stands.
+                    if let Some(g) = &mut self.game {
+                        g.result = Some(r);
+                    }
+                    self.effects.push_back(Effect::GameEnded { result: r, reason: EndReason::Operator });
+                }
+            }
+            None => {
+                if let Some(g) = &mut self.game {
+                    g.result = None;
+                }
+                self.effects.push_back(Effect::ResultCleared);
+                self.restart_tracker(now);
+            }
+        }
+    }
+
+    /// The move information of the confirmed plies from `from` (1-based) on.
+    pub(crate) fn confirmed_from(&self, from: usize) -> Vec<MoveInfo> {
+        let mut out = Vec::new();
+        self.tracker.for_each_move(dgt_core::View::Confirmed, |m| {
+            if usize::from(m.ply) >= from {
+                out.push(*m);
+            }
+        });
+        out
+    }
+}

@@ -1,0 +1,201 @@
+//! The board's battery and its clock: connected, battery sign, paused. Each alert is raised
+//! once per change and cleared by its counterpart, never repeated while nothing changes.
+
+use dgt_protocol::ClockTimes;
+
+use crate::alert::{Alert, AlertCode, AlertLevel};
+
+/// How long the clock of a live game may stay stopped before the operator is alerted (ms).
+pub const CLOCK_PAUSE_ALERT_MS: u64 = 3_000;
+/// Below this battery charge (percent, not charging) the operator is alerted.
+pub const BATTERY_LOW_BELOW: u8 = 20;
+/// Above this charge (or when charging) a battery alert is cleared; the gap to
+/// [`BATTERY_LOW_BELOW`] keeps a charge that wobbles around the limit from repeating alerts.
+pub const BATTERY_OK_ABOVE: u8 = 25;
+
+/// What the health alerts are based on.
+#[derive(Debug)]
+pub struct Health {
+    /// The board's last battery charge, percent.
+    pub battery: Option<u8>,
+    battery_low: bool,
+    /// A clock reading (or a clock version answer) arrived since start.
+    clock_seen: bool,
+    clock_lost: bool,
+    clock_battery_low: bool,
+    /// The last clock state from the tracker showed the clock running (D0).
+    clock_running: bool,
+    /// The clock was started (or a move confirmed) in the current game: a later stop is a
+    /// pause, not a clock still being set up.
+    clock_started: bool,
+    /// The clock of the live game stopped at this time, and was not restarted since.
+    clock_stopped_at: Option<u64>,
+    clock_paused: bool,
+    /// How long a stop lasts before `clock_paused` (ms).
+    pause_after_ms: u64,
+}
+
+impl Health {
+    /// Nothing known yet; a stopped clock alerts after `pause_after_ms`.
+    pub fn new(pause_after_ms: u64) -> Health {
+        Health {
+            battery: None,
+            battery_low: false,
+            clock_seen: false,
+            clock_lost: false,
+            clock_battery_low: false,
+            clock_running: false,
+            clock_started: false,
+            clock_stopped_at: None,
+            clock_paused: false,
+            pause_after_ms,
+        }
+    }
+
+    /// A battery report. Returns true when the charge changed.
+    pub fn battery(&mut self, n: u32, percent: u8, charging: bool, out: &mut Vec<Alert>) -> bool {
+        let changed = self.battery != Some(percent);
+        self.battery = Some(percent);
+        if !self.battery_low && percent < BATTERY_LOW_BELOW && !charging {
+            self.battery_low = true;
+            out.push(Alert::new(
+                AlertCode::BatteryLow,
+                AlertLevel::Warning,
+                format!(
+                    "Board {n}: its battery is at {percent} %; charge or swap the board's battery before it runs \
+                     out."
+                ),
+            ));
+        } else if self.battery_low && (percent > BATTERY_OK_ABOVE || charging) {
+            self.battery_low = false;
+            let how = if charging { " and charging" } else { "" };
+            out.push(Alert::new(
+                AlertCode::BatteryOk,
+                AlertLevel::Info,
+                format!("Board {n}: its battery is at {percent} %{how}."),
+            ));
+        }
+        changed
+    }
+
+    /// A clock answered the version command.
+    pub fn clock_found(&mut self) {
+        self.clock_seen = true;
+    }
+
+    /// The clock's own state from a reading: connected or not (D5), battery-low sign (D2).
+    pub fn clock_reading(&mut self, n: u32, t: &ClockTimes, out: &mut Vec<Alert>) {
+        if t.status.no_clock() {
+            if self.clock_seen && !self.clock_lost {
+                self.clock_lost = true;
+                self.clock_running = false;
+                self.clock_stopped_at = None;
+                out.push(Alert::new(
+                    AlertCode::ClockLost,
+                    AlertLevel::Warning,
+                    format!(
+                        "Board {n}: the clock is not connected to the board any more; check the clock's cable and \
+                         that it is switched on. Moves are still recorded, without clock times."
+                    ),
+                ));
+            }
+            return;
+        }
+        self.clock_seen = true;
+        if self.clock_lost {
+            self.clock_lost = false;
+            out.push(Alert::new(
+                AlertCode::ClockBack,
+                AlertLevel::Info,
+                format!("Board {n}: the clock is connected again."),
+            ));
+        }
+        let low = t.status.battery_low();
+        if low != self.clock_battery_low {
+            self.clock_battery_low = low;
+            out.push(if low {
+                Alert::new(
+                    AlertCode::ClockBatteryLow,
+                    AlertLevel::Warning,
+                    format!(
+                        "Board {n}: the clock shows its battery-low sign; replace the clock's batteries at the next \
+                         break, or swap the clock."
+                    ),
+                )
+            } else {
+                Alert::new(
+                    AlertCode::ClockBatteryOk,
+                    AlertLevel::Info,
+                    format!("Board {n}: the clock's battery-low sign is gone."),
+                )
+            });
+        }
+    }
+
+    /// The clock runs (D0) or not, as the tracker reports it; `live`: a game is under way.
+    /// A stop during a live game starts the pause timer ([`Health::check_pause`]), a restart
+    /// clears it.
+    pub fn clock_run_state(&mut self, n: u32, running: bool, live: bool, now: u64, out: &mut Vec<Alert>) {
+        let was_running = std::mem::replace(&mut self.clock_running, running);
+        if running {
+            self.clock_stopped_at = None;
+            if live && !was_running {
+                self.clock_started = true;
+            }
+            if self.clock_paused {
+                self.clock_paused = false;
+                out.push(Alert::new(
+                    AlertCode::ClockRunning,
+                    AlertLevel::Info,
+                    format!("Board {n}: the clock runs again."),
+                ));
+            }
+        } else if was_running && live && self.clock_started && self.clock_stopped_at.is_none() {
+            self.clock_stopped_at = Some(now);
+        }
+    }
+
+    /// Moves are being made: the game is under way, whatever the clock did before.
+    pub fn moves_made(&mut self) {
+        self.clock_started = true;
+    }
+
+    /// Raises `clock_paused` when the clock of a live game stayed stopped long enough.
+    pub fn check_pause(&mut self, n: u32, live: bool, now: u64, out: &mut Vec<Alert>) {
+        let Some(since) = self.clock_stopped_at else { return };
+        if !live {
+            self.clock_stopped_at = None;
+            return;
+        }
+        if now.saturating_sub(since) >= self.pause_after_ms {
+            self.clock_stopped_at = None;
+            if !self.clock_paused {
+                self.clock_paused = true;
+                out.push(Alert::new(
+                    AlertCode::ClockPaused,
+                    AlertLevel::Warning,
+                    format!(
+                        "The clock is stopped on board {n}: restart it, or set the result if the game is over."
+                    ),
+                ));
+            }
+        }
+    }
+
+    /// When [`Health::check_pause`] may next raise an alert.
+    pub fn pause_deadline(&self) -> Option<u64> {
+        self.clock_stopped_at.map(|t| t + self.pause_after_ms)
+    }
+
+    /// No clock reading comes while the board is away: its own alert says enough.
+    pub fn board_away(&mut self) {
+        self.clock_stopped_at = None;
+    }
+
+    /// A game started or ended: pause tracking starts afresh.
+    pub fn reset_pause(&mut self) {
+        self.clock_started = false;
+        self.clock_stopped_at = None;
+        self.clock_paused = false;
+    }
+}
