@@ -99,7 +99,13 @@ impl From<&crate::record::JournalMove> for MoveView {
 
 impl From<&dgt_core::MoveInfo> for MoveView {
     fn from(m: &dgt_core::MoveInfo) -> MoveView {
-        MoveView { ply: u32::from(m.ply), san: m.san.to_string(), uci: m.uci.to_string(), clk: m.clk, emt: m.emt }
+        MoveView {
+            ply: u32::from(m.ply),
+            san: m.san.to_string(),
+            uci: m.uci.to_string(),
+            clk: m.clk,
+            emt: m.emt,
+        }
     }
 }
 

@@ -16,10 +16,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use crate::board::{AdminCommand, check_result};
+use crate::admin::{AdminCommand, AdminError};
 use crate::config::{MAX_BOARDS, Pairing, check_player};
-use crate::feed::{ClientLimits, Delta};
-use crate::relay::{AdminError, Relay};
+use crate::feed::ClientLimits;
+use crate::relay::Relay;
 
 /// The largest request body accepted, bytes.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -155,9 +155,7 @@ async fn ws(State(relay): State<Arc<Relay>>, upgrade: WebSocketUpgrade) -> Respo
 fn admin_result(r: Result<(), AdminError>) -> Response {
     match r {
         Ok(()) => Json(serde_json::json!({ "ok": true })).into_response(),
-        Err(AdminError::NoBoard) => error(StatusCode::NOT_FOUND, "no such board (it has not connected yet)"),
-        Err(AdminError::Gone) => error(StatusCode::SERVICE_UNAVAILABLE, "the board is shutting down"),
-        Err(AdminError::Refused(m)) => error(StatusCode::UNPROCESSABLE_ENTITY, m),
+        Err(e) => e.into_response(),
     }
 }
 
@@ -237,12 +235,11 @@ async fn set_result(
     Path(n): Path<u32>,
     Json(body): Json<ResultBody>,
 ) -> Response {
-    if let Some(r) = &body.result
-        && let Err(m) = check_result(r)
-    {
-        return error(StatusCode::UNPROCESSABLE_ENTITY, m);
-    }
-    admin_result(relay.admin(n, AdminCommand::Result(body.result)).await)
+    let result = match body.result.as_deref().map(str::parse::<dgt_core::GameResult>).transpose() {
+        Ok(r) => r,
+        Err(e) => return AdminError::Invalid(format!("result {:?}: {e}", body.result)).into_response(),
+    };
+    admin_result(relay.admin(n, AdminCommand::Result(result)).await)
 }
 
 async fn flip(State(relay): State<Arc<Relay>>, Path(n): Path<u32>) -> Response {
@@ -260,8 +257,8 @@ async fn start_fen(
     Path(n): Path<u32>,
     Json(body): Json<FenBody>,
 ) -> Response {
-    if let Err(m) = crate::board::parse_fen(&body.fen) {
-        return error(StatusCode::UNPROCESSABLE_ENTITY, m);
+    if let Err(e) = dgt_core::position_from_fen(&body.fen) {
+        return AdminError::Invalid(e.to_string()).into_response();
     }
     admin_result(relay.admin(n, AdminCommand::NewGame(Some(body.fen))).await)
 }
@@ -286,12 +283,4 @@ async fn correct(
         return error(StatusCode::UNPROCESSABLE_ENTITY, "moves must be at most 600 UCI moves");
     }
     admin_result(relay.admin(n, AdminCommand::Correct { from_ply: body.from_ply, moves: body.moves }).await)
-}
-
-/// Publishes a relay-wide alert (used at start-up for configuration warnings).
-pub fn relay_alert(relay: &Relay, code: &str, level: crate::feed::AlertLevel, message: String) {
-    relay.hub.publish(Delta::Alert {
-        board: None,
-        alert: crate::feed::AlertView { code: code.into(), level, message, squares: Vec::new() },
-    });
 }

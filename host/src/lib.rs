@@ -1,19 +1,21 @@
 //! The DGT live relay daemon.
 //!
-//! Data flows one way: serial bytes ([`serial`]) -> protocol decoder -> the board tracker
-//! ([`board`], which adapts `dgt-core`'s events) -> fan-out: the journal and PGN files
-//! ([`store`], [`pgn`]), the websocket feed ([`feed`]) and HTTP ([`http`]). [`relay`]
-//! wires them together, [`config`] reads the settings and [`shutdown`] stops everything.
+//! Data flows one way: serial bytes ([`port`]) -> the board's `dgt-session` (decoder,
+//! tracker, reconciliation, health), carried out by its task ([`board`]) -> fan-out: the
+//! journal and PGN files ([`store`] of [`record`]s, [`pgn`]), the websocket feed ([`feed`])
+//! and HTTP ([`http`], operator commands in [`admin`]). [`relay`] wires them together,
+//! [`config`] reads the settings and [`shutdown`] stops everything.
 
+pub mod admin;
 pub mod board;
 pub mod config;
 pub mod demo;
 pub mod feed;
 pub mod http;
 pub mod pgn;
-pub mod reconcile;
+pub mod port;
+pub mod record;
 pub mod relay;
-pub mod serial;
 pub mod shutdown;
 pub mod store;
 pub mod web;

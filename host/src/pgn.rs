@@ -12,9 +12,8 @@ use dgt_core::pgn::{GameText, PgnHeader, PgnPly};
 use dgt_core::{ClockState, GameResult};
 use shakmaty::{CastlingMode, Chess, Color};
 
-use crate::board::{check_result, start_position};
 use crate::feed::{ClockView, Side};
-use crate::store::GameRecord;
+use crate::record::GameRecord;
 
 fn or_unknown(s: &str) -> &str {
     if s.is_empty() { "?" } else { s }
@@ -35,7 +34,11 @@ fn clock_state(c: &ClockView) -> ClockState {
 /// Writes the game. `live_clock` adds the `Clock` tag while the game runs.
 pub fn write_game(g: &GameRecord, live_clock: Option<&ClockView>) -> String {
     // A start FEN that does not parse (a damaged journal) numbers the moves from 1.
-    let (start, mode) = start_position(g).unwrap_or((Chess::default(), CastlingMode::Standard));
+    let start = match &g.header.start_fen {
+        Some(fen) => dgt_core::position_from_fen(fen).ok(),
+        None => None,
+    };
+    let (start, mode) = start.unwrap_or((Chess::default(), CastlingMode::Standard));
     let h = &g.header;
     let round = format!("{}.{}", h.round, h.board);
     let board = h.board.to_string();
@@ -65,7 +68,7 @@ pub fn write_game(g: &GameRecord, live_clock: Option<&ClockView>) -> String {
         utc_time: Some(&h.utc_time),
         mode: Some("OTB"),
     };
-    let result: Option<GameResult> = g.result.as_deref().and_then(|r| check_result(r).ok());
+    let result: Option<GameResult> = g.result.as_deref().and_then(|r| r.parse().ok());
     let game = GameText {
         set_up: h.start_fen.is_some(),
         variant: (mode == CastlingMode::Chess960).then_some("Chess960"),
@@ -75,7 +78,7 @@ pub fn write_game(g: &GameRecord, live_clock: Option<&ClockView>) -> String {
         extra_tags: &extra,
         ..GameText::new(&start)
     };
-    let moves = g.moves.iter().map(|m| PgnPly { san: m.view.san.as_str(), clk: m.view.clk, emt: m.view.emt });
+    let moves = g.moves.iter().map(|m| PgnPly { san: m.san.as_str(), clk: m.clk, emt: m.emt });
     let mut out = String::with_capacity(512 + g.moves.len() * 48);
     // Writing into a String cannot fail.
     let _ = dgt_core::pgn::write_game(&header, &game, moves, &mut out);
@@ -86,7 +89,6 @@ pub fn write_game(g: &GameRecord, live_clock: Option<&ClockView>) -> String {
 mod tests {
     use super::*;
     use crate::config::{Pairing, Player};
-    use crate::feed::MoveView;
     use crate::store::{GameHeader, JournalMove};
 
     fn game() -> GameRecord {
@@ -113,13 +115,11 @@ mod tests {
             },
             moves: (1..=40)
                 .map(|ply| JournalMove {
-                    view: MoveView {
-                        ply,
-                        san: if ply % 2 == 1 { "Nf3".into() } else { "Nf6".into() },
-                        uci: String::new(),
-                        clk: Some(5400 - ply),
-                        emt: Some(61),
-                    },
+                    ply,
+                    san: if ply % 2 == 1 { "Nf3".into() } else { "Nf6".into() },
+                    uci: String::new(),
+                    clk: Some(5400 - ply),
+                    emt: Some(61),
                     fen: None,
                 })
                 .collect(),
@@ -223,13 +223,11 @@ mod tests {
         g.moves.clear();
         tracker.for_each_move(dgt_core::View::Confirmed, |m| {
             g.moves.push(JournalMove {
-                view: MoveView {
-                    ply: u32::from(m.ply),
-                    san: m.san.to_string(),
-                    uci: m.uci.to_string(),
-                    clk: m.clk,
-                    emt: m.emt,
-                },
+                ply: u32::from(m.ply),
+                san: m.san.to_string(),
+                uci: m.uci.to_string(),
+                clk: m.clk,
+                emt: m.emt,
                 fen: None,
             })
         });

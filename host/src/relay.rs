@@ -1,30 +1,30 @@
 //! Wiring: the registry of boards by serial number, port tasks, discovery, and the
 //! server's lifetime.
 //!
-//! A port task runs [`crate::serial::run_port`] and forwards its events. When the session
-//! identifies the board, the registry maps the serial number to a board number (from the
-//! configuration, from a journal of an earlier run, or the lowest free number) and the
-//! port attaches to that board's [`BoardActor`]. Every task is tracked so that shutdown
-//! can wait for all of them: the boards flush their journals, then the PGN writer writes
-//! the last files.
+//! A port task runs [`crate::port::run_port`]. When the handshake identifies the board,
+//! the registry maps the serial number to a board number (from the configuration, from a
+//! journal of an earlier run, or the lowest free number) and the port goes to that board's
+//! [`BoardTask`]. Every task is tracked so that shutdown can wait for all of them: the
+//! boards flush their journals, then the PGN writer writes the last files.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::board::{AdminCommand, BoardActor, BoardInput, Services, SharedTournament, Tournament};
+use crate::admin::{AdminCommand, AdminError};
+use crate::board::{BoardInput, BoardTask, Services, SharedTournament, Tournament};
 use crate::config::Config;
-use crate::feed::Hub;
-use crate::serial::{PortOptions, SerialEvent, SessionTiming};
+use crate::feed::{AlertCode, AlertLevel, AlertView, Delta, Hub};
+use crate::port::{AttachTo, Attached, Epoch, PortOptions};
 use crate::shutdown::Shutdown;
 use crate::store::{GameRecord, Store};
 
-/// Input queue of one board actor.
+/// Input queue of one board task.
 const BOARD_QUEUE: usize = 1024;
 
 #[derive(Default)]
@@ -33,7 +33,7 @@ struct Registry {
     by_serial: HashMap<String, u32>,
     /// Board numbers reserved for a serial number by the configuration.
     reserved: BTreeSet<u32>,
-    /// Running actors.
+    /// Running board tasks.
     actors: BTreeMap<u32, mpsc::Sender<BoardInput>>,
     /// Paths with a running port task.
     ports: BTreeSet<PathBuf>,
@@ -57,8 +57,10 @@ pub struct Relay {
     writer_shutdown: Shutdown,
     tasks: Mutex<JoinSet<()>>,
     writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    next_port_id: AtomicU64,
-    timing: SessionTiming,
+    next_port_id: Arc<AtomicU64>,
+    /// The relay's clock, the time every session is given.
+    epoch: Epoch,
+    session: dgt_session::SessionConfig,
 }
 
 impl std::fmt::Debug for Relay {
@@ -94,15 +96,34 @@ impl Relay {
             writer_shutdown: Shutdown::new(),
             tasks: Mutex::new(JoinSet::new()),
             writer: Mutex::new(None),
-            next_port_id: AtomicU64::new(1),
-            timing: SessionTiming {
-                battery_poll: Duration::from_millis(config.battery_poll_ms),
-                ..SessionTiming::with_silence(Duration::from_millis(config.silence_ms))
+            next_port_id: Arc::new(AtomicU64::new(1)),
+            epoch: Epoch::now(),
+            session: dgt_session::SessionConfig {
+                link: dgt_session::LinkTiming {
+                    battery_poll_ms: config.battery_poll_ms,
+                    ..dgt_session::LinkTiming::with_silence(config.silence_ms)
+                },
+                ..dgt_session::SessionConfig::default()
             },
         });
+        let report_hub = Arc::clone(&hub);
+        let report = move |r: Result<(), &crate::store::StoreError>| {
+            let (level, message) = match r {
+                Ok(()) => (AlertLevel::Info, "PGN files are written again.".to_owned()),
+                Err(e) => (
+                    AlertLevel::Error,
+                    format!(
+                        "Cannot write PGN files ({e}). Free disk space or fix the data folder; writing is retried \
+                         every second."
+                    ),
+                ),
+            };
+            let alert = AlertView { code: AlertCode::Storage, level, message, squares: Vec::new() };
+            report_hub.publish(Delta::Alert { board: None, alert });
+        };
         let writer = tokio::spawn(crate::store::run_pgn_writer(
             Arc::clone(&store),
-            Arc::clone(&hub),
+            report,
             relay.writer_shutdown.listener(),
         ));
         *relay.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
@@ -124,11 +145,13 @@ impl Relay {
             hub: Arc::clone(&self.hub),
             store: Arc::clone(&self.store),
             tournament: self.tournament.clone(),
+            epoch: self.epoch,
+            session: self.session,
         }
     }
 
-    /// Publishes every journaled game's PGN; resumes the latest unfinished game of each
-    /// board in its actor.
+    /// Publishes every journaled game's PGN; resumes the latest game of each board in its
+    /// task.
     fn recover(&self, games: Vec<GameRecord>) {
         let mut latest: BTreeMap<u32, GameRecord> = BTreeMap::new();
         for g in games {
@@ -167,14 +190,14 @@ impl Relay {
     ) -> mpsc::Sender<BoardInput> {
         let (tx, rx) = mpsc::channel(BOARD_QUEUE);
         self.registry.lock().unwrap_or_else(|p| p.into_inner()).actors.insert(board, tx.clone());
-        let actor = BoardActor::new(board, serial, self.services(), resume);
+        let actor = BoardTask::new(board, serial, self.services(), resume);
         let stop = self.shutdown.listener();
         let span = tracing::info_span!("board", n = board);
         self.spawn(tracing::Instrument::instrument(actor.run(rx, stop), span));
         tx
     }
 
-    /// The actor for a serial number, creating the board if it is new.
+    /// The board task for a serial number, creating the board if it is new.
     pub fn board_for_serial(&self, serial: &str) -> (u32, mpsc::Sender<BoardInput>) {
         let (number, existing) = {
             let mut reg = self.registry.lock().unwrap_or_else(|p| p.into_inner());
@@ -200,7 +223,7 @@ impl Relay {
         }
     }
 
-    /// The actor of a board number, if that board exists.
+    /// The board task of a board number, if that board exists.
     pub fn board(&self, number: u32) -> Option<mpsc::Sender<BoardInput>> {
         self.registry.lock().unwrap_or_else(|p| p.into_inner()).actors.get(&number).cloned()
     }
@@ -210,7 +233,7 @@ impl Relay {
         let tx = self.board(number).ok_or(AdminError::NoBoard)?;
         let (reply, rx) = tokio::sync::oneshot::channel();
         tx.send(BoardInput::Admin(cmd, reply)).await.map_err(|_| AdminError::Gone)?;
-        rx.await.map_err(|_| AdminError::Gone)?.map_err(AdminError::Refused)
+        rx.await.map_err(|_| AdminError::Gone)?
     }
 
     /// Starts a port task for `path` unless one runs. Discovered ports stop when their
@@ -222,40 +245,19 @@ impl Relay {
                 return;
             }
         }
-        let port_id = self.next_port_id.fetch_add(1, Ordering::Relaxed);
-        let (ev_tx, mut ev_rx) = mpsc::channel(1024);
-        let (cmd_tx, cmd_rx) = mpsc::channel(16);
-        let opts =
-            PortOptions { timing: self.timing, exit_when_missing: discovered, ..PortOptions::default() };
+        let opts = PortOptions {
+            timing: self.session.link,
+            exit_when_missing: discovered,
+            ..PortOptions::default()
+        };
         let span = tracing::info_span!("port", path = %path.display());
         let stop = self.shutdown.listener();
-        self.spawn(tracing::Instrument::instrument(
-            crate::serial::run_port(path.clone(), ev_tx, cmd_rx, stop, opts),
-            span.clone(),
-        ));
         let relay = Arc::clone(self);
-        let display = path.display().to_string();
+        let ids = Arc::clone(&self.next_port_id);
+        let epoch = self.epoch;
         self.spawn(tracing::Instrument::instrument(
             async move {
-                let mut actor: Option<mpsc::Sender<BoardInput>> = None;
-                while let Some(event) = ev_rx.recv().await {
-                    if let SerialEvent::Identified { serial, version } = &event {
-                        let (number, tx) = relay.board_for_serial(serial);
-                        tracing::info!(%serial, ?version, board = number, "board identified");
-                        let attach =
-                            BoardInput::Attach { port_id, path: display.clone(), commands: cmd_tx.clone() };
-                        if tx.send(attach).await.is_err() {
-                            break;
-                        }
-                        actor = Some(tx);
-                        continue;
-                    }
-                    if let Some(tx) = &actor
-                        && tx.send(BoardInput::Serial { port_id, event }).await.is_err()
-                    {
-                        break;
-                    }
-                }
+                crate::port::run_port(path.clone(), Arc::clone(&relay), epoch, ids, stop, opts).await;
                 relay.registry.lock().unwrap_or_else(|p| p.into_inner()).ports.remove(&path);
             },
             span,
@@ -268,7 +270,7 @@ impl Relay {
         let mut stop = self.shutdown.listener();
         self.spawn(async move {
             loop {
-                for p in crate::serial::discover_ports() {
+                for p in crate::port::discover_ports() {
                     relay.add_port(p, true);
                 }
                 tokio::select! {
@@ -303,16 +305,10 @@ impl Relay {
     }
 }
 
-/// Why an admin command failed.
-#[derive(Debug, thiserror::Error)]
-pub enum AdminError {
-    /// No board with that number is known.
-    #[error("no such board")]
-    NoBoard,
-    /// The board's task has stopped.
-    #[error("the board is shutting down")]
-    Gone,
-    /// The board refused, with a reason.
-    #[error("{0}")]
-    Refused(String),
+impl AttachTo for Relay {
+    async fn attach(&self, serial: &str, port: Attached) -> bool {
+        let (number, tx) = self.board_for_serial(serial);
+        tracing::info!(%serial, board = number, "board identified");
+        tx.send(BoardInput::Attach(port)).await.is_ok()
+    }
 }

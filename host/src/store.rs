@@ -28,7 +28,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
 pub use crate::record::{GameHeader, GameRecord, JournalMove, Record};
@@ -404,6 +403,7 @@ pub async fn run_pgn_writer(store: Arc<Store>, report: impl Fn(Result<(), &Store
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Pairing;
 
     fn tmpdir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("dgt-relay-store-{name}-{}", std::process::id()));

@@ -1,18 +1,20 @@
 //! The offline harness: a corpus game planned by the simulator under a noise profile,
-//! played through the simulated firmware without a pty, and every decoded message fed
-//! straight into a [`dgt_core::Tracker`] in virtual time. What the tracker confirmed is
-//! compared with the ground truth the way [`crate::acceptance::check`] compares what the
-//! relay published: moves exact (UCI), result, `%clk` within 1 s of the simulated clock's
-//! display after the press, no ghost move (a confirmed move that is not the truth's move at
-//! that ply, even if it was later taken back), nothing missing.
+//! played through the simulated firmware without a pty, into the relay's own board
+//! session ([`dgt_session::BoardSession`], the code the relay runs per board) in virtual
+//! time. What the session confirmed is compared with the ground truth the way
+//! [`crate::acceptance::check`] compares what the relay published: moves exact (UCI),
+//! result, `%clk` within 1 s of the simulated clock's display after the press, no ghost
+//! move (a confirmed move that is not the truth's move at that ply, even if it was later
+//! taken back), nothing missing.
 //!
 //! Deterministic and fast (no threads, no real time): a whole game replays in
-//! milliseconds. The host's behaviour is mirrored: the board is put in
-//! [`Command::SendUpdateNice`] and asked for a dump at the start and after every
-//! reconnect, the tracker's [`Event::RequestBoardDump`] is answered with a dump at the
-//! next instant, and the tracker is ticked every [`TICK_MS`] of virtual time.
+//! milliseconds. Only the I/O is the harness's: the port is opened and the handshake run
+//! on a [`dgt_session::Link`] as the relay's port task does, the bytes the session writes
+//! reach the firmware a millisecond later, the board's bytes reach the session at once
+//! (its event log at 9600 baud), an unplugged cable is a lost port and a reopened one, and
+//! the session is polled at its own deadlines.
 //!
-//! With a [`Pace`] ([`OfflineOptions::pace`]) the tracker is fed the *real* time instead:
+//! With a [`Pace`] ([`OfflineOptions::pace`]) the session is given the *real* time instead:
 //! the time at which a board of the end-to-end suite, thinking fast-forwarded and hands
 //! sped up ([`crate::acceptance::RunOptions`]), would send each message to the relay
 //! ([`Timeline`]). The firmware still runs in virtual time, as the simulated boards do;
@@ -28,27 +30,20 @@
 //! assert!(o.passed(), "{}", o.why.join("\n"));
 //! ```
 
-use dgt_core::{Config, Event, GameState, Tracker};
+use dgt_core::Config;
 use dgt_hil_sim::hands::Profile;
 use dgt_hil_sim::offline::apply_action;
 use dgt_hil_sim::pgn::SourceGame;
 use dgt_hil_sim::scenario::Action;
 use dgt_hil_sim::{BoardConfig, Dgt3000, Firmware, GroundTruth, Scenario};
-use dgt_protocol::{Bwtime, EeEvent, Message};
-use dgt_protocol::{ClockSide, Command, Decoded, Decoder};
-use dgt_relay::reconcile::{self, AfterLoss, Intake, Reconcile};
+use dgt_protocol::{ClockSide, Decoded, Decoder, Message};
+use dgt_session::{BoardSession, Effect, Link, MoveState, SessionConfig, TICK_MS};
 
 use crate::acceptance::{EndPath, Job};
-
-/// The tracker's tick period in virtual milliseconds (the host ticks every 50 ms).
-pub const TICK_MS: u64 = 50;
 
 /// How often the relay looks for the device node of a port whose board was unplugged
 /// (its `NODE_POLL`), real milliseconds.
 pub const NODE_POLL_MS: u64 = 50;
-
-/// Ply capacity of the tracker used (as in the host).
-pub const PLIES: usize = 600;
 
 /// How to replay.
 #[derive(Clone, Copy, Debug)]
@@ -218,9 +213,9 @@ pub struct OfflineOutcome {
     pub expected_result: Option<String>,
     /// Every difference, readable.
     pub why: Vec<String>,
-    /// Every event with the tracker's time: virtual, or real with a [`Pace`] (only with
-    /// [`OfflineOptions::keep_events`]).
-    pub events: Vec<(u64, Event)>,
+    /// Every effect of the session with its time: virtual, or real with a [`Pace`] (only
+    /// with [`OfflineOptions::keep_events`]).
+    pub events: Vec<(u64, String)>,
     /// The scenario's actions with the tracker's time, each with its virtual time (only
     /// with [`OfflineOptions::keep_events`]).
     pub actions: Vec<(u64, String)>,
@@ -277,11 +272,9 @@ pub fn replay_job(job: &Job, opts: &OfflineOptions) -> OfflineOutcome {
             _ => None,
         };
         if let Some(result) = result {
-            let mut events = Vec::new();
-            run.tracker.declare_result(result, &mut |e| events.push(e));
-            let at = run.now;
-            for e in events {
-                run.record(at, e);
+            let now = run.relay_now();
+            if run.session.set_result(now, Some(result)).is_ok() {
+                run.effects();
             }
         }
     }
@@ -349,38 +342,40 @@ pub fn press_unseen(press_at_ms: Option<u64>, outages: &[(u64, u64)]) -> bool {
     press_at_ms.is_some_and(|p| outages.iter().any(|&(a, b)| (a..=b).contains(&p)))
 }
 
-/// The replay's state: firmware, decoder, tracker and what it said.
+/// Board output longer than this is the event log, which crosses the line at 9600 baud
+/// (960 bytes a second); shorter output arrives at once.
+const LONG_OUTPUT: usize = 256;
+
+/// The replay's state: the firmware, the relay's board session, and what it said.
 struct Run {
     fw: Firmware,
-    decoder: Decoder<256>,
-    tracker: Box<Tracker<PLIES>>,
+    /// The relay's session for the board, as the relay runs it.
+    session: BoardSession,
+    /// A link past its handshake is given to the session; before that, the port's own.
+    handshake: Option<Link>,
     now: u64,
-    events: Vec<(u64, Event)>,
+    events: Vec<(u64, String)>,
     /// Every confirmed (ply, UCI) ever emitted.
     confirmed_sent: Vec<(usize, String)>,
     /// The confirmed line: (UCI, `%clk`).
     line: Vec<(String, Option<u32>)>,
     result: Option<String>,
     games_started: usize,
-    dump_due: Option<u64>,
     stop_clock_at_end: bool,
-    /// The board being reconciled after an outage, as the relay does it.
-    away: Option<Reconcile>,
-    /// The board's event log being received (after a `49`).
-    log_in: Option<Vec<EeEvent>>,
-    /// The event log, complete, and the virtual time its last byte arrives (at 9600 baud).
-    log_due: Option<(u64, Vec<EeEvent>)>,
-    /// Added to the virtual time for the tracker once a replay moved its time forward
-    /// (as the relay's time shift).
-    shift: u64,
-    /// The pace and the scenario's timeline, when the tracker is fed real time.
+    /// Bytes on their way to the board: (virtual time due, bytes).
+    to_board: Vec<(u64, Vec<u8>)>,
+    /// Bytes on their way to the relay: (virtual time due, bytes), in order.
+    to_relay: std::collections::VecDeque<(u64, Vec<u8>)>,
+    /// The pace and the scenario's timeline, when the session is given real time.
     timeline: Option<(Pace, Timeline)>,
     /// When the board is back after each unplugging (virtual ms), in order.
     outage_ends: Vec<u64>,
-    /// Keep every message fed to the tracker in `fed`.
+    /// Keep every board message the relay received in `fed`.
     keep_fed: bool,
-    /// The messages fed to the tracker, with its time.
+    /// The board messages the relay received, with its time.
     fed: Vec<(u64, String)>,
+    /// Decodes what reached the relay, for `fed` only.
+    watch: Decoder<256>,
 }
 
 impl Run {
@@ -391,22 +386,20 @@ impl Run {
         if let Some(c) = &setup.clock {
             fw.attach_clock(Some(Dgt3000::new(c.time_control.clone(), c.first_side, 0)));
         }
+        let session_config = SessionConfig { tracker: config, ..SessionConfig::default() };
         Run {
             fw,
-            decoder: Decoder::new(),
-            tracker: Box::new(Tracker::new(config)),
+            session: BoardSession::new(1, None, session_config),
+            handshake: None,
             now: 0,
             events: Vec::new(),
             confirmed_sent: Vec::new(),
             line: Vec::new(),
             result: None,
             games_started: 0,
-            dump_due: None,
             stop_clock_at_end: false,
-            away: None,
-            log_in: None,
-            log_due: None,
-            shift: 0,
+            to_board: Vec::new(),
+            to_relay: std::collections::VecDeque::new(),
             outage_ends: outage_windows(scenario, timeline.as_ref().map(|t| t.0))
                 .into_iter()
                 .map(|w| w.1)
@@ -414,21 +407,22 @@ impl Run {
             timeline,
             keep_fed: false,
             fed: Vec::new(),
+            watch: Decoder::new(),
         }
     }
 
-    /// Virtual time `v` as the tracker's clock reads it (before any shift): `v`, or the
-    /// real milliseconds at the pace.
+    /// Virtual time `v` as the relay's clock reads it: `v`, or the real milliseconds at
+    /// the pace.
     fn tracker_ms(&self, v: u64) -> u64 {
         self.timeline.as_ref().map_or(v, |(_, t)| t.real_ms(v).floor() as u64)
     }
 
-    /// The first virtual time at which the tracker's clock (before any shift) reads `ms`.
+    /// The first virtual time at which the relay's clock reads `ms`.
     fn at_tracker_ms(&self, ms: u64) -> u64 {
         self.timeline.as_ref().map_or(ms, |(_, t)| t.virtual_at(ms as f64))
     }
 
-    /// The first virtual time at which the tracker's clock reads `ms` more than at `v` (and
+    /// The first virtual time at which the relay's clock reads `ms` more than at `v` (and
     /// at least one virtual millisecond after `v`).
     fn later(&self, v: u64, ms: u64) -> u64 {
         match &self.timeline {
@@ -437,193 +431,135 @@ impl Run {
         }
     }
 
-    fn send(&mut self, commands: &[Command], at: u64) {
-        let mut buf = [0u8; 4];
-        for c in commands {
-            if let Ok(n) = c.encode(&mut buf) {
-                self.fw.receive(&buf[..n], at);
+    /// The relay's time now.
+    fn relay_now(&self) -> u64 {
+        self.tracker_ms(self.now)
+    }
+
+    /// The relay opens the port: a new link starts its handshake.
+    fn open_port(&mut self) {
+        let mut link = Link::open(self.relay_now(), SessionConfig::default().link);
+        let out = link.take_output();
+        self.write(out);
+        self.handshake = Some(link);
+    }
+
+    /// Bytes from the relay reach the board a moment later.
+    fn write(&mut self, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        let latency = self.timeline.as_ref().map_or(1, |(p, _)| p.dump_latency_ms.max(1));
+        let due = self.later(self.now, latency);
+        self.to_board.push((due, bytes));
+    }
+
+    /// Carries out the session's effects, noting what the relay would publish.
+    fn effects(&mut self) {
+        while let Some(e) = self.session.next_effect() {
+            let at = self.relay_now();
+            match &e {
+                Effect::Write(bytes) => {
+                    let bytes = bytes.clone();
+                    self.write(bytes);
+                    continue;
+                }
+                Effect::Move { state: MoveState::Confirmed, info } => {
+                    let ply = usize::from(info.ply);
+                    let uci = info.uci.to_string();
+                    self.confirmed_sent.push((ply, uci.clone()));
+                    self.line.truncate(ply.saturating_sub(1));
+                    self.line.push((uci, info.clk));
+                }
+                Effect::TakenBack { to_ply, .. } => self.line.truncate(usize::from(*to_ply)),
+                Effect::GameStarted { new_record: true, .. } => {
+                    self.games_started += 1;
+                    self.line.clear();
+                    self.result = None;
+                }
+                Effect::GameEnded { result, .. } => self.result = Some(result.as_pgn().to_string()),
+                Effect::ResultCleared => self.result = None,
+                _ => {}
             }
+            self.events.push((at, describe(&e)));
         }
     }
 
-    fn record(&mut self, at: u64, e: Event) {
-        match &e {
-            Event::MoveConfirmed(m) => {
-                let ply = usize::from(m.ply);
-                let uci = m.uci.to_string();
-                self.confirmed_sent.push((ply, uci.clone()));
-                self.line.truncate(ply.saturating_sub(1));
-                self.line.push((uci, m.clk));
-            }
-            Event::Takeback { to_ply, .. } => self.line.truncate(usize::from(*to_ply)),
-            Event::GameStarted { .. } => {
-                self.games_started += 1;
-                self.line.clear();
-                self.result = None;
-            }
-            Event::GameEnded { result, .. } => self.result = Some(result.as_pgn().to_string()),
-            Event::RequestBoardDump => {
-                let latency = self.timeline.as_ref().map_or(1, |(p, _)| p.dump_latency_ms.max(1));
-                let due = self.later(at, latency);
-                self.dump_due.get_or_insert(due);
-            }
-            _ => {}
-        }
-        let t = self.tracker_ms(at);
-        self.events.push((t, e));
-    }
-
-    /// The tracker's time: virtual time plus the shift of the replays.
-    fn tracker_now(&self) -> u64 {
-        self.tracker_ms(self.now) + self.shift
-    }
-
-    /// Decodes what the firmware sent and feeds it to the tracker (when online), through
-    /// the reconciliation of a board back from an outage as the relay does it.
-    fn drain(&mut self, online: bool) {
+    /// Bytes the board sent leave it now; the event log takes its time on the line (it
+    /// trickles in, 96 bytes every 100 ms of the relay's time, as at 9600 baud).
+    fn drain_board(&mut self, online: bool) {
         let out = self.fw.take_output();
         if !online || out.is_empty() {
             return;
         }
-        let mut board: Vec<Message<'static>> = Vec::new();
-        let mut log_in = self.log_in.take();
-        let mut log_done = None;
-        self.decoder.feed(&out, |d| match d {
-            Decoded::Message(Message::BoardDump(d)) => board.push(Message::BoardDump(d)),
-            Decoded::Message(Message::FieldUpdate(f)) => board.push(Message::FieldUpdate(f)),
-            Decoded::Message(Message::Bwtime(Bwtime::Times(t))) => {
-                board.push(Message::Bwtime(Bwtime::Times(t)))
-            }
-            Decoded::EeMovesStart { .. } => log_in = Some(Vec::new()),
-            Decoded::EeEvent(EeEvent::Eof) => log_done = log_in.take(),
-            Decoded::EeEvent(e) => {
-                if let Some(log) = log_in.as_mut() {
-                    log.push(e);
+        let mut at = self.to_relay.back().map_or(self.now, |(t, _)| (*t).max(self.now));
+        if out.len() <= LONG_OUTPUT {
+            self.to_relay.push_back((at, out));
+            return;
+        }
+        for chunk in out.chunks(96) {
+            at = self.later(at, 100);
+            self.to_relay.push_back((at, chunk.to_vec()));
+        }
+    }
+
+    /// Bytes that reached the relay: to the port's handshake, or to the session.
+    fn deliver(&mut self, bytes: &[u8]) {
+        let now = self.relay_now();
+        if self.keep_fed {
+            let fed = &mut self.fed;
+            self.watch.feed(bytes, |d| {
+                if let Decoded::Message(
+                    m @ (Message::BoardDump(_) | Message::FieldUpdate(_) | Message::Bwtime(_)),
+                ) = d
+                {
+                    fed.push((now, format!("{m:?}")));
                 }
+            });
+        }
+        if let Some(mut link) = self.handshake.take() {
+            link.on_bytes(now, bytes);
+            self.write(link.take_output());
+            if link.is_identified() {
+                self.session.attach(now, link, "offline");
+            } else {
+                self.handshake = Some(link);
             }
-            _ => {}
-        });
-        self.log_in = log_in;
-        if let Some(log) = log_done {
-            // The whole log crosses the line at 9600 baud (960 bytes a second).
-            let at =
-                self.later(self.now, (dgt_hil_sim::firmware::EE_PAYLOAD_LEN as u64 * 1000).div_ceil(960));
-            self.log_due = Some((at, log));
+        } else {
+            self.session.on_bytes(now, bytes);
         }
-        for msg in board {
-            let now = self.tracker_now();
-            let tracker = &self.tracker;
-            let msgs =
-                match self.away.as_mut().map(|a| a.intake(msg, now, |d| reconcile::needs_log(tracker, d))) {
-                    None => vec![(now, msg)],
-                    Some(Intake::Feed(msgs)) => {
-                        self.away = None;
-                        msgs
-                    }
-                    Some(Intake::Held) => Vec::new(),
-                    Some(Intake::AskLog) => {
-                        self.send(&[Command::SendEeMoves], self.now);
-                        Vec::new()
-                    }
-                    Some(Intake::Overflow) => {
-                        self.finish_away(None);
-                        Vec::new()
-                    }
-                };
-            let mut events = Vec::new();
-            for (t, m) in msgs {
-                if self.keep_fed {
-                    self.fed.push((t, format!("{m:?}")));
-                }
-                self.tracker.feed(&m, t, &mut |e| events.push(e));
-            }
-            for e in events {
-                self.record(self.now, e);
-            }
-        }
+        self.effects();
     }
 
-    /// The port is gone: the board as the tracker saw it is kept, and a log on its way is
-    /// lost (as in the relay: a board lost again before it was reconciled is first
-    /// reconciled without its log).
-    fn port_lost(&mut self) {
-        self.log_in = None;
-        self.log_due = None;
-        match self.away.take().map(Reconcile::lost) {
-            Some(AfterLoss::Wait(a)) => {
-                self.away = Some(a);
-                return;
-            }
-            Some(AfterLoss::Replay(outcome)) => self.replay_away(&outcome),
-            None => {}
-        }
-        if self.tracker.state() == GameState::Active && self.tracker.board_known() {
-            self.away = Some(Reconcile::new(self.tracker.board()));
-        }
-        let now = self.tracker_now();
-        self.tracker.board_away(now);
-    }
-
-    /// Ends a reconciliation as the relay does: replays the log's changes and what was
-    /// held, then asks for a dump.
-    fn finish_away(&mut self, log: Option<&[EeEvent]>) {
-        let Some(away) = self.away.take() else { return };
-        let outcome = away.finish(log);
-        self.replay_away(&outcome);
-    }
-
-    /// Feeds the tracker what a reconciliation ends with, as the relay does.
-    fn replay_away(&mut self, outcome: &reconcile::Outcome) {
-        let start = self.tracker_now();
-        let (t, events) = reconcile::replay(&mut self.tracker, outcome, start);
-        self.shift += t.saturating_sub(start);
-        for e in events {
-            self.record(self.now, e);
-        }
-        self.dump_due.get_or_insert(self.now + 1);
-    }
-
-    fn tick(&mut self) {
-        let mut events = Vec::new();
-        let now = self.tracker_now();
-        self.tracker.tick(now, &mut |e| events.push(e));
-        for e in events {
-            self.record(self.now, e);
-        }
-        if self.away.as_ref().is_some_and(|a| a.overdue(now)) {
-            self.finish_away(None);
-        } else if self.away.as_mut().is_some_and(|a| a.wants_dump(now)) {
-            self.dump_due.get_or_insert(self.now + 1);
-        }
-    }
-
-    /// Plays the scenario, mirroring `dgt_hil_sim::offline::replay_offline`'s host.
+    /// Plays the scenario: the board's firmware in virtual time against the relay's
+    /// session, the port opened, lost and reopened as the relay does.
     fn play(&mut self, scenario: &Scenario) {
         let setup = &scenario.setup;
         let orientation = setup.orientation;
         let white_side = setup.clock.as_ref().map_or(ClockSide::Left, |c| c.white_side);
-        let hello = [Command::SendUpdateNice, Command::SendBoard];
-        self.send(&hello, 0);
+        // The relay opens the port at its first tick's phase.
+        let opened = self.timeline.as_ref().map_or(0, |(p, _)| p.tick_phase_ms.clamp(1, TICK_MS) - 1);
+        self.now = self.at_tracker_ms(opened);
         self.fw.rephase_scan(0);
-        self.drain(true);
+        self.open_port();
         let mut offline_until: Option<u64> = None;
-        // Time after the last action for the tracker to settle what it saw (10 s of the
-        // tracker's time: at a pace, real seconds, as the relay is given).
+        // Time after the last action for the relay to settle what it saw (10 s of its time:
+        // at a pace, real seconds).
         let end = self.later(scenario.duration_ms(), 10_000);
         let mut next = 0usize;
-        // The ticks, on a grid of the tracker's time.
-        let mut tick_at = self.timeline.as_ref().map_or(TICK_MS, |(p, _)| p.tick_phase_ms.clamp(1, TICK_MS));
-        let mut next_tick = self.at_tracker_ms(tick_at);
         let mut outage_ends = std::mem::take(&mut self.outage_ends).into_iter();
         loop {
             let action_at = scenario.actions.get(next).map(|a| a.at_ms);
             let fw_at = self.fw.next_deadline(self.now).map(|t| t.max(self.now));
-            let dump_at = self.dump_due.filter(|_| offline_until.is_none());
-            let log_at = self.log_due.as_ref().map(|(at, _)| *at);
-            let Some(t) = [action_at, fw_at, offline_until, dump_at, log_at, Some(next_tick)]
-                .into_iter()
-                .flatten()
-                .min()
+            let board_at = self.to_board.iter().map(|(t, _)| *t).min().filter(|_| offline_until.is_none());
+            let relay_at = self.to_relay.front().map(|(t, _)| *t);
+            let session_at = match &self.handshake {
+                Some(link) => link.next_deadline().map(|ms| self.at_tracker_ms(ms)),
+                None => Some(self.at_tracker_ms(self.session.next_deadline())),
+            }
+            .map(|t| t.max(self.now));
+            let Some(t) =
+                [action_at, fw_at, offline_until, board_at, relay_at, session_at].into_iter().flatten().min()
             else {
                 break;
             };
@@ -634,24 +570,33 @@ impl Run {
             if offline_until.is_some_and(|u| u <= t) {
                 offline_until = None;
                 self.fw.power_cycle(t);
-                // The host reopens the port: mode and a dump, as at the start.
-                self.send(&hello, t);
-                let now = self.tracker_now();
-                if let Some(a) = &mut self.away {
-                    a.attached(now);
+                // The relay reopens the port and runs the handshake again.
+                self.open_port();
+            } else if relay_at == Some(t) {
+                if let Some((_, bytes)) = self.to_relay.pop_front() {
+                    self.deliver(&bytes);
                 }
-            } else if log_at == Some(t) {
-                if let Some((_, log)) = self.log_due.take()
-                    && self.away.as_ref().is_some_and(Reconcile::reading_log)
-                {
-                    self.finish_away(Some(&log));
+            } else if board_at == Some(t) {
+                let (due, rest): (Vec<_>, Vec<_>) =
+                    std::mem::take(&mut self.to_board).into_iter().partition(|(d, _)| *d <= t);
+                self.to_board = rest;
+                for (_, bytes) in due {
+                    self.fw.receive(&bytes, t);
                 }
             } else if action_at == Some(t) {
                 let action = &scenario.actions[next].action;
                 next += 1;
                 if let Some(down) = apply_action(&mut self.fw, action, t, orientation, white_side) {
                     offline_until = Some(outage_ends.next().unwrap_or(t + down).max(t + 1));
-                    self.port_lost();
+                    // The cable is pulled: what was on its way is lost, the relay sees the
+                    // port go.
+                    self.fw.take_output();
+                    self.to_board.clear();
+                    self.to_relay.clear();
+                    self.handshake = None;
+                    let now = self.relay_now();
+                    self.session.on_port_lost(now, "the device went away (end of file on the port)");
+                    self.effects();
                 }
                 if next == scenario.actions.len()
                     && self.stop_clock_at_end
@@ -659,27 +604,61 @@ impl Run {
                 {
                     c.stop(t);
                 }
-            } else if dump_at == Some(t) {
-                self.dump_due = None;
-                self.send(&[Command::SendBoard], t);
             } else if fw_at == Some(t) {
                 self.fw.tick(t);
             } else {
-                tick_at = (tick_at + TICK_MS).max(self.tracker_ms(t) + 1);
-                next_tick = self.at_tracker_ms(tick_at).max(t + 1);
-                self.drain(offline_until.is_none());
-                self.tick();
+                let now = self.relay_now();
+                match self.handshake.take() {
+                    Some(mut link) => {
+                        link.poll(now);
+                        self.write(link.take_output());
+                        if link.is_lost() {
+                            // No answer to the handshake: the relay reopens the port.
+                            self.open_port();
+                        } else {
+                            self.handshake = Some(link);
+                        }
+                    }
+                    None => {
+                        self.session.poll(now);
+                        self.effects();
+                    }
+                }
+                let polled = session_at == Some(t);
+                self.drain_board(offline_until.is_none());
+                if polled && self.session_deadline_stuck(t) {
+                    self.now += 1;
+                }
                 continue;
             }
-            self.drain(offline_until.is_none());
+            self.drain_board(offline_until.is_none());
             if self.fw.next_deadline(t).is_some_and(|d| d <= t)
                 && action_at.is_none_or(|a| a > t)
-                && dump_at.is_none_or(|d| d > t)
+                && board_at.is_none_or(|d| d > t)
             {
                 // Guard against a firmware deadline that does not move.
                 self.now += 1;
             }
         }
+    }
+
+    /// True when the session's next deadline is still at or before `t` after a poll at
+    /// `t` (a virtual millisecond shorter than a real one at a pace): step time on.
+    fn session_deadline_stuck(&self, t: u64) -> bool {
+        match &self.handshake {
+            Some(link) => link.next_deadline().is_some_and(|ms| self.at_tracker_ms(ms) <= t),
+            None => self.at_tracker_ms(self.session.next_deadline()) <= t,
+        }
+    }
+}
+
+/// One line for an effect, for `--events`.
+fn describe(e: &Effect) -> String {
+    match e {
+        Effect::Move { state, info } => {
+            format!("{state:?} {} {} clk {:?} emt {:?}", info.ply, info.san, info.clk, info.emt)
+        }
+        other => format!("{other:?}"),
     }
 }
 
