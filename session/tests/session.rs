@@ -3,7 +3,7 @@
 //! the firmware, the firmware's bytes go to `on_bytes`, and time jumps to the earlier of
 //! the two deadlines. Every effect is checked as it comes (see [`Line`]).
 
-use dgt_core::{EndReason, FenText, GameResult, StartKind, position_from_fen};
+use dgt_core::{EndReason, FenText, GameResult, GameState, StartKind, position_from_fen};
 use dgt_hil_sim::clock::{Button, Dgt3000, TimeControl};
 use dgt_hil_sim::firmware::{BoardConfig, Firmware, rotated, start_position};
 use dgt_protocol::{
@@ -852,6 +852,32 @@ fn an_operator_result_ends_the_game_and_clearing_it_goes_on() {
     r.play("g1f3", 3_000);
     assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3"]);
     assert_eq!(r.game_starts(mark), []);
+}
+
+#[test]
+fn a_finished_game_stays_finished_after_a_flip_or_a_correction() {
+    let mut r = Rig::new(start_position());
+    r.connect();
+    r.play_all(&["e2e4", "e7e5"], 3_000);
+    r.board.set_result(r.now, Some(GameResult::WhiteWins)).unwrap();
+    r.pump();
+    let mark = r.mark();
+    // The operator turns the board there and back, and takes ply 2 out of the record.
+    r.board.flip(r.now).unwrap();
+    r.board.flip(r.now).unwrap();
+    r.board.correct(r.now, 2, &[]).unwrap();
+    r.wait(1_000);
+    assert_eq!(r.confirmed(), ["e2e4"]);
+    // Pieces moved after the result are no moves of the game.
+    r.play("g1f3", 3_000);
+    let moves: Vec<Effect> = r.since(mark).into_iter().filter(|e| matches!(e, Effect::Move { .. })).collect();
+    assert_eq!(moves, []);
+    assert_eq!(r.board.tracker().state(), GameState::Over);
+    assert_eq!(r.confirmed(), ["e2e4"]);
+    // Cleared, the game goes on from its record: the board shows ...e5 and Nf3 since.
+    r.board.set_result(r.now, None).unwrap();
+    r.wait(6_000);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3"]);
 }
 
 #[test]
