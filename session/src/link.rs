@@ -405,6 +405,8 @@ impl Link {
                 self.identified = true;
                 self.events.push_back(LinkEvent::Identified { serial: serial.clone(), version });
                 self.send(&[Command::SendBoard]);
+                // The period counts from this first request, not from the opening.
+                self.next_battery_ms = now + self.timing.battery_poll_ms.max(100);
                 self.poll_battery();
                 self.clock_queue.push_front(ClockCommand::Version);
                 self.pump_clock(now);

@@ -413,6 +413,24 @@ fn a_bluetooth_board_that_stops_answering_is_polled_one_request_at_a_time() {
 }
 
 #[test]
+fn the_battery_period_counts_from_the_handshake_answer() {
+    // A Bluetooth board that answers the handshake only at its third attempt, later than
+    // a battery period after the port opened: one request at the handshake, the next a
+    // period later, not a second one at once.
+    let mut board = Board::new(Clock::Acks, Some((42, false)));
+    board.mute = true;
+    let mut w = Wire::open(board);
+    w.run_until(150);
+    w.board.mute = false;
+    w.run_until(1_000);
+    let id = w.identified_at();
+    assert_eq!(id, 200);
+    let polls = w.board.times_of(Command::SendBatteryStatus);
+    assert_eq!(polls[0], id);
+    assert!(polls.windows(2).all(|p| p[1] - p[0] >= FAST.battery_poll_ms), "{polls:?}");
+}
+
+#[test]
 fn a_usb_board_that_ignores_battery_requests_is_asked_battery_misses_times() {
     let mut w = Wire::open(Board::new(Clock::Acks, None));
     w.run_until(600);
