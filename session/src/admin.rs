@@ -149,9 +149,11 @@ impl BoardSession {
         for info in self.confirmed_from(from_ply) {
             self.effects.push_back(Effect::Move { state: crate::effect::MoveState::Confirmed, info });
         }
-        if let Some(g) = &mut self.game {
+        let over = self.game.as_mut().and_then(|g| {
             g.plies = plies;
-        }
+            g.result
+        });
+        self.end_if_over(over, &mut events);
         self.handle_events(now, events);
         self.request_dump();
         self.flush();

@@ -564,12 +564,22 @@ impl BoardSession {
                 .map_err(|e| e.to_string()),
             Err(e) => Err(format!("its start position: {e}")),
         };
+        let over = g.result;
         if let Err(e) = result {
             let plies = g.plies.len();
             self.resume_failed(plies, &e);
         }
+        self.end_if_over(over, &mut events);
         self.handle_events(now, events);
         self.request_dump();
+    }
+
+    /// A restarted tracker follows the board again; a game whose line has a result stays
+    /// over (its `GameEnded` is the one already told).
+    pub(crate) fn end_if_over(&mut self, result: Option<GameResult>, events: &mut Vec<Event>) {
+        if let Some(r) = result {
+            self.tracker.declare_result(r, &mut |e| events.push(e));
+        }
     }
 
     fn resume_failed(&mut self, plies: usize, why: &str) {

@@ -27,7 +27,7 @@
 
 use std::collections::VecDeque;
 
-use dgt_protocol::{AckKind, Bwtime, ClockCommand, Command, Decoded, Decoder, EeEvent, Message};
+use dgt_protocol::{AckKind, Bwtime, ClockAck, ClockCommand, Command, Decoded, Decoder, EeEvent, Message};
 
 /// Clock commands waiting behind the one in flight, at most (the oldest is dropped).
 pub const MAX_CLOCK_QUEUE: usize = 16;
@@ -330,14 +330,13 @@ impl Link {
         }
         self.last_rx_ms = now;
         let mut got: Vec<Got> = Vec::new();
-        let mut acks = Vec::new();
         let ee = &mut self.ee;
         self.decoder.feed(bytes, |d| match d {
             Decoded::Message(m) => match m {
                 Message::BoardDump(d) => got.push(Got::Board(Message::BoardDump(d))),
                 Message::FieldUpdate(f) => got.push(Got::Board(Message::FieldUpdate(f))),
                 Message::Bwtime(Bwtime::Times(t)) => got.push(Got::Board(Message::Bwtime(Bwtime::Times(t)))),
-                Message::Bwtime(Bwtime::Ack(a)) => acks.push(a),
+                Message::Bwtime(Bwtime::Ack(a)) => got.push(Got::Ack(a)),
                 Message::Bwtime(Bwtime::Empty | Bwtime::Invalid(_)) => {}
                 Message::SerialNumber(s) => {
                     got.push(Got::Serial(String::from_utf8_lossy(s).trim().to_owned()))
@@ -378,27 +377,6 @@ impl Link {
                 }
             }
         });
-        for a in acks {
-            if a.is_auto() {
-                continue;
-            }
-            let kind = a.kind();
-            if let AckKind::Version { main, sub } = kind {
-                self.events.push_back(LinkEvent::ClockFound { version: (main, sub) });
-            }
-            if let Some(f) = self.in_flight.as_mut()
-                && (ack_matches(&f.cmd, kind) || !a.is_ok())
-            {
-                if a.is_ok() || f.error_retried {
-                    self.in_flight = None;
-                } else {
-                    f.error_retried = true;
-                    f.sent_ms = now;
-                    let cmd = f.cmd;
-                    self.send(&[Command::Clock(cmd)]);
-                }
-            }
-        }
         for g in got {
             match g {
                 Got::Version(major, minor) => self.version = Some((major, minor)),
@@ -413,6 +391,7 @@ impl Link {
                 Got::Board(_) if !self.identified => {}
                 Got::Board(m) => self.events.push_back(LinkEvent::Board(m)),
                 Got::Event(e) => self.events.push_back(e),
+                Got::Ack(a) => self.clock_ack(a, now),
                 Got::Battery { percent, charging } => {
                     self.battery_outstanding = false;
                     self.battery_misses = 0;
@@ -426,6 +405,8 @@ impl Link {
                 self.identified = true;
                 self.events.push_back(LinkEvent::Identified { serial: serial.clone(), version });
                 self.send(&[Command::SendBoard]);
+                // The period counts from this first request, not from the opening.
+                self.next_battery_ms = now + self.timing.battery_poll_ms.max(100);
                 self.poll_battery();
                 self.clock_queue.push_front(ClockCommand::Version);
                 self.pump_clock(now);
@@ -435,6 +416,31 @@ impl Link {
             self.events.push_back(LinkEvent::Noise(noise));
         }
         self.pump_clock(now);
+    }
+
+    /// A clock ack, in its place among the messages of its read: a version answer reports
+    /// the clock; the ack of the command in flight (or an error ack) ends it, or sends it
+    /// again after a first error.
+    fn clock_ack(&mut self, a: ClockAck, now: u64) {
+        if a.is_auto() {
+            return;
+        }
+        let kind = a.kind();
+        if let AckKind::Version { main, sub } = kind {
+            self.events.push_back(LinkEvent::ClockFound { version: (main, sub) });
+        }
+        if let Some(f) = self.in_flight.as_mut()
+            && (ack_matches(&f.cmd, kind) || !a.is_ok())
+        {
+            if a.is_ok() || f.error_retried {
+                self.in_flight = None;
+            } else {
+                f.error_retried = true;
+                f.sent_ms = now;
+                let cmd = f.cmd;
+                self.send(&[Command::Clock(cmd)]);
+            }
+        }
     }
 
     fn send(&mut self, cmds: &[Command]) {
@@ -502,9 +508,50 @@ enum Got {
     Serial(String),
     Version(u8, u8),
     Event(LinkEvent),
+    /// A clock ack.
+    Ack(ClockAck),
     /// A battery answer (also ends the outstanding request).
     Battery {
         percent: u8,
         charging: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dgt_protocol::{BoardDump, DgtSquare, FieldUpdate, PieceCode};
+
+    fn encode(m: &Message<'_>) -> Vec<u8> {
+        let mut out = vec![0u8; m.encoded_len()];
+        let n = m.encode(&mut out).unwrap();
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn events_come_in_the_order_the_board_sent_them() {
+        let mut link = Link::open(0, LinkTiming::default());
+        let mut hello = encode(&Message::Version { major: 3, minor: 1 });
+        hello.extend(encode(&Message::SerialNumber(b"24518")));
+        link.on_bytes(1, &hello);
+        assert!(matches!(link.next_event(), Some(LinkEvent::Identified { .. })));
+        // The dump the handshake asked for, the clock's answer to the version query, a
+        // field update: one read.
+        let update =
+            Message::FieldUpdate(FieldUpdate::new(DgtSquare::new(36).unwrap(), PieceCode::WhitePawn));
+        let mut read = encode(&Message::BoardDump(BoardDump::EMPTY));
+        read.extend(encode(&Message::Bwtime(Bwtime::Ack(ClockAck::from_ack_bytes([0x10, 0x09, 0x20, 0])))));
+        read.extend(encode(&update));
+        link.on_bytes(2, &read);
+        let events: Vec<LinkEvent> = std::iter::from_fn(|| link.next_event()).collect();
+        assert_eq!(
+            events,
+            [
+                LinkEvent::Board(Message::BoardDump(BoardDump::EMPTY)),
+                LinkEvent::ClockFound { version: (2, 0) },
+                LinkEvent::Board(update),
+            ]
+        );
+    }
 }
