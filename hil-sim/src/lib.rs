@@ -8,6 +8,8 @@
 //! - [`hands`]: the hand-action generator: game + noise profile + seed -> timed actions and
 //!   ground truth ([`hands::plan_game`], a pure function).
 //! - [`scenario`], [`truth`]: what a replay is made of and what it must produce.
+//! - [`script`]: hand-and-clock scripts of an independent board emulator, read and turned
+//!   into scenarios with their ground truth; the clock becomes the script's puppet.
 //! - [`offline`]: a scenario played through the firmware without a pty (for tests).
 //! - [`pty`], [`sim`]: boards on real ptys with stable links, one thread each
 //!   ([`SimBoard`], [`sim::spawn_fleet`]).
@@ -39,6 +41,7 @@ pub mod pgn;
 pub mod pty;
 pub mod rng;
 pub mod scenario;
+pub mod script;
 pub mod sim;
 pub mod truth;
 
