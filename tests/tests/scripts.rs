@@ -87,3 +87,26 @@ fn a_result_the_script_also_accepts_is_not_wrong() {
     let o = replay_script(&s, &OfflineOptions::default()).outcome;
     assert!(!o.result_wrong() && o.passed(), "{}", o.why.join("\n"));
 }
+
+#[test]
+fn a_small_script_comes_out_exact_through_the_real_relay() {
+    use dgt_e2e_tests::acceptance::{RunOptions, check, run, work_dir};
+    let relay_bin = match dgt_e2e_tests::relay::relay_binary(false) {
+        Ok(b) => b,
+        Err(e) => panic!("{e:#}"),
+    };
+    let s = script::parse(SCHOLAR, Path::new("mixed-rotated-s7-g0.json")).expect("parses");
+    let opts = RunOptions {
+        boards: 1,
+        speed: 1.0,
+        hand_speed: 1.0,
+        dir: work_dir("script"),
+        relay_bin,
+        progress: None,
+        first_serial: 31001,
+    };
+    let result = run(vec![job(&s)], &opts).expect("the relay runs");
+    let c = check(&result.jobs[0], &result.outcomes[0]);
+    assert!(c.exact(), "{}", c.why.join("\n"));
+    let _ = std::fs::remove_dir_all(&opts.dir);
+}
