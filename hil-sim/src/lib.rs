@@ -32,6 +32,22 @@
 //! # }
 //! ```
 
+//!
+//! A hand script of an independent board emulator (`dgt-hand-script/1`) plays the same way,
+//! its truth included:
+//!
+//! ```no_run
+//! # use std::time::Duration;
+//! # use dgt_hil_sim::{SimBoard, SimConfig, StartPolicy};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let script = dgt_hil_sim::script::load("../shared/corpus/hand-scripts/clean-s1-g000.json".as_ref())?;
+//! let board = SimBoard::spawn(SimConfig::default())?;
+//! let report = board.run_scenario(script.to_scenario(), StartPolicy::WhenHostListens, Duration::from_secs(600))?;
+//! assert_eq!(report.truth.map(|t| t.moves.len()), Some(script.plies()));
+//! # Ok(())
+//! # }
+//! ```
+
 pub mod clock;
 pub mod firmware;
 pub mod hands;
