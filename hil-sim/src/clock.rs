@@ -224,6 +224,8 @@ pub struct Dgt3000 {
     beeps: u32,
     version: (u8, u8),
     battery_low: bool,
+    /// Puppet mode (see [`Dgt3000::make_puppet`]): `Some(time_per_move)`.
+    puppet: Option<bool>,
 }
 
 impl Dgt3000 {
@@ -244,6 +246,7 @@ impl Dgt3000 {
             beeps: 0,
             version: (2, 0),
             battery_low: false,
+            puppet: None,
         };
         clock.begin_turn(first);
         clock
@@ -296,7 +299,7 @@ impl Dgt3000 {
     pub fn advance(&mut self, now_ms: u64) {
         let mut dt = now_ms.saturating_sub(self.last_ms);
         self.last_ms = self.last_ms.max(now_ms);
-        if !self.running || dt == 0 {
+        if !self.running || dt == 0 || self.puppet.is_some() {
             return;
         }
         let active = self.active;
@@ -356,6 +359,11 @@ impl Dgt3000 {
         }
         self.lever_right_high = side == ClockSide::Left;
         if !self.follow_lever {
+            return true;
+        }
+        if self.puppet.is_some() {
+            // The script gives the display after the press (increment included).
+            self.active = side.other();
             return true;
         }
         let counted = self.running && self.active == side;
@@ -462,6 +470,45 @@ impl Dgt3000 {
         self.battery_low = low;
     }
 
+    /// Turns the clock into a puppet of a hand script: from now on it never counts by
+    /// itself, a press only flips the lever (no bonus, no periods), and the displays change
+    /// only through [`Dgt3000::show`] and [`Dgt3000::puppet_press`]. Hand scripts dictate
+    /// every display value (their countdown does not follow real time), so a clock that
+    /// counted would contradict them. `time_per_move` sets the hours bytes' time-per-move
+    /// bit (0x20) on both sides, as a clock set to an increment control does.
+    pub fn make_puppet(&mut self, left_s: u32, right_s: u32, time_per_move: bool, now_ms: u64) {
+        self.advance(now_ms);
+        self.puppet = Some(time_per_move);
+        self.left = SideClock::new(u64::from(left_s) * 1000);
+        self.right = SideClock::new(u64::from(right_s) * 1000);
+    }
+
+    /// True in puppet mode ([`Dgt3000::make_puppet`]).
+    pub fn is_puppet(&self) -> bool {
+        self.puppet.is_some()
+    }
+
+    /// Sets a display to `seconds` (a puppet's countdown step; on a clock that counts by
+    /// itself the time is simply reset to it).
+    pub fn show(&mut self, side: ClockSide, seconds: u32) {
+        let s = self.side_mut(side);
+        s.remaining_ms = u64::from(seconds.min(35_999)) * 1000;
+    }
+
+    /// A press as a script states it: `side`'s display becomes `display_s` and the lever
+    /// goes down on `side` (up on the other), whichever side was up before. Returns true
+    /// when the lever moved.
+    pub fn puppet_press(&mut self, side: ClockSide, display_s: u32, now_ms: u64) -> bool {
+        self.advance(now_ms);
+        self.show(side, display_s);
+        let moved = self.high_side() == side;
+        self.lever_right_high = side == ClockSide::Left;
+        if self.follow_lever {
+            self.active = side.other();
+        }
+        moved
+    }
+
     /// One side as displayed (after [`Dgt3000::advance`]).
     pub fn view(&self, side: ClockSide) -> SideView {
         let s = self.side(side);
@@ -478,10 +525,12 @@ impl Dgt3000 {
     pub fn reading(&self) -> ClockTimes {
         let reading = |side: ClockSide| {
             let s = self.side(side);
-            let per_move = matches!(
-                self.period_of(side).map(|p| p.bonus),
-                Some(Bonus::Fischer(_) | Bonus::Delay(_) | Bonus::Bronstein(_))
-            );
+            let per_move = self.puppet.unwrap_or_else(|| {
+                matches!(
+                    self.period_of(side).map(|p| p.bonus),
+                    Some(Bonus::Fischer(_) | Bonus::Delay(_) | Bonus::Bronstein(_))
+                )
+            });
             SideReading {
                 time: ClockTime::from_seconds(self.view(side).display_s),
                 flags: SideFlags { final_flag: s.final_flag, time_per_move: per_move, flag: s.flag },
@@ -504,7 +553,7 @@ impl Dgt3000 {
     /// Virtual milliseconds after `now_ms` at which the display next changes, if it runs.
     pub fn next_change_ms(&self, now_ms: u64) -> Option<u64> {
         let s = self.side(self.active);
-        if !self.running || s.final_flag {
+        if !self.running || s.final_flag || self.puppet.is_some() {
             return None;
         }
         let step = if s.counts_up {
@@ -614,6 +663,30 @@ mod tests {
         assert_eq!(c.view(ClockSide::Left).display_s, 102);
         c.set_and_run(t(1), false, t(2), false, run_flags::PAUSE, 5_000);
         assert!(!c.is_running());
+    }
+
+    #[test]
+    fn a_puppet_shows_only_what_it_is_told() {
+        let mut c = Dgt3000::new(TimeControl::fischer(300, 0), ClockSide::Left, 0);
+        c.make_puppet(5460, 5100, true, 0);
+        c.start(0);
+        c.advance(60_000);
+        assert_eq!(c.next_change_ms(60_000), None);
+        let r = c.reading();
+        assert_eq!((r.left.time.total_seconds(), r.right.time.total_seconds()), (5460, 5100));
+        assert!(r.left.flags.time_per_move && r.right.flags.time_per_move);
+        assert_eq!(r.running_side(), Some(ClockSide::Left));
+        c.show(ClockSide::Left, 5458);
+        assert!(c.puppet_press(ClockSide::Left, 5490, 61_000));
+        let r = c.reading();
+        assert_eq!((r.left.time.total_seconds(), r.right.time.total_seconds()), (5490, 5100));
+        assert_eq!(r.running_side(), Some(ClockSide::Right));
+        // Two presses in one poll: the lever ends where it started.
+        c.puppet_press(ClockSide::Right, 5101, 62_000);
+        c.puppet_press(ClockSide::Left, 5480, 62_000);
+        assert_eq!(c.reading().running_side(), Some(ClockSide::Right));
+        c.stop(63_000);
+        assert!(!c.reading().status.running());
     }
 
     #[test]

@@ -539,6 +539,47 @@ impl Firmware {
         self.tick(now);
     }
 
+    // ----- a hand script's board and clock -------------------------------------------
+
+    /// A square changes the way a hand script (`crate::script`) states it: reported at once
+    /// with one FIELD_UPDATE (in the modes that send them), or, with `report` false, not
+    /// at all (a lost update). The scan would merge changes made within one scan period
+    /// (a lift and a put-back on one square cancel out) and report them at its own instant
+    /// in index order; a script already says which field updates the line carried, in
+    /// which order and when, so its changes bypass the scan. The EEPROM logs the change
+    /// either way and dumps show it.
+    pub fn set_square_at_once(&mut self, square: DgtSquare, piece: PieceCode, report: bool, now: u64) {
+        self.scan_before(now);
+        let i = usize::from(square.index());
+        self.physical[i] = piece;
+        self.reported[i] = piece;
+        self.ee.field(square, piece, now);
+        if !report {
+            self.stats.dropped_updates += 1;
+        } else if self.mode.reports_fields() {
+            self.send(Message::FieldUpdate(FieldUpdate::new(square, piece)));
+            self.stats.field_updates += 1;
+        }
+        self.check_tags();
+    }
+
+    /// Clock presses as a hand script states them, all seen by one poll of the clock (two
+    /// for the script's `press2`): each sets its side's display (bonus included) and puts
+    /// the lever down on that side, and is logged in the EEPROM as a real press is; then
+    /// one BWTIME reports them all, sent even if the clock reads as before (the script says
+    /// one went out). Meant for a puppet clock ([`Dgt3000::make_puppet`]).
+    pub fn scripted_presses(&mut self, presses: &[(ClockSide, u32)], now: u64) {
+        self.scan_before(now);
+        let Some(clock) = self.clock.as_mut() else { return };
+        for &(side, display_s) in presses {
+            clock.puppet_press(side, display_s, now);
+            let time = clock.reading().side(side).time;
+            self.ee.push(EeEvent::Time { side, time });
+        }
+        self.last_bwtime = None;
+        self.tick(now);
+    }
+
     // ----- time ----------------------------------------------------------------------
 
     fn latest_snapshot(&self, t: u64) -> Option<u64> {

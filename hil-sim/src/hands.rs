@@ -350,6 +350,8 @@ pub fn plan_game(game: &SourceGame, opts: &PlanOptions) -> Scenario {
         events_used: planner.events_used,
         truncated: game.truncated.clone(),
         duration_ms: end_at,
+        expected_result: None,
+        accept_results: Vec::new(),
     };
     Scenario {
         setup: Setup {
@@ -638,6 +640,7 @@ impl Planner<'_> {
             white_clock_s: self.has_clock.then_some(w),
             black_clock_s: self.has_clock.then_some(b),
             events,
+            clk_observable: true,
         }
     }
 

@@ -8,6 +8,8 @@
 //! - [`hands`]: the hand-action generator: game + noise profile + seed -> timed actions and
 //!   ground truth ([`hands::plan_game`], a pure function).
 //! - [`scenario`], [`truth`]: what a replay is made of and what it must produce.
+//! - [`script`]: hand-and-clock scripts of an independent board emulator, read and turned
+//!   into scenarios with their ground truth; the clock becomes the script's puppet.
 //! - [`offline`]: a scenario played through the firmware without a pty (for tests).
 //! - [`pty`], [`sim`]: boards on real ptys with stable links, one thread each
 //!   ([`SimBoard`], [`sim::spawn_fleet`]).
@@ -30,6 +32,22 @@
 //! # }
 //! ```
 
+//!
+//! A hand script of an independent board emulator (`dgt-hand-script/1`) plays the same way,
+//! its truth included:
+//!
+//! ```no_run
+//! # use std::time::Duration;
+//! # use dgt_hil_sim::{SimBoard, SimConfig, StartPolicy};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let script = dgt_hil_sim::script::load("../shared/corpus/hand-scripts/clean-s1-g000.json".as_ref())?;
+//! let board = SimBoard::spawn(SimConfig::default())?;
+//! let report = board.run_scenario(script.to_scenario(), StartPolicy::WhenHostListens, Duration::from_secs(600))?;
+//! assert_eq!(report.truth.map(|t| t.moves.len()), Some(script.plies()));
+//! # Ok(())
+//! # }
+//! ```
+
 pub mod clock;
 pub mod firmware;
 pub mod hands;
@@ -39,6 +57,7 @@ pub mod pgn;
 pub mod pty;
 pub mod rng;
 pub mod scenario;
+pub mod script;
 pub mod sim;
 pub mod truth;
 

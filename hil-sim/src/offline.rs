@@ -36,6 +36,30 @@ pub fn apply_action(
         Action::SetPosition { board } => fw.set_position(board_codes(board, orientation), at),
         Action::Disconnect { down_ms } => return Some(*down_ms),
         Action::Garbage { bytes } => fw.inject_raw(bytes),
+        Action::SetSquare { square, piece, reported } => {
+            fw.set_square_at_once(sq(*square), PieceCode::from_option(*piece), *reported, at)
+        }
+        Action::PuppetClock { left_s, right_s, time_per_move } => {
+            if let Some(c) = fw.clock_mut() {
+                c.make_puppet(*left_s, *right_s, *time_per_move, at);
+            }
+            fw.tick(at);
+        }
+        Action::ClockShows { side, seconds } => {
+            if let Some(c) = fw.clock_mut() {
+                c.advance(at);
+                c.show(*side, *seconds);
+            }
+            fw.tick(at);
+        }
+        Action::ScriptedPress { side, display_s } => fw.scripted_presses(&[(*side, *display_s)], at),
+        Action::ScriptedPress2 { presses } => fw.scripted_presses(presses, at),
+        Action::ClockStart | Action::ClockStop => {
+            if let Some(c) = fw.clock_mut() {
+                if *action == Action::ClockStart { c.start(at) } else { c.stop(at) }
+            }
+            fw.tick(at);
+        }
         Action::End => {}
     }
     None

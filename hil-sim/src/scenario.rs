@@ -57,6 +57,52 @@ pub enum Action {
         /// The bytes.
         bytes: Vec<u8>,
     },
+    /// A square changes as a hand script states it ([`crate::script`]): one field update
+    /// at once, or none when `reported` is false (a lost update), bypassing the board's
+    /// scan ([`crate::Firmware::set_square_at_once`]).
+    SetSquare {
+        /// The game square.
+        square: Square,
+        /// What now stands on it.
+        piece: Option<Piece>,
+        /// False when the field update is lost.
+        reported: bool,
+    },
+    /// The clock becomes a hand script's puppet showing these displays: it no longer counts
+    /// by itself ([`crate::Dgt3000::make_puppet`]).
+    PuppetClock {
+        /// The left display, seconds.
+        left_s: u32,
+        /// The right display, seconds.
+        right_s: u32,
+        /// The hours bytes carry the time-per-move bit (an increment control).
+        time_per_move: bool,
+    },
+    /// One step of a puppet clock's countdown: a display changes (a BWTIME goes out).
+    ClockShows {
+        /// The display.
+        side: ClockSide,
+        /// What it shows now.
+        seconds: u32,
+    },
+    /// A clock press as a script states it: the display after it, the lever flipped, a
+    /// BWTIME at once.
+    ScriptedPress {
+        /// The display pressed.
+        side: ClockSide,
+        /// What it shows after the press (bonus included).
+        display_s: u32,
+    },
+    /// Two presses one clock poll sees: both displays change, the lever ends where it
+    /// started, one BWTIME reports both.
+    ScriptedPress2 {
+        /// The presses in order: (display pressed, what it shows after).
+        presses: [(ClockSide, u32); 2],
+    },
+    /// The clock starts (the side whose lever is up runs) and says so at once (BWTIME).
+    ClockStart,
+    /// The clock stops (status bit D0 clears) and says so at once (BWTIME).
+    ClockStop,
     /// The end of the scenario (nothing happens).
     End,
 }
@@ -110,7 +156,8 @@ pub const HAND_SETTLE_MS: u64 = 1_000;
 
 impl Action {
     /// True for what a person's hand does on the board or the clock (the actions whose
-    /// pace a host's timing depends on); false for the cable, the line and the end mark.
+    /// pace a host's timing depends on); false for the cable, the line, a clock counting
+    /// down by itself and the end mark.
     pub fn is_hand(&self) -> bool {
         matches!(
             self,
@@ -120,6 +167,11 @@ impl Action {
                 | Action::Button { .. }
                 | Action::StartClock
                 | Action::SetPosition { .. }
+                | Action::SetSquare { .. }
+                | Action::ScriptedPress { .. }
+                | Action::ScriptedPress2 { .. }
+                | Action::ClockStart
+                | Action::ClockStop
         )
     }
 }

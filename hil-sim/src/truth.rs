@@ -42,6 +42,14 @@ pub struct PlyTruth {
     pub black_clock_s: Option<u32>,
     /// Noise and faults used on this ply.
     pub events: Vec<String>,
+    /// False when no relay can know this ply's `%clk` (two presses one clock poll hid, in
+    /// a hand script): a relay is right to give none, wrong to give another ply's value.
+    #[serde(default = "observable")]
+    pub clk_observable: bool,
+}
+
+fn observable() -> bool {
+    true
 }
 
 /// Everything a replay must produce, written as JSON.
@@ -77,6 +85,14 @@ pub struct GroundTruth {
     pub truncated: Option<String>,
     /// Virtual length of the scenario in milliseconds.
     pub duration_ms: u64,
+    /// The result a relay must end with, when the replay states it (hand scripts; `*`: no
+    /// result can be known); `None`: derived from `end` and `result`.
+    #[serde(default)]
+    pub expected_result: Option<String>,
+    /// Every result a relay may end with besides the expected one (a hand script's
+    /// `accept_results`, e.g. `*` or a draw by insufficient material); empty: only that one.
+    #[serde(default)]
+    pub accept_results: Vec<String>,
 }
 
 impl GroundTruth {

@@ -93,3 +93,61 @@ fn a_replay_writes_ground_truth_equal_to_the_source() {
     assert!(!dir.join("links/board-01").exists(), "links are removed at the end");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A two-ply hand script (`dgt-hand-script/1`).
+const TINY_SCRIPT: &str = r#"{"format": "dgt-hand-script/1", "profile": "clean", "seed": "1",
+ "board": {"rotated": false, "start_codes": [2,3,4,6,5,4,3,2, 1,1,1,1,1,1,1,1, 0,0,0,0,0,0,0,0,
+   0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0, 0,0,0,0,0,0,0,0, 7,7,7,7,7,7,7,7, 8,9,10,12,11,10,9,8]},
+ "clock": {"white_side": "left", "initial_s": {"left": 300, "right": 300}, "increment_display": true},
+ "steps": [{"dt_ms": 0, "kind": "start"},
+   {"dt_ms": 0, "kind": "segment", "side": "left", "from_s": 300, "to_s": 299, "dur_ms": 80},
+   {"dt_ms": 40, "kind": "set", "square": "e2", "code": 0, "reported": true},
+   {"dt_ms": 20, "kind": "set", "square": "e4", "code": 1, "reported": true},
+   {"dt_ms": 20, "kind": "press", "side": "left", "display_s": 302},
+   {"dt_ms": 50, "kind": "set", "square": "e7", "code": 0, "reported": false},
+   {"dt_ms": 20, "kind": "set", "square": "e5", "code": 7, "reported": true},
+   {"dt_ms": 20, "kind": "press", "side": "right", "display_s": 303},
+   {"dt_ms": 100, "kind": "stop"}],
+ "truth": {"san": ["e4", "e5"], "uci": ["e2e4", "e7e5"], "clk": [302, 303], "clk_observable": [true, true],
+   "result": "*", "expected_result": "*", "accept_results": ["*"], "result_signalled": false,
+   "start_fen": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+   "final_fen": "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2"}}"#;
+
+#[test]
+fn a_hand_script_replays_on_its_own_board() {
+    let dir = std::env::temp_dir().join(format!("dgt-sim-cli-script-{}", std::process::id()));
+    let scripts = dir.join("scripts");
+    std::fs::create_dir_all(&scripts).expect("dir");
+    std::fs::write(scripts.join("clean-s1-g0.json"), TINY_SCRIPT).expect("write");
+    std::fs::write(scripts.join("clean-s1-g1.json"), TINY_SCRIPT).expect("write");
+    let truth_dir = dir.join("truth");
+    let o = dgt_sim(&[
+        "--script",
+        scripts.to_str().expect("utf-8"),
+        "--no-wait",
+        "--links",
+        dir.join("links").to_str().expect("utf-8"),
+        "--truth",
+        truth_dir.to_str().expect("utf-8"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("board-02 /dev/pts/"), "{stdout}");
+    assert!(stdout.contains("script clean-s1-g1 done (2 plies, *, none)"), "{stdout}");
+    let text =
+        std::fs::read_to_string(truth_dir.join("board-01-clean-s1-g0-r0.json")).expect("truth written");
+    let truth: GroundTruth = serde_json::from_str(&text).expect("truth JSON");
+    assert_eq!(truth.san_moves(), ["e4", "e5"]);
+    assert_eq!(truth.moves[1].black_clock_s, Some(303));
+    assert_eq!(truth.expected_result.as_deref(), Some("*"));
+
+    // A broken script: one line naming the file, exit code 2.
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, TINY_SCRIPT.replace("\"set\", \"square\": \"e2\"", "\"set\", \"square\": \"z2\""))
+        .expect("write");
+    let o = dgt_sim(&["--script", bad.to_str().expect("utf-8"), "--no-wait"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.json: step 2: bad square \"z2\""), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -81,9 +81,13 @@ impl Job {
         self.scenario.truth.as_ref().unwrap_or_else(|| unreachable!("plan_game sets the truth"))
     }
 
-    /// The result the relay must end up with (`None` for an unfinished game).
+    /// The result the relay must end up with (`None` for an unfinished game): the truth's
+    /// own when it states one (a hand script), else derived from how the game ends.
     pub fn expected_result(&self) -> Option<String> {
         let t = self.truth();
+        if let Some(r) = &t.expected_result {
+            return (r != "*").then(|| r.clone());
+        }
         match t.end.as_str() {
             "none" => None,
             "stalemate" => Some("1/2-1/2".into()),
@@ -387,7 +391,8 @@ pub struct GameCheck {
     /// `%clk` missing or more than 1 s off the simulated clock's display after the press.
     pub clk_misses: usize,
     /// `%clk` and `%emt` left out, rightly, for a press the relay could not see: made while
-    /// the board was unplugged, before the relay had it back (see [`outage_windows`]).
+    /// the board was unplugged, before the relay had it back (see [`outage_windows`]), or
+    /// hidden by a second press in the same clock poll (a hand script's unobservable ply).
     pub clk_unseen: usize,
     /// `%clk` within 1 s of the source game's `%clk` (information: the simulator cannot
     /// always reproduce a source reading).
@@ -466,7 +471,8 @@ pub fn check(job: &Job, o: &Outcome) -> GameCheck {
             c.clk_checked += 1;
             match got.map(|g| g.clk) {
                 Some(Some(g)) if near(g, u64::from(d)) => {}
-                Some(None) if unseen => {
+                // Unseen: the cable was pulled; or a second press in the same poll hid it.
+                Some(None) if unseen || !m.clk_observable => {
                     c.clk_unseen += 1;
                     no_clk_unseen[i] = true;
                 }
@@ -489,7 +495,11 @@ pub fn check(job: &Job, o: &Outcome) -> GameCheck {
             c.why.push(format!("ply {} {}: no %emt", i + 1, m.san));
         }
     }
-    let expected = job.expected_result();
+    let mut expected = job.expected_result();
+    if t.accept_results.iter().any(|r| r == feed.result.as_deref().unwrap_or("*")) {
+        // A result the truth also accepts (a hand script's accept_results).
+        expected = feed.result.clone();
+    }
     if feed.result != expected {
         c.result_wrong = true;
         c.why.push(format!("feed result {:?}, expected {expected:?} (end: {})", feed.result, t.end));

@@ -8,6 +8,7 @@
 //! - [`acceptance`]: corpus games under noise profiles, compared with the ground truth.
 //! - [`captures`]: the three real board captures written into a pty chunk by chunk.
 //! - [`offline`]: the tracker fed straight from the simulated firmware, no relay, no pty.
+//! - [`scripts`]: an independent emulator's hand scripts as jobs of those harnesses.
 //! - [`interop`]: python-chess, pgn-extract and chess.js on the published PGN.
 //! - [`suite`]: the fast subset and the full sweep, with their report.
 
@@ -17,4 +18,5 @@ pub mod feed;
 pub mod interop;
 pub mod offline;
 pub mod relay;
+pub mod scripts;
 pub mod suite;

@@ -4,6 +4,9 @@
 //! puts 8 boards behind `DIR/board-01` .. `DIR/board-08`; board k replays games k, k+8, ...
 //! Single board: `dgt-sim --link /tmp/dgt0 --interactive` (commands on stdin) or
 //! `--script FILE` (the same commands from a file).
+//! Hand scripts: `dgt-sim --script FILE.json|DIR --links DIR` puts one board per script
+//! (`dgt-hand-script/1`, the `*.json` files directly in DIR) behind `DIR/board-01` ..,
+//! each replaying its script at the script's own pace (`--speed` still applies).
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -92,7 +95,9 @@ struct Cli {
     /// Single board: commands from stdin.
     #[arg(long)]
     interactive: bool,
-    /// Single board: commands from a file.
+    /// Single board: commands from a file. A hand script (`dgt-hand-script/1` JSON) or a
+    /// folder of them (the *.json files directly in it) instead: one board per script,
+    /// each replaying its script at the script's own pace.
     #[arg(long)]
     script: Option<PathBuf>,
     /// Time control of the single board's clock (e.g. 300+2, 40/7200:3600); "none" for no clock.
@@ -177,6 +182,12 @@ fn run(cli: &Cli) -> Result<()> {
     }
     if !(cli.hand_speed.is_finite() && cli.hand_speed > 0.0) {
         bail!("--hand-speed must be a positive number");
+    }
+    if let Some(path) = &cli.script
+        && !cli.interactive
+        && dgt_hil_sim::script::looks_like_script(path)
+    {
+        return replay_scripts(cli, version, path);
     }
     if cli.interactive || cli.script.is_some() {
         return single_board(cli, version);
@@ -337,6 +348,100 @@ fn replay(
     }
     for lane in lanes {
         lane.board.shutdown()?;
+    }
+    Ok(())
+}
+
+/// One board per hand script, each replaying its script (again with `--loop`); the truth
+/// of each replay goes to `--truth DIR` as `board-NN-<script>-rR.json`.
+fn replay_scripts(cli: &Cli, version: (u8, u8), path: &std::path::Path) -> Result<()> {
+    let scripts = if path.is_dir() {
+        dgt_hil_sim::script::load_dir(path)?
+    } else {
+        vec![dgt_hil_sim::script::load(path)?]
+    };
+    if scripts.is_empty() {
+        bail!("no hand script (*.json) in {}", path.display());
+    }
+    for dir in [&cli.links, &cli.truth].into_iter().flatten() {
+        ensure_dir(dir)?;
+    }
+    let policy = if cli.no_wait { StartPolicy::Immediately } else { StartPolicy::WhenHostListens };
+    let mut lanes = Vec::with_capacity(scripts.len());
+    for (i, script) in scripts.iter().enumerate() {
+        let link = match (&cli.links, &cli.link) {
+            (Some(dir), _) => Some(dir.join(format!("board-{:02}", i + 1))),
+            (None, Some(link)) if scripts.len() == 1 => Some(link.clone()),
+            (None, Some(_)) => bail!("--link names one board; use --links DIR for a folder of scripts"),
+            _ => None,
+        };
+        let board = SimBoard::spawn(SimConfig {
+            board: board_config(cli, i, version),
+            link,
+            speed: cli.speed,
+            hand_speed: cli.hand_speed,
+            line_rate: cli.paced.then_some(960),
+            ..SimConfig::default()
+        })
+        .with_context(|| format!("cannot start the board of {}", script.name))?;
+        register_link(&board);
+        let at = board.link().map_or(String::new(), |l| format!(" -> {}", l.display()));
+        println!("{} {}{at}  {script}", board.name(), board.slave_path().display());
+        let handle = board.start_scenario(script.to_scenario(), policy)?;
+        lanes.push((board, Some(handle), 0u64));
+    }
+    if !cli.no_wait {
+        println!("each board starts its script when a host puts it in an update mode (--no-wait: at once)");
+    }
+    std::io::stdout().flush().ok();
+    let started = Instant::now();
+    let mut replays = 0u64;
+    loop {
+        let mut busy = false;
+        for ((board, current, round), script) in lanes.iter_mut().zip(&scripts) {
+            let Some(handle) = current.as_ref() else { continue };
+            let Some(report) = handle.try_report() else {
+                busy = true;
+                continue;
+            };
+            replays += 1;
+            if let Some(t) = &report.truth {
+                if let Some(dir) = &cli.truth {
+                    let file = dir.join(format!("{}-{}-r{round}.json", board.name(), script.name));
+                    std::fs::write(&file, t.to_json())
+                        .with_context(|| format!("cannot write {}", file.display()))?;
+                }
+                println!(
+                    "{}: script {} done ({} plies, {}, {}){}",
+                    board.name(),
+                    script.name,
+                    t.moves.len(),
+                    t.result,
+                    t.end,
+                    if report.completed { "" } else { ", not completed" }
+                );
+            }
+            *current = None;
+            if cli.repeat && !stopped() {
+                *round += 1;
+                *current = Some(board.start_scenario(script.to_scenario(), policy)?);
+                busy = true;
+            }
+        }
+        if !busy || stopped() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!("{replays} replays in {:.1} s", started.elapsed().as_secs_f64());
+    if cli.keep && !stopped() {
+        println!("boards stay up; stop with Ctrl-C");
+        while !stopped() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    for (board, _, _) in lanes {
+        board.shutdown()?;
     }
     Ok(())
 }

@@ -14,6 +14,13 @@
 //! would take, thinking sped up `SPEED` times and hands `HAND_SPEED` times, to reproduce a
 //! timing failure of the relay run in milliseconds (with `--events`, times are shown as
 //! virtual ms then the tracker's real ms). Exit status 1 on any other failure.
+//!
+//! `--scripts PATH`: instead of corpus games, the independent emulator's hand scripts
+//! (`dgt-hand-script/1`): PATH is one script or a folder, whose `*.json` files directly in
+//! it are replayed (not those in sub-folders unless `--recursive`, whose rows are then
+//! labelled `human-pace/clean`, ...), each at its own pace (`--pace` still applies), its end
+//! shown as the script shows it; one table row per script profile (the file name's, e.g.
+//! `mixed-noclock`). `--threads`, `--verbose` and `--events` apply.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -23,6 +30,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use dgt_e2e_tests::acceptance::{EndPath, livechess, worldcup};
 use dgt_e2e_tests::offline::{OfflineOptions, OfflineOutcome, Pace, replay_through_tracker};
+use dgt_e2e_tests::scripts::{ScriptOutcome, format_table, replay_script, tabulate};
 use dgt_hil_sim::hands::Profile;
 use dgt_hil_sim::pgn::SourceGame;
 
@@ -51,6 +59,8 @@ fn main() -> anyhow::Result<()> {
     // Failures known and explained (LABEL/PROFILE, e.g. worldcup#96/disconnect): reported,
     // not counted; any other failure fails the run.
     let mut known: Vec<(String, Profile)> = Vec::new();
+    let mut scripts: Option<std::path::PathBuf> = None;
+    let mut recursive = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().with_context(|| format!("{a} needs a value"));
@@ -85,8 +95,13 @@ fn main() -> anyhow::Result<()> {
                     known.push((label.to_string(), Profile::parse(profile)?));
                 }
             }
+            "--scripts" => scripts = Some(val()?.into()),
+            "--recursive" => recursive = true,
             other => bail!("unknown option {other}"),
         }
+    }
+    if let Some(path) = &scripts {
+        return run_scripts(path, recursive, threads, &opts, verbose);
     }
     let mut games: Vec<(String, SourceGame)> = Vec::new();
     let sources: &[&str] = match source.as_str() {
@@ -161,23 +176,7 @@ fn main() -> anyhow::Result<()> {
             }
         }
         if opts.keep_events {
-            // One timeline, in the tracker's time: what the hands did, what the tracker
-            // was fed, what it said.
-            println!("{label} {} seed {} timeline (tracker ms):", o.profile, o.seed);
-            let mut lines: Vec<(u64, u8, String)> = Vec::new();
-            lines.extend(o.actions.iter().map(|(t, a)| (*t, 0, format!("action {a}"))));
-            lines.extend(o.fed.iter().map(|(t, m)| (*t, 1, format!("  fed {m}"))));
-            lines.extend(o.events.iter().map(|(t, e)| (*t, 2, format!("    => {e:?}"))));
-            lines.sort_by_key(|(t, k, _)| (*t, *k));
-            for (t, _, l) in &lines {
-                println!("  {t:>9} {l}");
-            }
-            for line in &o.truth_plies {
-                println!("  truth: {line}");
-            }
-            for w in &o.why {
-                println!("    {w}");
-            }
+            print_timeline(&format!("{label} {} seed {}", o.profile, o.seed), o);
         }
     }
     println!(
@@ -204,6 +203,90 @@ fn main() -> anyhow::Result<()> {
     println!(
         "{} replays, {failed} failed, {:.1} s on {threads} threads",
         outcomes.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// One timeline, in the tracker's time: what the hands did, what the tracker was fed, what
+/// it said; then the truth's plies and what was wrong.
+fn print_timeline(header: &str, o: &OfflineOutcome) {
+    println!("{header} timeline (tracker ms):");
+    let mut lines: Vec<(u64, u8, String)> = Vec::new();
+    lines.extend(o.actions.iter().map(|(t, a)| (*t, 0, format!("action {a}"))));
+    lines.extend(o.fed.iter().map(|(t, m)| (*t, 1, format!("  fed {m}"))));
+    lines.extend(o.events.iter().map(|(t, e)| (*t, 2, format!("    => {e:?}"))));
+    lines.sort_by_key(|(t, k, _)| (*t, *k));
+    for (t, _, l) in &lines {
+        println!("  {t:>9} {l}");
+    }
+    for line in &o.truth_plies {
+        println!("  truth: {line}");
+    }
+    for w in &o.why {
+        println!("    {w}");
+    }
+}
+
+/// `--scripts PATH`: every hand script of PATH replayed offline, one table row per profile.
+fn run_scripts(
+    path: &std::path::Path,
+    recursive: bool,
+    threads: usize,
+    opts: &OfflineOptions,
+    verbose: bool,
+) -> anyhow::Result<()> {
+    use dgt_hil_sim::script;
+    let scripts = if path.is_dir() {
+        if recursive { script::load_tree(path)? } else { script::load_dir(path)? }
+    } else {
+        vec![script::load(path)?]
+    };
+    if scripts.is_empty() {
+        bail!("no hand script (*.json) in {}", path.display());
+    }
+    let started = Instant::now();
+    let next = AtomicUsize::new(0);
+    let outcomes: Mutex<Vec<ScriptOutcome>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                while let Some(sc) = scripts.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let o = replay_script(sc, opts);
+                    if let Ok(mut v) = outcomes.lock() {
+                        v.push(o);
+                    }
+                }
+            });
+        }
+    });
+    let mut outcomes = outcomes.into_inner().unwrap_or_default();
+    outcomes.sort_by(|a, b| (&a.profile, &a.name).cmp(&(&b.profile, &b.name)));
+    let mut failed = 0usize;
+    for s in &outcomes {
+        let o = &s.outcome;
+        if !o.passed() {
+            failed += 1;
+            if verbose {
+                println!("{} ({}):", s.name, s.profile);
+                for w in o.why.iter().take(8) {
+                    println!("    {w}");
+                }
+            }
+        }
+        if opts.keep_events {
+            print_timeline(&format!("{} ({})", s.name, s.profile), o);
+        }
+    }
+    print!("{}", format_table(&tabulate(&outcomes)));
+    println!(
+        "{} scripts from {}{}, {failed} failed, {:.1} s on {threads} threads",
+        outcomes.len(),
+        path.display(),
+        if recursive { " and its sub-folders" } else { "" },
         started.elapsed().as_secs_f64()
     );
     if failed > 0 {
