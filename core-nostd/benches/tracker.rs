@@ -15,8 +15,7 @@ use dgt_protocol::{
 use pgn_reader::{Reader, SanPlus, Visitor};
 use shakmaty::{Board, CastlingSide, Chess, Color, Move, Piece, Position, Role, Square};
 
-const CORPUS: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/worldcup2025-dgt-livechess.pgn");
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/worldcup2025-dgt-livechess.pgn");
 
 #[derive(Clone, Copy)]
 enum Input {

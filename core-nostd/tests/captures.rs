@@ -10,7 +10,7 @@ use dgt_core::{Config, EndReason, Event, GameResult, Tracker, View};
 use dgt_protocol::{Decoded, Decoder, Orientation};
 use shakmaty::{CastlingMode, Chess, Position, san::SanPlus};
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/board-captures/");
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/board-captures/");
 
 struct Run {
     tracker: Tracker<600>,

@@ -17,8 +17,7 @@ use dgt_protocol::{ClockSide, Orientation};
 use pgn_reader::{RawComment, RawTag, Reader, SanPlus, Visitor};
 use shakmaty::{Chess, Color, KnownOutcome, Outcome, Position, Role, Square};
 
-const CORPUS: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/worldcup2025-dgt-livechess.pgn");
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/worldcup2025-dgt-livechess.pgn");
 
 #[derive(Default, Debug, Clone)]
 struct Game {

@@ -3,7 +3,7 @@
 //! reports how often the clock shows the source's `%clk` after a press.
 //!
 //! ```text
-//! cargo run --release -p dgt-hil-sim --example plan_corpus -- ../shared/corpus/worldcup2025-dgt-livechess.pgn
+//! cargo run --release -p dgt-hil-sim --example plan_corpus -- tests/data/worldcup2025-dgt-livechess.pgn
 //! ```
 
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ use dgt_protocol::{Command, Orientation, PieceCode};
 fn main() {
     let path = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| {
         let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        here.canonicalize().unwrap_or(here).join("../../shared/corpus/worldcup2025-dgt-livechess.pgn")
+        here.canonicalize().unwrap_or(here).join("../tests/data/worldcup2025-dgt-livechess.pgn")
     });
     let games = match read_games(&path) {
         Ok(g) => g,

@@ -76,8 +76,7 @@ fn main() {
     let seconds: u64 = arg(3, 30);
     let profile = Profile::parse(&arg(4, "mixed".to_string())).unwrap_or(Profile::Mixed);
     let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let corpus =
-        here.canonicalize().unwrap_or(here).join("../../shared/corpus/worldcup2025-dgt-livechess.pgn");
+    let corpus = here.canonicalize().unwrap_or(here).join("../tests/data/worldcup2025-dgt-livechess.pgn");
     let games = match read_games(&corpus) {
         Ok(g) => g,
         Err(e) => {

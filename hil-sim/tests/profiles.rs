@@ -79,7 +79,7 @@ fn games() -> Vec<SourceGame> {
 
 /// Long thinking times so every hand step is a scan of its own (no squeezing).
 fn twic(n: usize) -> Vec<SourceGame> {
-    common::corpus_games("twic1599-otb-noclock.pgn")
+    common::corpus_games("twic1599-excerpt.pgn")
         .into_iter()
         .filter(|g| g.truncated.is_none() && g.moves.len() >= 30 && g.moves.len() <= 80)
         .take(n)

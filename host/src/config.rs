@@ -244,6 +244,32 @@ pub fn check_time_control(s: &str) -> Result<(), String> {
     }
 }
 
+/// A listening address: `IP:PORT` (`127.0.0.1:8080`, `[::1]:8080`) or `HOST:PORT`
+/// (`localhost:8080`). A host name is resolved now, once; the relay listens on its first
+/// IPv4 address, or on its first address when it has no IPv4 one.
+pub fn resolve_listen(s: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(addr) = s.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return Err(format!("listen address {s:?} has no port: write HOST:PORT, e.g. 127.0.0.1:8080"));
+    };
+    if host.is_empty() || port.parse::<u16>().is_err() {
+        return Err(format!("listen address {s:?} is not HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080"));
+    }
+    let addrs: Vec<SocketAddr> = s
+        .to_socket_addrs()
+        .map_err(|e| format!("listen address {s:?}: host {host:?} does not resolve ({e})"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("listen address {s:?}: host {host:?} resolves to no address"))
+}
+
 /// Checks an admin token: 16 to 200 printable ASCII characters.
 pub fn check_token(t: &str) -> Result<(), String> {
     if t.len() < 16 || t.len() > 200 || !t.bytes().all(|b| b.is_ascii_graphic()) {
@@ -282,9 +308,7 @@ impl Config {
         })?;
         let mut cfg = Config::default();
         if let Some(listen) = raw.listen {
-            cfg.listen = listen.get_ref().parse().map_err(|_| {
-                at(listen.span().start, format!("listen {:?} is not an address:port", listen.get_ref()))
-            })?;
+            cfg.listen = resolve_listen(listen.get_ref()).map_err(|m| at(listen.span().start, m))?;
         }
         if let Some(data) = raw.data {
             cfg.data = data;
@@ -472,6 +496,27 @@ black = { name = "Nepo, Ian" }
         let cfg = Config::parse("r.toml", "battery_poll_ms = 30000\n").unwrap();
         assert_eq!(cfg.battery_poll_ms, 30_000);
         assert_eq!(Config::default().battery_poll_ms, 60_000);
+    }
+
+    #[test]
+    fn listen_takes_addresses_and_host_names() {
+        assert_eq!(resolve_listen("127.0.0.1:9000").unwrap(), "127.0.0.1:9000".parse().unwrap());
+        assert_eq!(resolve_listen("[::1]:9000").unwrap(), "[::1]:9000".parse().unwrap());
+        let local = resolve_listen("localhost:9000").unwrap();
+        assert!(local.ip().is_loopback() && local.port() == 9000, "{local}");
+        for (bad, says) in [
+            ("localhost", "has no port"),
+            ("localhost:http", "not HOST:PORT"),
+            (":8080", "not HOST:PORT"),
+            ("no-such-host.invalid:8080", "does not resolve"),
+        ] {
+            let e = resolve_listen(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let cfg = Config::parse("r.toml", "listen = \"localhost:9001\"\n").unwrap();
+        assert!(cfg.listen.ip().is_loopback() && cfg.listen.port() == 9001);
+        let e = Config::parse("r.toml", "\nlisten = \"no-such-host.invalid:80\"\n").unwrap_err().to_string();
+        assert!(e.starts_with("r.toml:2:") && e.contains("does not resolve"), "{e}");
     }
 
     #[test]

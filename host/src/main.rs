@@ -1,12 +1,13 @@
 //! `dgt-relay`: the DGT live relay daemon (see `API.md` for the CLI, feed and HTTP API).
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use axum::serve::ListenerExt;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use dgt_relay::config::Config;
 use dgt_relay::relay::Relay;
 use tracing_subscriber::EnvFilter;
@@ -18,8 +19,20 @@ use tracing_subscriber::EnvFilter;
     about = "Live relay for DGT e-boards: websocket feed and PGN over HTTP"
 )]
 struct Cli {
+    /// Log format on standard error: `text` (coloured only on a terminal) or `json` (one
+    /// object a line, for journald or a log shipper).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Cmd,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object a line.
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -61,8 +74,9 @@ enum Cmd {
 
 #[derive(Args)]
 struct Common {
-    /// Address to listen on (default 127.0.0.1:8080; loopback unless told otherwise).
-    #[arg(long)]
+    /// Address to listen on, HOST:PORT with an IP address or a host name (default
+    /// 127.0.0.1:8080; loopback unless told otherwise).
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
     listen: Option<SocketAddr>,
     /// Data folder for journals and PGN.
     #[arg(long)]
@@ -73,12 +87,29 @@ struct Common {
 /// embedded so that the demo works on any machine (provenance in `host/demo/README.md`).
 const DEMO_GAMES: &str = include_str!("../demo/worldcup2025-sample.pgn");
 
+/// `--listen`: an IP address and port, or a host name and port resolved now.
+fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    dgt_relay::config::resolve_listen(s)
+}
+
+/// Logs go to standard error, as text (ANSI colours only when standard error is a terminal
+/// and `NO_COLOR` is not set) or as JSON lines.
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => {
+            let colour =
+                std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            logs.with_ansi(colour).init();
+        }
+        LogFormat::Json => logs.with_ansi(false).json().init(),
+    }
+}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging(cli.log_format);
     match cli.command {
         Cmd::CheckConfig { file } => {
             let c = Config::load(&file)?;
@@ -156,6 +187,8 @@ fn run(cfg: Config, demo: DemoSetup) -> anyhow::Result<()> {
 }
 
 async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -> anyhow::Result<()> {
+    // First of all, so that a signal during start-up is a clean stop too, not a kill.
+    let mut signals = StopSignals::new().context("cannot install the signal handlers")?;
     let generated = cfg.ensure_token()?;
     let relay =
         Relay::start(&cfg).with_context(|| format!("cannot open the data folder {}", cfg.data.display()))?;
@@ -212,7 +245,7 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
         });
         axum::serve(listener, app).with_graceful_shutdown(async move { stop.wait().await }).await
     });
-    let signal = dgt_relay::shutdown::signal().await?;
+    let signal = signals.recv().await;
     tracing::info!(signal, "shutting down");
     relay.stop().await;
     match tokio::time::timeout(std::time::Duration::from_secs(5), server).await {
@@ -226,4 +259,51 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
     }
     tracing::info!("stopped; journals and PGN flushed");
     Ok(())
+}
+
+/// The signals that stop the relay cleanly: SIGINT (Ctrl-C), SIGTERM (systemd, `kill`) and
+/// SIGHUP (the terminal or the SSH session went away). A daemon that is hung up on still
+/// closes its websocket clients, flushes every journal and writes the last PGN, and exits 0.
+struct StopSignals {
+    #[cfg(unix)]
+    streams: [(tokio::signal::unix::Signal, &'static str); 3],
+}
+
+impl StopSignals {
+    /// Installs the handlers: from here on these signals no longer kill the process.
+    fn new() -> std::io::Result<StopSignals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(StopSignals {
+                streams: [
+                    (signal(SignalKind::interrupt())?, "SIGINT"),
+                    (signal(SignalKind::terminate())?, "SIGTERM"),
+                    (signal(SignalKind::hangup())?, "SIGHUP"),
+                ],
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(StopSignals {})
+        }
+    }
+
+    /// The name of the first signal received.
+    async fn recv(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            let [(int, a), (term, b), (hup, c)] = &mut self.streams;
+            tokio::select! {
+                _ = int.recv() => a,
+                _ = term.recv() => b,
+                _ = hup.recv() => c,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
+    }
 }

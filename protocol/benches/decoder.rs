@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 fn captures() -> Vec<u8> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/board-captures");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/board-captures");
     let mut all = Vec::new();
     for name in ["1", "2", "johan"] {
         let text = std::fs::read_to_string(dir.join(format!("{name}.inbytes"))).expect("capture");

@@ -1,4 +1,4 @@
-//! Real board traffic: the three captures in `../shared/corpus/board-captures/`, fed to the
+//! Real board traffic: the three captures in `tests/data/board-captures/`, fed to the
 //! decoder with their original read() chunking, must give exactly the messages a reference
 //! decoder recorded in the `.json` files, field by field.
 
@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn corpus(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/board-captures").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/board-captures").join(name)
 }
 
 /// The piece letter the reference decoder writes ('.' for empty, FEN letters otherwise).

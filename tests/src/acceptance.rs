@@ -16,23 +16,29 @@ use crate::feed::{FeedGame, Recorder};
 use crate::offline::{Pace, outage_windows, press_unseen};
 use crate::relay::{ProcStat, Relay, proc_stat};
 
-/// The shared corpus folder (`../shared/corpus` beside the workspace).
+/// The corpus files copied into the repository, `tests/data/` (provenance and licences in
+/// its `PROVENANCE.md`): the World Cup and LiveChess PGN, the three board captures and a TWIC
+/// excerpt. A fresh clone has them.
+pub fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data")
+}
+
+/// The project's shared corpus folder, `../shared/corpus` beside the repository. A fresh
+/// clone does not have it (CI does); it holds what is too large to copy, such as the hand
+/// scripts. Tests that need it are built with `#[cfg_attr(not(shared_corpus), ignore = ...)]`:
+/// `tests/build.rs` sets `cfg(shared_corpus)` when this folder exists.
 pub fn corpus_dir() -> PathBuf {
-    let root = crate::relay::workspace_root();
-    root.join("../../shared/corpus")
-        .canonicalize()
-        .or_else(|_| root.join("../shared/corpus").canonicalize())
-        .unwrap_or_else(|_| root.join("../shared/corpus"))
+    crate::relay::workspace_root().join("../shared/corpus")
 }
 
 /// The World Cup 2025 games (273).
 pub fn worldcup() -> anyhow::Result<Vec<SourceGame>> {
-    Ok(dgt_hil_sim::pgn::read_games(&corpus_dir().join("worldcup2025-dgt-livechess.pgn"))?)
+    Ok(dgt_hil_sim::pgn::read_games(&data_dir().join("worldcup2025-dgt-livechess.pgn"))?)
 }
 
 /// The LiveChess 2.2.5 sample round (12 games).
 pub fn livechess() -> anyhow::Result<Vec<SourceGame>> {
-    Ok(dgt_hil_sim::pgn::read_games(&corpus_dir().join("livechess-2.2.5-sample-round.pgn"))?)
+    Ok(dgt_hil_sim::pgn::read_games(&data_dir().join("livechess-2.2.5-sample-round.pgn"))?)
 }
 
 /// How a game's end is shown to the relay.

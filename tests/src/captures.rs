@@ -42,7 +42,7 @@ pub struct Capture {
 
 /// Loads a capture and its moves (`N.uci` or `N.pgn`).
 pub fn load(name: &str) -> anyhow::Result<Capture> {
-    let dir = crate::acceptance::corpus_dir().join("board-captures");
+    let dir = crate::acceptance::data_dir().join("board-captures");
     let text = std::fs::read_to_string(dir.join(format!("{name}.inbytes")))?;
     let chunks = text
         .lines()

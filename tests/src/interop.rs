@@ -3,8 +3,10 @@
 //! must stay empty; it exits 0 even when it cannot make a move) and chess.js (every game
 //! loads, with the same moves). The scripts are in `tests/interop/`.
 //!
-//! A reader that is not installed is skipped with a loud message, unless the environment
-//! variable `CI` is set: then it is a failure (`tests/interop/install.sh` installs them).
+//! A reader that is not installed is a failure when the environment variable
+//! `DGT_REQUIRE_INTEROP=1` is set (`.ci/run` sets it), and is skipped otherwise: the test
+//! `interop` (`tests/tests/interop.rs`) then shows as ignored, with the reason, in
+//! `cargo test`. `bash tests/interop/install.sh` installs all three.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -41,6 +43,11 @@ impl Reader {
             Reader::PgnExtract => "pgn-extract",
             Reader::ChessJs => "chess.js",
         }
+    }
+
+    /// The readers that cannot run here.
+    pub fn missing() -> Vec<Reader> {
+        Reader::ALL.into_iter().filter(|r| !r.available()).collect()
     }
 
     /// True when the reader can run here.
@@ -87,7 +94,7 @@ pub struct InteropReport {
     pub lines: Vec<String>,
     /// Failures.
     pub failures: Vec<String>,
-    /// Readers skipped (not installed, `CI` not set).
+    /// Readers skipped (not installed, `DGT_REQUIRE_INTEROP` not set).
     pub skipped: Vec<String>,
 }
 
@@ -95,20 +102,29 @@ fn seconds(v: &Value) -> Option<f64> {
     v.as_f64()
 }
 
+/// The command that installs the readers, for messages.
+pub const INSTALL: &str = "bash tests/interop/install.sh";
+
+/// True when the environment variable `DGT_REQUIRE_INTEROP` is `1` (or any value but empty,
+/// `0` or `false`): a reader that is not installed is then a failure, not a skip.
+pub fn required() -> bool {
+    std::env::var_os("DGT_REQUIRE_INTEROP").is_some_and(|v| !v.is_empty() && v != "0" && v != "false")
+}
+
 /// Runs every reader on every file. `expected` maps a game's `Round` tag (`r.b`) to the
 /// moves the relay confirmed (with their `%clk`/`%emt`); every file must hold each of
 /// those games exactly once.
 pub fn check(files: &[PathBuf], expected: &BTreeMap<String, Vec<FeedMove>>) -> InteropReport {
     let mut rep = InteropReport::default();
-    let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false");
+    let required = required();
     for reader in Reader::ALL {
         if !reader.available() {
             let msg = format!(
-                "!!! INTEROP READER {} IS NOT INSTALLED: its check was NOT run (tests/interop/install.sh installs it)",
+                "!!! INTEROP READER {} IS NOT INSTALLED: its check was NOT run ({INSTALL} installs it)",
                 reader.name()
             );
-            if ci {
-                rep.failures.push(format!("{msg}; CI is set, so this is a failure"));
+            if required {
+                rep.failures.push(format!("{msg}; DGT_REQUIRE_INTEROP is set, so this is a failure"));
             } else {
                 eprintln!("{msg}");
                 rep.skipped.push(reader.name().into());

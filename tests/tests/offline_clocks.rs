@@ -12,7 +12,7 @@ use dgt_hil_sim::{BoardConfig, GroundTruth, Received, Scenario};
 use dgt_protocol::{BoardDump, Command, DgtSquare, FieldUpdate};
 
 fn corpus(name: &str) -> Vec<SourceGame> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data").join(name);
     read_games(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

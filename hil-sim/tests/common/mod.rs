@@ -9,10 +9,10 @@ use std::sync::{Mutex, OnceLock};
 use dgt_hil_sim::pgn::{SourceGame, read_games};
 use pgn_reader::{RawTag, Reader, SanPlus, Visitor};
 
-/// The shared corpus folder (`../shared/corpus` from the project root).
+/// A corpus file copied into the repository (`tests/data/`, see its `PROVENANCE.md`).
 pub fn corpus(file: &str) -> PathBuf {
     let here = PathBuf::from(env!("CARGO_MANIFEST_DIR")).canonicalize().expect("manifest dir");
-    here.join("../../shared/corpus").join(file)
+    here.join("../tests/data").join(file)
 }
 
 /// Games of a corpus file (each file is read once per test binary).

@@ -23,8 +23,7 @@ pub fn tmpdir(name: &str) -> PathBuf {
 
 /// Games of the LiveChess sample round.
 pub fn sample_games() -> Vec<SourceGame> {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/livechess-2.2.5-sample-round.pgn");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/livechess-2.2.5-sample-round.pgn");
     dgt_hil_sim::pgn::read_games(&path).unwrap()
 }
 
