@@ -98,6 +98,9 @@ pub struct Services {
     pub epoch: Epoch,
     /// The sessions' settings.
     pub session: dgt_session::SessionConfig,
+    /// Receives a copy of every effect a board's session emits, with its time (for
+    /// diagnostics and for the test that the relay runs what the offline harness runs).
+    pub tap: Option<mpsc::UnboundedSender<(u32, u64, Effect)>>,
 }
 
 struct LiveGame {
@@ -206,7 +209,10 @@ impl BoardTask {
         let mut buf = [0u8; 512];
         loop {
             let deadline = self.svc.epoch.at(self.session.next_deadline());
+            // Biased, in the order the offline harness handles one instant: the same bytes
+            // at the same times give the same effects.
             tokio::select! {
+                biased;
                 _ = stop.wait() => break,
                 msg = input.recv() => match msg {
                     None => break,
@@ -264,6 +270,9 @@ impl BoardTask {
     /// Carries out what the session decided, until it has nothing more to say.
     async fn apply_effects(&mut self) {
         while let Some(effect) = self.session.next_effect() {
+            if let Some(tap) = &self.svc.tap {
+                let _ = tap.send((self.number, self.now(), effect.clone()));
+            }
             self.apply(effect).await;
         }
     }

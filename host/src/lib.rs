@@ -9,6 +9,7 @@
 pub mod admin;
 pub mod board;
 pub mod config;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod feed;
 pub mod http;

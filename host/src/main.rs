@@ -52,6 +52,7 @@ enum Cmd {
         common: Common,
     },
     /// Simulated boards replaying corpus games on pseudo-terminals; no hardware needed.
+    #[cfg(feature = "demo")]
     Demo {
         /// Number of simulated boards.
         #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=200))]
@@ -83,6 +84,7 @@ struct Common {
     data: Option<PathBuf>,
 }
 
+#[cfg(feature = "demo")]
 /// Games the demo replays when `--games` is not given: 16 real World Cup 2025 games,
 /// embedded so that the demo works on any machine (provenance in `host/demo/README.md`).
 const DEMO_GAMES: &str = include_str!("../demo/worldcup2025-sample.pgn");
@@ -129,6 +131,7 @@ fn main() -> anyhow::Result<()> {
             }
             run(cfg, None)
         }
+        #[cfg(feature = "demo")]
         Cmd::Demo { boards, speed, games, common } => {
             if !(speed > 0.0 && speed <= 1000.0) {
                 bail!("--speed must be between 0 and 1000");
@@ -171,7 +174,11 @@ fn apply_common(cfg: &mut Config, common: Common) {
 }
 
 /// The demo's games and options (none when relaying real boards).
+#[cfg(feature = "demo")]
 type DemoSetup = Option<(Vec<dgt_hil_sim::pgn::SourceGame>, dgt_relay::demo::DemoOptions)>;
+/// Without the `demo` feature there is no demo.
+#[cfg(not(feature = "demo"))]
+type DemoSetup = Option<std::convert::Infallible>;
 
 /// Runs the relay on two tokio runtimes. The boards (serial sessions, trackers, journal)
 /// run on one; HTTP and the websocket clients on the other. With many subscribers a
@@ -201,14 +208,19 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
     if !addr.ip().is_loopback() {
         tracing::warn!(%addr, "listening beyond this machine: admin calls are protected by the token only");
     }
-    let mut sim = None;
-    if let Some((games, opts)) = demo {
-        let (d, paths) = dgt_relay::demo::Demo::start(games, &opts, relay.tournament.clone())?;
-        for p in paths {
-            relay.add_port(p, false);
+    #[cfg(feature = "demo")]
+    let sim = match demo {
+        Some((games, opts)) => {
+            let (d, paths) = dgt_relay::demo::Demo::start(games, &opts, relay.tournament.clone())?;
+            for p in paths {
+                relay.add_port(p, false);
+            }
+            Some(d)
         }
-        sim = Some(d);
-    }
+        None => None,
+    };
+    #[cfg(not(feature = "demo"))]
+    let _ = demo;
     for p in &cfg.ports {
         relay.add_port(p.clone(), false);
     }
@@ -254,6 +266,7 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
         Ok(Err(e)) => tracing::warn!(error = %e, "server task failed"),
         Err(_) => tracing::warn!("server did not stop within 5 s"),
     }
+    #[cfg(feature = "demo")]
     if let Some(d) = sim {
         d.stop();
     }

@@ -147,6 +147,7 @@ impl Relay {
             tournament: self.tournament.clone(),
             epoch: self.epoch,
             session: self.session,
+            tap: None,
         }
     }
 

@@ -201,9 +201,13 @@ impl BoardSession {
     }
 
     /// When [`BoardSession::poll`] should next be called.
+    ///
+    /// A deadline at `T` is handled by the first call after `T` (this returns `T + 1`), and
+    /// bytes that arrive at `T` come before it: the order of one instant never depends on
+    /// whether the caller noticed its timer or its bytes first.
     pub fn next_deadline(&self) -> u64 {
         let link = self.link.as_ref().and_then(Link::next_deadline);
-        link.map_or(self.next_tick, |l| l.min(self.next_tick))
+        link.map_or(self.next_tick, |l| l.min(self.next_tick)) + 1
     }
 
     /// The tracker's time for the caller's `now`.
@@ -242,6 +246,7 @@ impl BoardSession {
     /// A port identified as this board (its link past the handshake) at `now`; `port` names
     /// it for the operator. What the link received since is handled at once.
     pub fn attach(&mut self, now: u64, link: Link, port: &str) {
+        self.catch_up(now);
         let back = self.state == LinkState::NotResponding;
         tracing::info!(board = self.number, port, "board attached");
         if self.serial.is_none() {
@@ -261,13 +266,15 @@ impl BoardSession {
                 format!("Board {} is back on {port}; the position is being reconciled.", self.number),
             ));
         }
-        self.next_tick = self.next_tick.max(now);
         self.drain_link(now);
         self.flush();
     }
 
-    /// Bytes read from the board's port at `now`.
+    /// Bytes read from the board's port at `now`. What was due by `now` runs first (an
+    /// instant's deadlines come before its inputs, whichever the caller noticed first, and
+    /// a caller busy with a flood of bytes still ticks the tracker).
     pub fn on_bytes(&mut self, now: u64, bytes: &[u8]) {
+        self.catch_up(now);
         if let Some(link) = &mut self.link {
             link.on_bytes(now, bytes);
             self.drain_link(now);
@@ -275,8 +282,16 @@ impl BoardSession {
         self.flush();
     }
 
+    /// Runs [`BoardSession::poll`] when a deadline is due by `now`.
+    fn catch_up(&mut self, now: u64) {
+        if now >= self.next_deadline() {
+            self.poll(now);
+        }
+    }
+
     /// The port went away at `now` (end of file, an I/O error, the device removed).
     pub fn on_port_lost(&mut self, now: u64, reason: &str) {
+        self.catch_up(now);
         if self.link.take().is_some() {
             self.lost(now, reason);
         }
@@ -286,12 +301,16 @@ impl BoardSession {
     /// Runs what is due at `now`: the link's timers, the tracker's tick, the reconciliation's
     /// deadlines, the clock pause alert.
     pub fn poll(&mut self, now: u64) {
+        // Deadlines before `now` only (see `next_deadline`).
+        let before = now.saturating_sub(1);
         if let Some(link) = &mut self.link {
-            link.poll(now);
+            link.poll(before);
             self.drain_link(now);
         }
-        if now >= self.next_tick {
-            self.next_tick = now + TICK_MS;
+        if now > self.next_tick {
+            // On the tick grid; a caller late by more than a period starts a new one.
+            self.next_tick =
+                if self.next_tick + TICK_MS > before { self.next_tick + TICK_MS } else { before + TICK_MS };
             self.tick(now);
         }
         self.flush();

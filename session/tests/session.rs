@@ -392,14 +392,15 @@ fn attaching_asks_for_the_board_and_the_game_starts_from_its_dump() {
         })
         .collect();
     // Dump request, battery poll and clock version query; a keep-alive every second; the
-    // version query again when the board (with no clock) did not answer it in 2 s.
+    // version query again when the board (with no clock) did not answer it in 2 s. A
+    // deadline at T is handled just after T (at T + 1 ms), after the bytes of T.
     assert_eq!(
         writes,
         [
             (0, vec![0x42, 0x4C, 0x2B, 0x03, 0x03, 0x09, 0x00]),
-            (0, vec![0x45]),
-            (1_000, vec![0x45]),
-            (2_000, vec![0x45, 0x2B, 0x03, 0x03, 0x09, 0x00]),
+            (1, vec![0x45]),
+            (1_001, vec![0x45]),
+            (2_001, vec![0x45, 0x2B, 0x03, 0x03, 0x09, 0x00]),
         ]
     );
     assert_eq!(
@@ -821,7 +822,7 @@ fn an_operator_result_ends_the_game_and_clearing_it_goes_on() {
     let mut r = Rig::new(start_position());
     r.connect();
     // The board has no clock: the version query is given up (and told) first.
-    r.wait(6_000);
+    r.wait(6_010);
     assert_eq!(r.alerts(), [AlertCode::ClockCommand]);
     r.play("e2e4", 3_000);
     // ...e5 is on the board, not yet certain.

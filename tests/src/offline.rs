@@ -223,6 +223,14 @@ pub struct OfflineOutcome {
     /// Every message fed to the tracker, with the tracker's time (only with
     /// [`OfflineOptions::keep_events`]).
     pub fed: Vec<(u64, String)>,
+    /// The relay's side of the serial line: port opened, bytes in, port lost, with the
+    /// relay's time (only with [`OfflineOptions::keep_events`]).
+    pub wire: Vec<(u64, Wire)>,
+    /// Every effect the session emitted, with the relay's time (only with
+    /// [`OfflineOptions::keep_events`]).
+    pub effects: Vec<(u64, Effect)>,
+    /// The relay's time at which the replay ended (ten seconds after the last action).
+    pub end_ms: u64,
     /// The truth's plies, one line each: press time, clock after it, faults (only with
     /// [`OfflineOptions::keep_events`]).
     pub truth_plies: Vec<String>,
@@ -302,6 +310,8 @@ pub fn replay_job(job: &Job, opts: &OfflineOptions) -> OfflineOutcome {
             .collect();
         o.events = run.events;
         o.fed = run.fed;
+        o.wire = run.wire;
+        o.effects = run.effects;
     }
     o
 }
@@ -343,6 +353,18 @@ pub fn press_unseen(press_at_ms: Option<u64>, outages: &[(u64, u64)]) -> bool {
     press_at_ms.is_some_and(|p| outages.iter().any(|&(a, b)| (a..=b).contains(&p)))
 }
 
+/// What happened on the relay's side of the serial line, with the relay's time: what a
+/// relay given the same would see ([`OfflineOutcome::wire`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// The port was opened (the handshake starts).
+    Opened,
+    /// Bytes arrived from the board.
+    Bytes(Vec<u8>),
+    /// The port went away (the cable was pulled).
+    Lost,
+}
+
 /// Board output longer than this is the event log, which crosses the line at 9600 baud
 /// (960 bytes a second); shorter output arrives at once.
 const LONG_OUTPUT: usize = 256;
@@ -377,6 +399,12 @@ struct Run {
     fed: Vec<(u64, String)>,
     /// Decodes what reached the relay, for `fed` only.
     watch: Decoder<256>,
+    /// The relay's side of the line, with the relay's time (only with `keep_fed`).
+    wire: Vec<(u64, Wire)>,
+    /// Every effect of the session, with the relay's time (only with `keep_fed`).
+    effects: Vec<(u64, Effect)>,
+    /// The relay's time at which the replay ended.
+    end_ms: u64,
 }
 
 impl Run {
@@ -409,6 +437,9 @@ impl Run {
             keep_fed: false,
             fed: Vec::new(),
             watch: Decoder::new(),
+            wire: Vec::new(),
+            effects: Vec::new(),
+            end_ms: 0,
         }
     }
 
@@ -439,6 +470,9 @@ impl Run {
 
     /// The relay opens the port: a new link starts its handshake.
     fn open_port(&mut self) {
+        if self.keep_fed {
+            self.wire.push((self.relay_now(), Wire::Opened));
+        }
         let mut link = Link::open(self.relay_now(), SessionConfig::default().link);
         let out = link.take_output();
         self.write(out);
@@ -459,6 +493,9 @@ impl Run {
     fn effects(&mut self) {
         while let Some(e) = self.session.next_effect() {
             let at = self.relay_now();
+            if self.keep_fed {
+                self.effects.push((at, e.clone()));
+            }
             match &e {
                 Effect::Write(bytes) => {
                     let bytes = bytes.clone();
@@ -508,6 +545,7 @@ impl Run {
     fn deliver(&mut self, bytes: &[u8]) {
         let now = self.relay_now();
         if self.keep_fed {
+            self.wire.push((now, Wire::Bytes(bytes.to_vec())));
             let fed = &mut self.fed;
             self.watch.feed(bytes, |d| {
                 if let Decoded::Message(
@@ -547,6 +585,7 @@ impl Run {
         // Time after the last action for the relay to settle what it saw (10 s of its time:
         // at a pace, real seconds).
         let end = self.later(scenario.duration_ms(), 10_000);
+        self.end_ms = self.tracker_ms(end);
         let mut next = 0usize;
         let mut outage_ends = std::mem::take(&mut self.outage_ends).into_iter();
         loop {
@@ -554,11 +593,14 @@ impl Run {
             let fw_at = self.fw.next_deadline(self.now).map(|t| t.max(self.now));
             let board_at = self.to_board.iter().map(|(t, _)| *t).min().filter(|_| offline_until.is_none());
             let relay_at = self.to_relay.front().map(|(t, _)| *t);
-            let session_at = match &self.handshake {
-                Some(link) => link.next_deadline().map(|ms| self.at_tracker_ms(ms)),
-                None => Some(self.at_tracker_ms(self.session.next_deadline())),
-            }
-            .map(|t| t.max(self.now));
+            // The relay's deadlines: its board session's always, the port's handshake while
+            // one runs.
+            let handshake_at = self.handshake.as_ref().and_then(Link::next_deadline);
+            let session_at = Some(self.session.next_deadline())
+                .into_iter()
+                .chain(handshake_at)
+                .min()
+                .map(|ms| self.at_tracker_ms(ms).max(self.now));
             let Some(t) =
                 [action_at, fw_at, offline_until, board_at, relay_at, session_at].into_iter().flatten().min()
             else {
@@ -568,6 +610,31 @@ impl Run {
                 break;
             }
             self.now = t;
+            // One instant in the relay's order: its deadline first, then what arrived.
+            if session_at == Some(t) {
+                let now = self.relay_now();
+                if let Some(mut link) = self.handshake.take() {
+                    if link.next_deadline().is_some_and(|d| d <= now) {
+                        link.poll(now);
+                        self.write(link.take_output());
+                    }
+                    if link.is_lost() {
+                        // No answer to the handshake: the relay reopens the port.
+                        self.open_port();
+                    } else {
+                        self.handshake = Some(link);
+                    }
+                }
+                if self.session.next_deadline() <= now {
+                    self.session.poll(now);
+                    self.effects();
+                }
+                self.drain_board(offline_until.is_none());
+                if self.session_deadline_stuck(t) {
+                    self.now += 1;
+                }
+                continue;
+            }
             if offline_until.is_some_and(|u| u <= t) {
                 offline_until = None;
                 self.fw.power_cycle(t);
@@ -596,6 +663,9 @@ impl Run {
                     self.to_relay.clear();
                     self.handshake = None;
                     let now = self.relay_now();
+                    if self.keep_fed {
+                        self.wire.push((now, Wire::Lost));
+                    }
                     self.session.on_port_lost(now, "the device went away (end of file on the port)");
                     self.effects();
                 }
@@ -607,30 +677,6 @@ impl Run {
                 }
             } else if fw_at == Some(t) {
                 self.fw.tick(t);
-            } else {
-                let now = self.relay_now();
-                match self.handshake.take() {
-                    Some(mut link) => {
-                        link.poll(now);
-                        self.write(link.take_output());
-                        if link.is_lost() {
-                            // No answer to the handshake: the relay reopens the port.
-                            self.open_port();
-                        } else {
-                            self.handshake = Some(link);
-                        }
-                    }
-                    None => {
-                        self.session.poll(now);
-                        self.effects();
-                    }
-                }
-                let polled = session_at == Some(t);
-                self.drain_board(offline_until.is_none());
-                if polled && self.session_deadline_stuck(t) {
-                    self.now += 1;
-                }
-                continue;
             }
             self.drain_board(offline_until.is_none());
             if self.fw.next_deadline(t).is_some_and(|d| d <= t)
@@ -646,10 +692,9 @@ impl Run {
     /// True when the session's next deadline is still at or before `t` after a poll at
     /// `t` (a virtual millisecond shorter than a real one at a pace): step time on.
     fn session_deadline_stuck(&self, t: u64) -> bool {
-        match &self.handshake {
-            Some(link) => link.next_deadline().is_some_and(|ms| self.at_tracker_ms(ms) <= t),
-            None => self.at_tracker_ms(self.session.next_deadline()) <= t,
-        }
+        let handshake = self.handshake.as_ref().and_then(Link::next_deadline);
+        let due = Some(self.session.next_deadline()).into_iter().chain(handshake).min();
+        due.is_some_and(|ms| self.at_tracker_ms(ms) <= t)
     }
 }
 
@@ -695,6 +740,9 @@ fn compare(
         events: Vec::new(),
         actions: Vec::new(),
         fed: Vec::new(),
+        wire: Vec::new(),
+        effects: Vec::new(),
+        end_ms: run.end_ms,
     };
     for (ply, uci) in &run.confirmed_sent {
         if truth.moves.get(ply.wrapping_sub(1)).is_none_or(|m| &m.uci != uci) {

@@ -142,8 +142,9 @@ impl Drop for Relay {
     }
 }
 
-/// A minimal HTTP/1.1 client (one request per connection): the end-to-end crate's, failing
-/// the test on a connection error.
+/// One HTTP/1.1 request on its own connection (`Connection: close`): the status and the
+/// body (the relay answers with `Content-Length` or chunked). Fails the test on a
+/// connection error.
 pub fn http(
     addr: SocketAddr,
     method: &str,
@@ -151,8 +152,45 @@ pub fn http(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, String) {
-    dgt_e2e_tests::relay::http(addr, method, path, headers, body)
-        .unwrap_or_else(|e| panic!("{method} {path}: {e:#}"))
+    use std::io::{Read, Write};
+    let fail = |e: std::io::Error| -> ! { panic!("{method} {path}: {e}") };
+    let mut s = std::net::TcpStream::connect(addr).unwrap_or_else(|e| fail(e));
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap_or_else(|e| fail(e));
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    head += &format!("Content-Length: {}\r\n", body.len());
+    if !body.is_empty() {
+        head += "Content-Type: application/json\r\n";
+    }
+    for (k, v) in headers {
+        head += &format!("{k}: {v}\r\n");
+    }
+    s.write_all(format!("{head}\r\n{body}").as_bytes()).unwrap_or_else(|e| fail(e));
+    let mut raw = Vec::new();
+    // An answer sent before the whole body was read (413) may come with a reset.
+    if let Err(e) = s.read_to_end(&mut raw)
+        && raw.is_empty()
+    {
+        fail(e);
+    }
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    if !head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        return (status, rest.to_owned());
+    }
+    // Chunked: size line, data, CRLF, until the zero-size chunk.
+    let mut out = String::new();
+    let mut rest = rest;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        match usize::from_str_radix(size.trim(), 16) {
+            Ok(n) if n > 0 && after.len() >= n => {
+                out.push_str(&after[..n]);
+                rest = after[n..].trim_start_matches("\r\n");
+            }
+            _ => break,
+        }
+    }
+    (status, out)
 }
 
 /// Confirmed SAN moves of board `n` in a `/api/boards` value.
