@@ -102,9 +102,8 @@ async fn same_effects(game: usize, profile: Profile, seed: u64) {
             eprintln!("offline {e:?}");
         }
     }
-    let n = offline.effects.len().min(relay.len());
-    for i in 0..n {
-        assert_eq!(relay[i], offline.effects[i], "effect {i} of {} (relay, offline)", offline.effects.len());
+    for (i, (r, o)) in relay.iter().zip(&offline.effects).enumerate() {
+        assert_eq!(r, o, "effect {i} of {} (relay, offline)", offline.effects.len());
     }
     assert_eq!(relay.len(), offline.effects.len(), "as many effects");
 }
