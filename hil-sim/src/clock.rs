@@ -52,37 +52,29 @@ impl TimeControl {
     }
 
     /// Parses the PGN standard form (`40/7200:3600`, `5400+30`, `40/5400+30:1800+30`, `300`),
-    /// extended with `d` for a simple delay and `b` for Bronstein (`300d5`, `300b5`).
+    /// extended with `d` for a simple delay and `b` for Bronstein (`300d5`, `300b5`), with the
+    /// project's one parser ([`dgt_core::TimeControl`]'s `FromStr`).
     pub fn parse(text: &str) -> Result<TimeControl, SimError> {
-        let bad = || SimError::TimeControl(text.to_string());
-        let mut periods = Vec::new();
-        for part in text.trim().split(':') {
-            let (moves, rest) = match part.split_once('/') {
-                Some((m, r)) => (Some(m.trim().parse::<u32>().map_err(|_| bad())?), r),
-                None => (None, part),
-            };
-            let (base, bonus) = if let Some((b, i)) = rest.split_once('+') {
-                (b, Bonus::Fischer(secs_ms(i).ok_or_else(bad)?))
-            } else if let Some((b, d)) = rest.split_once('d') {
-                (b, Bonus::Delay(secs_ms(d).ok_or_else(bad)?))
-            } else if let Some((b, d)) = rest.split_once('b') {
-                (b, Bonus::Bronstein(secs_ms(d).ok_or_else(bad)?))
-            } else {
-                (rest, Bonus::None)
-            };
-            let bonus = match bonus {
-                Bonus::Fischer(0) | Bonus::Delay(0) | Bonus::Bronstein(0) => Bonus::None,
-                b => b,
-            };
-            let base_ms = secs_ms(base).ok_or_else(bad)?;
-            if moves == Some(0) {
-                return Err(bad());
-            }
-            periods.push(Period { moves, base_ms, bonus });
-        }
-        if periods.is_empty() || periods.iter().all(|p| p.base_ms == 0) {
-            return Err(bad());
-        }
+        let tc: dgt_core::TimeControl =
+            text.parse().map_err(|e| SimError::TimeControl(format!("{text:?}: {e}")))?;
+        let periods = tc
+            .periods()
+            .iter()
+            .map(|p| {
+                let ms = u64::from(p.increment) * 1000;
+                let bonus = match p.kind {
+                    _ if ms == 0 => Bonus::None,
+                    dgt_core::BonusKind::Fischer => Bonus::Fischer(ms),
+                    dgt_core::BonusKind::Delay => Bonus::Delay(ms),
+                    dgt_core::BonusKind::Bronstein => Bonus::Bronstein(ms),
+                };
+                Period {
+                    moves: (p.moves > 0).then_some(u32::from(p.moves)),
+                    base_ms: u64::from(p.seconds) * 1000,
+                    bonus,
+                }
+            })
+            .collect();
         Ok(TimeControl { periods })
     }
 
@@ -93,10 +85,6 @@ impl TimeControl {
             _ => 0,
         }
     }
-}
-
-fn secs_ms(text: &str) -> Option<u64> {
-    text.trim().parse::<u64>().ok().and_then(|s| s.checked_mul(1000))
 }
 
 impl fmt::Display for TimeControl {

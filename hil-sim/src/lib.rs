@@ -73,8 +73,8 @@ pub use truth::GroundTruth;
 /// Everything that can go wrong in the simulator.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// A time control text that is not in PGN's standard form.
-    #[error("time control {0:?} is not in PGN's standard form (e.g. 40/7200:3600, 5400+30, 300)")]
+    /// A time control text that is not in PGN's standard form: the text and why.
+    #[error("time control {0}")]
     TimeControl(String),
     /// A pty could not be made.
     #[error("cannot create a pseudo-terminal ({what})")]

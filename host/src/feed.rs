@@ -230,7 +230,8 @@ impl BoardView {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Delta {
     /// A move, provisional or confirmed. A confirmed move at ply `p` replaces any move at
-    /// `p` or later; a provisional one replaces provisional moves from `p` on.
+    /// `p` or later; a provisional one replaces provisional moves from `p` on. `fen` is the
+    /// position after it.
     Move {
         /// Board number.
         board: u32,
@@ -239,7 +240,8 @@ pub enum Delta {
         /// The move.
         #[serde(rename = "move")]
         mv: MoveView,
-        /// The position after the confirmed moves, when known.
+        /// The position after the move (confirmed, or the board's with the provisional
+        /// moves).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fen: Option<String>,
     },
@@ -252,7 +254,8 @@ pub enum Delta {
         state: MoveState,
         /// First withdrawn ply.
         from_ply: u32,
-        /// The position after the remaining confirmed moves, when known.
+        /// The position after the remaining moves of that list (confirmed; or confirmed and
+        /// provisional).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fen: Option<String>,
     },
@@ -322,20 +325,30 @@ impl Delta {
                 view.provisional.retain(|m| m.ply > mv.ply);
                 if fen.is_some() {
                     view.fen.clone_from(fen);
+                    if view.provisional.is_empty() {
+                        view.live_fen.clone_from(fen);
+                    }
                 }
             }
-            Delta::Move { state: MoveState::Provisional, mv, .. } => {
+            Delta::Move { state: MoveState::Provisional, mv, fen, .. } => {
                 view.provisional.retain(|m| m.ply < mv.ply);
                 view.provisional.push(mv.clone());
+                if fen.is_some() {
+                    view.live_fen.clone_from(fen);
+                }
             }
-            Delta::Retract { state: MoveState::Provisional, from_ply, .. } => {
+            Delta::Retract { state: MoveState::Provisional, from_ply, fen, .. } => {
                 view.provisional.retain(|m| m.ply < *from_ply);
+                if fen.is_some() {
+                    view.live_fen.clone_from(fen);
+                }
             }
             Delta::Retract { state: MoveState::Confirmed, from_ply, fen, .. } => {
                 view.moves.retain(|m| m.ply < *from_ply);
                 view.provisional.clear();
                 if fen.is_some() {
                     view.fen.clone_from(fen);
+                    view.live_fen.clone_from(fen);
                 }
             }
             Delta::Clock { clock, .. } => view.clock = Some(*clock),

@@ -71,43 +71,6 @@ export function parsePlacement(fen) {
 
 const UCI = /^([a-h][1-8])([a-h][1-8])([qrbn])?$/;
 
-/** The placement after a UCI move (castling, en passant and promotion included), or null. */
-export function applyUci(pos, uci) {
-  const m = typeof uci === 'string' ? UCI.exec(uci) : null;
-  if (!m || !pos) return null;
-  const from = squareIndex(m[1]);
-  const to = squareIndex(m[2]);
-  const piece = pos[from];
-  if (!piece || from === to) return null;
-  const white = piece === piece.toUpperCase();
-  const kind = piece.toLowerCase();
-  const target = pos[to];
-  const next = pos.slice();
-  next[from] = '';
-  const rank = from & ~7;
-  const kingSide = (to & 7) > (from & 7);
-  if (kind === 'k' && target && target.toLowerCase() === 'r' && (target === target.toUpperCase()) === white) {
-    // Castling written as "king takes own rook" (Chess960 style).
-    next[to] = '';
-    next[rank + (kingSide ? 6 : 2)] = piece;
-    next[rank + (kingSide ? 5 : 3)] = target;
-    return next;
-  }
-  if (kind === 'k' && Math.abs((to & 7) - (from & 7)) === 2) {
-    const rookFrom = rank + (kingSide ? 7 : 0);
-    const rookTo = rank + (kingSide ? 5 : 3);
-    if (next[rookFrom]) {
-      next[rookTo] = next[rookFrom];
-      next[rookFrom] = '';
-    }
-  }
-  if (kind === 'p' && (to & 7) !== (from & 7) && !target) {
-    next[rank | (to & 7)] = ''; // en passant
-  }
-  next[to] = m[3] ? (white ? m[3].toUpperCase() : m[3]) : piece;
-  return next;
-}
-
 /** Seconds as h:mm:ss (or m:ss under an hour). */
 export function formatClock(seconds) {
   if (!Number.isFinite(seconds)) return '–';
@@ -171,6 +134,7 @@ function asView(raw) {
     pairing: { white: asPlayer(pairing.white), black: asPlayer(pairing.black) },
     start_fen: str(raw.start_fen, 200),
     fen: str(raw.fen, 200),
+    live_fen: str(raw.live_fen, 200),
     moves: asMoves(raw.moves),
     provisional: asMoves(raw.provisional),
     clock: asClock(raw.clock),
@@ -198,20 +162,9 @@ const state = {
 let nextAlertId = 1;
 
 function newEntry(view) {
-  const entry = { view, confirmed: null, clock: null, tile: null, detailKey: '' };
+  const entry = { view, confirmed: null, live: null, clock: null, tile: null, detailKey: '' };
   setView(entry, view);
   return entry;
-}
-
-/** The placement after the confirmed moves, replayed from the start position. */
-function replay(view) {
-  let pos = parsePlacement(view.start_fen || START_FEN) || parsePlacement(START_FEN);
-  for (const m of view.moves) {
-    const next = applyUci(pos, m.uci);
-    if (!next) return null;
-    pos = next;
-  }
-  return pos;
 }
 
 function setClock(entry, clock) {
@@ -220,7 +173,9 @@ function setClock(entry, clock) {
 
 function setView(entry, view) {
   entry.view = view;
-  entry.confirmed = parsePlacement(view.fen) || replay(view) || parsePlacement(START_FEN);
+  // The relay sends the position with every move: the page replays no chess.
+  entry.confirmed = parsePlacement(view.fen) || parsePlacement(view.start_fen || START_FEN);
+  entry.live = parsePlacement(view.live_fen) || entry.confirmed;
   setClock(entry, view.clock);
 }
 
@@ -332,18 +287,17 @@ function applyDelta(msg) {
       const mv = asMove(msg.move);
       if (!mv) return;
       if (msg.state === 'confirmed') {
-        const last = v.moves.length ? v.moves[v.moves.length - 1].ply : 0;
-        const appended = mv.ply === last + 1;
         v.moves = v.moves.filter((m) => m.ply < mv.ply);
         if (v.moves.length < MAX_MOVES) v.moves.push(mv);
         v.provisional = v.provisional.filter((m) => m.ply > mv.ply);
         const fen = str(msg.fen, 200);
         if (fen) v.fen = fen;
-        e.confirmed =
-          parsePlacement(fen) || (appended && applyUci(e.confirmed, mv.uci)) || replay(v) || e.confirmed;
+        e.confirmed = parsePlacement(fen) || e.confirmed;
+        if (!v.provisional.length) e.live = e.confirmed;
       } else if (msg.state === 'provisional') {
         v.provisional = v.provisional.filter((m) => m.ply < mv.ply);
         if (v.provisional.length < MAX_MOVES) v.provisional.push(mv);
+        e.live = parsePlacement(str(msg.fen, 200)) || e.live;
       }
       return;
     }
@@ -352,12 +306,14 @@ function applyDelta(msg) {
       if (from === null) return;
       if (msg.state === 'provisional') {
         v.provisional = v.provisional.filter((m) => m.ply < from);
+        e.live = parsePlacement(str(msg.fen, 200)) || (v.provisional.length ? e.live : e.confirmed);
       } else if (msg.state === 'confirmed') {
         v.moves = v.moves.filter((m) => m.ply < from);
         v.provisional = [];
         const fen = str(msg.fen, 200);
         if (fen) v.fen = fen;
-        e.confirmed = parsePlacement(fen) || replay(v) || e.confirmed;
+        e.confirmed = parsePlacement(fen) || e.confirmed;
+        e.live = e.confirmed;
       }
       return;
     }
@@ -389,8 +345,7 @@ function latest(alerts, codes) {
 
 function derive(entry) {
   const v = entry.view;
-  let pos = entry.confirmed;
-  for (const m of v.provisional) pos = applyUci(pos, m.uci) || pos;
+  const pos = entry.live || entry.confirmed;
   const provisional = v.provisional.length > 0;
   const last = provisional ? v.provisional[v.provisional.length - 1] : v.moves[v.moves.length - 1];
   const mm = latest(v.alerts, ['position_mismatch', 'position_recovered']);
