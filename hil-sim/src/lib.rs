@@ -59,6 +59,7 @@ pub mod rng;
 pub mod scenario;
 pub mod script;
 pub mod sim;
+pub mod timemap;
 pub mod truth;
 
 pub use clock::{Bonus, Button, Dgt3000, Period, TimeControl};

@@ -21,29 +21,20 @@ use crate::pty::{Link, Pty};
 use crate::scenario::{Action, Scenario, TimedAction, board_codes, codes_board};
 use crate::truth::GroundTruth;
 
-/// The speed factors a board really uses for `speed` and `hand_speed`: both positive and
-/// finite (else 1.0), the hand speed never faster than the speed.
-pub fn rates(speed: f64, hand_speed: f64) -> (f64, f64) {
-    let ok = |x: f64| if x.is_finite() && x > 0.0 { x } else { 1.0 };
-    let speed = ok(speed);
-    (speed, ok(hand_speed).min(speed))
-}
+use crate::timemap::TimeMap;
+pub use crate::timemap::rates;
 
-/// Virtual time: real time multiplied by a speed factor, in milliseconds from an origin.
+/// Virtual time on a real clock: an anchor (a real instant and the virtual time then) and
+/// the [`TimeMap`] from there on.
 ///
 /// The factor can drop to a slower hand speed over given stretches of virtual time (a
 /// scenario's hand sequences, see [`Scenario::hand_spans`]): the virtual time of every
 /// event stays what it was, only when it happens in real time changes.
 #[derive(Clone, Debug)]
 pub struct VirtualTime {
-    /// A real instant and the virtual time then, in milliseconds.
+    /// The real instant of the map's start.
     anchor: Instant,
-    anchor_ms: f64,
-    speed: f64,
-    hand_speed: f64,
-    /// Virtual stretches `[from, to)` played at the hand speed, sorted and disjoint, none
-    /// ending before the anchor.
-    spans: Vec<(u64, u64)>,
+    map: TimeMap,
 }
 
 impl VirtualTime {
@@ -55,50 +46,12 @@ impl VirtualTime {
     /// Starts now at `speed`; stretches given with [`VirtualTime::set_hand_spans`] run at
     /// `hand_speed` (at most `speed`).
     pub fn with_hand_speed(speed: f64, hand_speed: f64) -> VirtualTime {
-        let (speed, hand_speed) = rates(speed, hand_speed);
-        VirtualTime { anchor: Instant::now(), anchor_ms: 0.0, speed, hand_speed, spans: Vec::new() }
-    }
-
-    /// The stretches, from the anchor on, each with its speed factor: `(from, to, speed)`,
-    /// the last one open-ended.
-    fn stretches(&self) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
-        let mut at = self.anchor_ms;
-        let mut spans = self.spans.iter();
-        let mut pending: Option<(f64, f64)> = None;
-        std::iter::from_fn(move || {
-            if let Some((a, b)) = pending.take() {
-                at = b;
-                return Some((a, b, self.hand_speed));
-            }
-            match spans.next() {
-                Some(&(a, b)) => {
-                    let (a, b) = ((a as f64).max(at), b as f64);
-                    if a > at {
-                        pending = Some((a, b));
-                        let from = at;
-                        at = a;
-                        Some((from, a, self.speed))
-                    } else {
-                        at = b;
-                        Some((a, b, self.hand_speed))
-                    }
-                }
-                None => Some((at, f64::INFINITY, self.speed)),
-            }
-        })
+        VirtualTime { anchor: Instant::now(), map: TimeMap::new(0.0, Vec::new(), speed, hand_speed) }
     }
 
     /// Virtual milliseconds at a real instant (not before the anchor).
     fn virtual_at(&self, real: Instant) -> f64 {
-        let mut left = real.saturating_duration_since(self.anchor).as_secs_f64() * 1000.0;
-        for (from, to, rate) in self.stretches() {
-            let real_len = (to - from) / rate;
-            if left < real_len {
-                return from + left * rate;
-            }
-            left -= real_len;
-        }
-        unreachable!("the last stretch is open-ended")
+        self.map.virtual_at(real.saturating_duration_since(self.anchor).as_secs_f64() * 1000.0)
     }
 
     /// Virtual milliseconds now.
@@ -108,55 +61,41 @@ impl VirtualTime {
 
     /// The real instant of a virtual time.
     pub fn instant_at(&self, ms: u64) -> Instant {
-        let target = ms as f64;
-        if target <= self.anchor_ms {
-            let back = Duration::from_secs_f64((self.anchor_ms - target) / self.speed / 1000.0);
-            return self.anchor.checked_sub(back).unwrap_or(self.anchor);
+        let real = self.map.real_ms(ms as f64);
+        if real < 0.0 {
+            return self.anchor.checked_sub(Duration::from_secs_f64(-real / 1000.0)).unwrap_or(self.anchor);
         }
-        let mut real_ms = 0.0;
-        for (from, to, rate) in self.stretches() {
-            real_ms += (to.min(target) - from) / rate;
-            if to >= target {
-                break;
-            }
-        }
-        self.anchor + Duration::from_secs_f64(real_ms / 1000.0)
+        self.anchor + Duration::from_secs_f64(real / 1000.0)
     }
 
     /// The speed factor (between hand sequences).
     pub fn speed(&self) -> f64 {
-        self.speed
+        self.map.speed()
     }
 
     /// The speed factor of hand sequences.
     pub fn hand_speed(&self) -> f64 {
-        self.hand_speed
+        self.map.hand_speed()
     }
 
     /// Plays the virtual stretches `spans` (`[from, to)` in virtual milliseconds, sorted)
     /// at the hand speed from now on, instead of any given before; stretches already past
     /// are ignored.
     pub fn set_hand_spans(&mut self, spans: Vec<(u64, u64)>) {
-        self.reanchor();
-        let now = self.anchor_ms;
-        self.spans = spans.into_iter().filter(|&(a, b)| b > a && (b as f64) > now).collect();
-        self.spans.sort_unstable();
-    }
-
-    /// Moves the anchor to now and forgets the stretches that are over (keeps the walk
-    /// from the anchor short).
-    fn reanchor(&mut self) {
         let now = Instant::now();
-        self.anchor_ms = self.virtual_at(now);
+        let v = self.virtual_at(now);
         self.anchor = now;
-        let v = self.anchor_ms;
-        self.spans.retain(|&(_, b)| (b as f64) > v);
+        self.map = TimeMap::new(v, spans, self.map.speed(), self.map.hand_speed());
     }
 
-    /// Re-anchors when a stretch is over.
+    /// Re-anchors when a stretch is over (keeps the walk from the anchor short).
     fn tidy(&mut self) {
-        if self.spans.first().is_some_and(|&(_, b)| b as f64 <= self.virtual_at(Instant::now())) {
-            self.reanchor();
+        let now = Instant::now();
+        let v = self.virtual_at(now);
+        if self.map.spans().first().is_some_and(|&(_, b)| b as f64 <= v) {
+            let spans = self.map.spans().to_vec();
+            self.anchor = now;
+            self.map = TimeMap::new(v, spans, self.map.speed(), self.map.hand_speed());
         }
     }
 }
@@ -888,57 +827,27 @@ impl Runner {
 mod tests {
     use super::*;
 
-    /// A clock at x100 with hands at x1 over virtual [1000, 2000) and [5000, 5500).
-    fn paced() -> VirtualTime {
-        let mut vt = VirtualTime::with_hand_speed(100.0, 1.0);
-        vt.spans = vec![(1_000, 2_000), (5_000, 5_500)];
-        vt
-    }
-
-    fn real_ms(vt: &VirtualTime, virtual_ms: u64) -> f64 {
-        vt.instant_at(virtual_ms).duration_since(vt.anchor).as_secs_f64() * 1000.0
-    }
-
     #[test]
-    fn hand_stretches_run_at_the_hand_speed_and_the_rest_at_the_speed() {
-        let vt = paced();
-        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
-        // 1 s of thinking in 10 ms, 1 s of hands in 1 s, 3 s of thinking in 30 ms, ...
-        assert!(close(real_ms(&vt, 1_000), 10.0));
-        assert!(close(real_ms(&vt, 1_500), 510.0));
-        assert!(close(real_ms(&vt, 2_000), 1_010.0));
-        assert!(close(real_ms(&vt, 5_000), 1_040.0));
-        assert!(close(real_ms(&vt, 5_500), 1_540.0));
-        assert!(close(real_ms(&vt, 6_500), 1_550.0));
-        // The inverse mapping.
-        for v in [0u64, 500, 1_000, 1_250, 1_999, 2_000, 4_000, 5_100, 5_499, 6_000, 100_000] {
+    fn virtual_time_follows_its_map_from_the_anchor() {
+        let mut vt = VirtualTime::with_hand_speed(100.0, 1.0);
+        vt.map = TimeMap::new(0.0, vec![(1_000, 2_000), (5_000, 5_500)], 100.0, 1.0);
+        let real_ms =
+            |vt: &VirtualTime, v: u64| vt.instant_at(v).duration_since(vt.anchor).as_secs_f64() * 1000.0;
+        assert!((real_ms(&vt, 1_500) - 510.0).abs() < 1e-3);
+        assert!((real_ms(&vt, 6_500) - 1_550.0).abs() < 1e-3);
+        for v in [0u64, 1_250, 5_499, 100_000] {
             let back = vt.virtual_at(vt.instant_at(v));
             assert!((back - v as f64).abs() < 0.01, "{v} -> {back}");
         }
-        // Without hand stretches the speed is the speed, as before.
-        let plain = VirtualTime::new(100.0);
-        assert!(close(real_ms(&plain, 6_500), 65.0));
-        // The hand speed is never faster than the speed.
-        assert_eq!(rates(10.0, 50.0), (10.0, 10.0));
-        assert_eq!(rates(f64::NAN, 0.0), (1.0, 1.0));
-    }
-
-    #[test]
-    fn reanchoring_keeps_the_mapping_and_forgets_past_stretches() {
-        let mut vt = paced();
-        // As if 1,200 real ms had passed: virtual 5,160 (inside the second stretch).
-        let then = vt.anchor + Duration::from_millis(1_200);
-        let v = vt.virtual_at(then);
-        assert!((v - 5_160.0).abs() < 0.01, "{v}");
-        vt.anchor_ms = v;
-        vt.anchor = then;
-        vt.spans.retain(|&(_, b)| b as f64 > v);
-        assert_eq!(vt.spans, vec![(5_000, 5_500)]);
-        assert!((real_ms(&vt, 5_500) - 340.0).abs() < 0.01);
-        assert!((real_ms(&vt, 6_500) - 350.0).abs() < 0.01);
-        // New stretches replace the old ones; those already over are dropped.
-        vt.set_hand_spans(vec![(0, 10), (20_000, 21_000)]);
-        assert_eq!(vt.spans, vec![(20_000, 21_000)]);
+        // New stretches from now on (about virtual 10 s: 100 ms ago at x100); the past keeps
+        // its times.
+        vt.map = TimeMap::new(0.0, Vec::new(), 100.0, 1.0);
+        vt.anchor = vt.anchor.checked_sub(Duration::from_millis(100)).unwrap_or(vt.anchor);
+        let before = vt.now_ms();
+        assert!(before >= 10_000, "{before}");
+        vt.set_hand_spans(vec![(0, 10), (before + 20_000, before + 21_000)]);
+        assert_eq!(vt.map.spans(), [(before + 20_000, before + 21_000)]);
+        assert!(vt.now_ms() >= before);
     }
 
     #[test]

@@ -35,6 +35,7 @@ use dgt_hil_sim::hands::Profile;
 use dgt_hil_sim::offline::apply_action;
 use dgt_hil_sim::pgn::SourceGame;
 use dgt_hil_sim::scenario::Action;
+use dgt_hil_sim::timemap::TimeMap;
 use dgt_hil_sim::{BoardConfig, Dgt3000, Firmware, GroundTruth, Scenario};
 use dgt_protocol::{ClockSide, Decoded, Decoder, Message};
 use dgt_session::{BoardSession, Effect, Link, MoveState, SessionConfig, TICK_MS};
@@ -114,72 +115,25 @@ impl Pace {
 }
 
 /// A scenario's virtual time against the real time of a board playing it at a pace: the
-/// scenario's hand spans ([`Scenario::hand_spans`]) at the hand speed, the rest at the
-/// speed (as [`dgt_hil_sim::sim::VirtualTime`] plays them), both from the scenario's start.
+/// simulator's own mapping ([`TimeMap`]) of the scenario's hand spans
+/// ([`Scenario::hand_spans`]) at the hand speed and the rest at the speed, from its start.
 #[derive(Clone, Debug)]
-pub struct Timeline {
-    spans: Vec<(u64, u64)>,
-    speed: f64,
-    hand_speed: f64,
-}
+pub struct Timeline(TimeMap);
 
 impl Timeline {
     /// The timeline of `scenario` at `speed`, hands at `hand_speed`.
     pub fn new(scenario: &Scenario, speed: f64, hand_speed: f64) -> Timeline {
-        let (speed, hand_speed) = dgt_hil_sim::sim::rates(speed, hand_speed);
-        Timeline { spans: scenario.hand_spans(), speed, hand_speed }
-    }
-
-    /// The stretches `(from, to, rate)` of virtual time, the last one open-ended.
-    fn stretches(&self) -> impl Iterator<Item = (f64, f64, f64)> + '_ {
-        let mut at = 0.0f64;
-        let mut out = Vec::with_capacity(2 * self.spans.len() + 1);
-        for &(a, b) in &self.spans {
-            let (a, b) = ((a as f64).max(at), b as f64);
-            if b <= a {
-                continue;
-            }
-            if a > at {
-                out.push((at, a, self.speed));
-            }
-            out.push((a, b, self.hand_speed));
-            at = b;
-        }
-        out.push((at, f64::INFINITY, self.speed));
-        out.into_iter()
+        Timeline(TimeMap::new(0.0, scenario.hand_spans(), speed, hand_speed))
     }
 
     /// Real milliseconds from the start at virtual millisecond `v`.
     pub fn real_ms(&self, v: u64) -> f64 {
-        let v = v as f64;
-        let mut real = 0.0;
-        for (from, to, rate) in self.stretches() {
-            real += (to.min(v) - from).max(0.0) / rate;
-            if to >= v {
-                break;
-            }
-        }
-        real
+        self.0.real_ms(v as f64)
     }
 
     /// The first virtual millisecond at or after real millisecond `real`.
     pub fn virtual_at(&self, real: f64) -> u64 {
-        let mut left = real.max(0.0);
-        let mut v = 0.0;
-        for (from, to, rate) in self.stretches() {
-            let len = (to - from) / rate;
-            if left <= len {
-                v = from + left * rate;
-                break;
-            }
-            left -= len;
-        }
-        let mut v = v.ceil() as u64;
-        // Rounding: the answer is never early.
-        while self.real_ms(v) < real {
-            v += 1;
-        }
-        v
+        self.0.first_virtual_ms_at(real)
     }
 }
 
@@ -353,6 +307,13 @@ pub fn press_unseen(press_at_ms: Option<u64>, outages: &[(u64, u64)]) -> bool {
     press_at_ms.is_some_and(|p| outages.iter().any(|&(a, b)| (a..=b).contains(&p)))
 }
 
+/// The relay's clock at the scenario's start, with a pace: its ticks (every [`TICK_MS`]
+/// from its own start) fall [`Pace::tick_phase_ms`] after the scenario's start, as a relay
+/// started at any moment before the board would tick.
+fn tick_offset(p: &Pace) -> u64 {
+    TICK_MS - p.tick_phase_ms.clamp(1, TICK_MS)
+}
+
 /// What happened on the relay's side of the serial line, with the relay's time: what a
 /// relay given the same would see ([`OfflineOutcome::wire`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -446,12 +407,12 @@ impl Run {
     /// Virtual time `v` as the relay's clock reads it: `v`, or the real milliseconds at
     /// the pace.
     fn tracker_ms(&self, v: u64) -> u64 {
-        self.timeline.as_ref().map_or(v, |(_, t)| t.real_ms(v).floor() as u64)
+        self.timeline.as_ref().map_or(v, |(p, t)| t.real_ms(v).floor() as u64 + tick_offset(p))
     }
 
     /// The first virtual time at which the relay's clock reads `ms`.
     fn at_tracker_ms(&self, ms: u64) -> u64 {
-        self.timeline.as_ref().map_or(ms, |(_, t)| t.virtual_at(ms as f64))
+        self.timeline.as_ref().map_or(ms, |(p, t)| t.virtual_at(ms.saturating_sub(tick_offset(p)) as f64))
     }
 
     /// The first virtual time at which the relay's clock reads `ms` more than at `v` (and
@@ -459,7 +420,7 @@ impl Run {
     fn later(&self, v: u64, ms: u64) -> u64 {
         match &self.timeline {
             None => v + ms,
-            Some((_, t)) => t.virtual_at((self.tracker_ms(v) + ms) as f64).max(v + 1),
+            Some((p, t)) => t.virtual_at((self.tracker_ms(v) + ms - tick_offset(p)) as f64).max(v + 1),
         }
     }
 
@@ -576,9 +537,8 @@ impl Run {
         let setup = &scenario.setup;
         let orientation = setup.orientation;
         let white_side = setup.clock.as_ref().map_or(ClockSide::Left, |c| c.white_side);
-        // The relay opens the port at its first tick's phase.
-        let opened = self.timeline.as_ref().map_or(0, |(p, _)| p.tick_phase_ms.clamp(1, TICK_MS) - 1);
-        self.now = self.at_tracker_ms(opened);
+        // The relay opens the port as the board starts (its simulator waits for the host).
+        self.now = 0;
         self.fw.rephase_scan(0);
         self.open_port();
         let mut offline_until: Option<u64> = None;
