@@ -261,6 +261,18 @@ impl Clocks {
         press
     }
 
+    /// White's display once the mapping is fixed for the rest of the game (configured, or a
+    /// move was confirmed with it while the clock ran, or given by [`Clocks::set_white_side`]).
+    pub fn fixed_white_side(&self) -> Option<ClockSide> {
+        if self.fixed { self.white_side } else { None }
+    }
+
+    /// Fixes White's display for the rest of the game (a resumed game's, as journaled).
+    pub fn set_white_side(&mut self, side: ClockSide) {
+        self.white_side = Some(side);
+        self.fixed = true;
+    }
+
     /// Fixes the mapping (a move was confirmed with it while the clock runs in the game).
     pub fn fix_mapping(&mut self) {
         if self.white_side.is_some() && self.ran {

@@ -193,6 +193,7 @@ impl BoardTask {
             plies: rec.moves.iter().map(|m| (m.uci.clone(), m.clk, m.emt)).collect(),
             flipped: rec.header.flipped,
             result: rec.result.as_deref().and_then(|r| r.parse::<GameResult>().ok()),
+            white_clock: rec.white_clock.map(Into::into),
         };
         let fen = rec.moves.last().and_then(|m| m.fen.clone()).or_else(|| rec.header.start_fen.clone());
         self.game = Some(LiveGame { rec, journal, fen: fen.unwrap_or_else(|| START_FEN.to_owned()) });
@@ -346,6 +347,12 @@ impl BoardTask {
                     fen: Some(fen.to_string()),
                 };
                 self.commit(Record::Takeback { from_ply }, Some(delta)).await;
+            }
+            Effect::ClockSide(side) => {
+                // Kept for a restart; nothing to publish.
+                if self.game.is_some() {
+                    self.commit(Record::ClockSide { white: side.into() }, None).await;
+                }
             }
             Effect::Clock(c) => {
                 let v = clock_view(&c);

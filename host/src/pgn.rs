@@ -125,6 +125,7 @@ mod tests {
                 .collect(),
             result: None,
             termination: None,
+            white_clock: None,
         }
     }
 

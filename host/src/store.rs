@@ -493,6 +493,7 @@ mod tests {
             r#"{"t":"move","ply":1,"san":"Kb2","uci":"c1b2","clk":5400,"fen":"8/8/8/8/8/8/1k6/K7 w - - 1 31"}"#,
             r#"{"t":"pairing","pairing":{"white":{"name":"A"},"black":{"name":"B","fide_id":7}}}"#,
             r#"{"t":"flip","flipped":false}"#,
+            r#"{"t":"clock_side","white":"right"}"#,
             r#"{"t":"result","result":"1/2-1/2","termination":"normal"}"#,
         ];
         // Unknown or absent optional values are written as null.
@@ -524,6 +525,7 @@ mod tests {
         };
         assert_eq!(g.header, expected);
         assert_eq!((g.moves.len(), g.result.as_deref()), (1, Some("1/2-1/2")));
+        assert_eq!(g.white_clock, Some(crate::record::ClockDisplay::Right));
         let _ = fs::remove_dir_all(&dir);
     }
 

@@ -23,7 +23,7 @@ use dgt_core::{
     ClockState, EndReason, Event, GameResult, GameState, MoveInfo, ResumePly, StartKind, Tracker,
     position_from_fen,
 };
-use dgt_protocol::{EeEvent, Message, Orientation};
+use dgt_protocol::{ClockSide, EeEvent, Message, Orientation};
 use shakmaty::CastlingMode;
 use shakmaty::Chess;
 use shakmaty::uci::UciMove;
@@ -71,6 +71,9 @@ pub struct SavedGame {
     pub flipped: bool,
     /// The result, when the game is over.
     pub result: Option<GameResult>,
+    /// White's clock display, as [`Effect::ClockSide`] told it (`None`: not known yet, or
+    /// a journal written before it was kept: the sides are then learned from the lever).
+    pub white_clock: Option<ClockSide>,
 }
 
 /// The confirmed line as the caller was told it.
@@ -79,11 +82,13 @@ pub(crate) struct GameLine {
     pub(crate) start_fen: Option<String>,
     pub(crate) plies: Vec<ResumePly>,
     pub(crate) result: Option<GameResult>,
+    /// White's clock display, once told.
+    pub(crate) white_clock: Option<ClockSide>,
 }
 
 impl GameLine {
     pub(crate) fn new(start_fen: Option<String>) -> GameLine {
-        GameLine { start_fen, plies: Vec::new(), result: None }
+        GameLine { start_fen, plies: Vec::new(), result: None, white_clock: None }
     }
 
     /// The start position and castling mode (the standard start when none is given).
@@ -584,9 +589,17 @@ impl BoardSession {
             Err(e) => Err(format!("its start position: {e}")),
         };
         let over = g.result;
-        if let Err(e) = result {
-            let plies = g.plies.len();
-            self.resume_failed(plies, &e);
+        let white_clock = g.white_clock;
+        match result {
+            Ok(()) => {
+                if let Some(side) = white_clock {
+                    self.tracker.set_white_clock_side(side);
+                }
+            }
+            Err(e) => {
+                let plies = g.plies.len();
+                self.resume_failed(plies, &e);
+            }
         }
         self.end_if_over(over, &mut events);
         self.handle_events(now, events);
@@ -673,6 +686,7 @@ impl BoardSession {
                         new_record: true,
                     });
                 }
+                self.note_clock_side();
                 if let Some(g) = &mut self.game {
                     g.plies.truncate(usize::from(info.ply).saturating_sub(1));
                     g.plies.push(ResumePly { uci: info.uci, clk: info.clk, emt: info.emt });
@@ -732,6 +746,18 @@ impl BoardSession {
                     self.number
                 ),
             )),
+        }
+    }
+
+    /// Tells the caller White's clock display once the tracker is certain of it, before the
+    /// move confirmed with it: a journal that has the move has the side too.
+    fn note_clock_side(&mut self) {
+        let Some(side) = self.tracker.white_clock_side() else { return };
+        if let Some(g) = &mut self.game
+            && g.white_clock != Some(side)
+        {
+            g.white_clock = Some(side);
+            self.effects.push_back(Effect::ClockSide(side));
         }
     }
 

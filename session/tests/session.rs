@@ -477,7 +477,13 @@ fn a_clock_press_confirms_the_move_before_the_clock_changes() {
     r.pump();
     // The press's reading: the move it confirms, then the clocks with Black's running.
     let told = r.told(mark);
-    let [Effect::Move { state: MoveState::Confirmed, info }, Effect::Clock(clock)] = &told[..] else {
+    // White's display first (once a game), for the journal.
+    let [
+        Effect::ClockSide(ClockSide::Left),
+        Effect::Move { state: MoveState::Confirmed, info },
+        Effect::Clock(clock),
+    ] = &told[..]
+    else {
         panic!("{told:?}")
     };
     assert_eq!((info.ply, info.uci.to_string().as_str()), (1, "e2e4"));
@@ -783,6 +789,65 @@ fn a_resumed_game_takes_back_a_move_made_before_the_restart() {
     assert_eq!(r.confirmed(), ["e2e4", "e7e5", "d2d4", "c7c5"]);
     // The record was there before: no game started.
     assert_eq!(r.game_starts(0), []);
+}
+
+// ----- a restart of the program ----------------------------------------------------------
+
+/// A player makes `uci` and presses their side of the clock; the presser's display after
+/// the press (their `%clk`).
+fn play_and_press(r: &mut Rig, uci: &str, side: ClockSide) -> u32 {
+    r.play(uci, 300);
+    r.fw.press_clock(side, r.now);
+    r.pump();
+    r.wait(700);
+    r.fw.clock().expect("a clock").view(side).display_s
+}
+
+/// What a caller journaled from the effects so far: the confirmed plies with their clocks,
+/// and White's clock display.
+fn journaled(r: &Rig) -> SavedGame {
+    let mut saved = SavedGame::default();
+    for (_, e) in &r.effects {
+        match e {
+            Effect::Move { state: MoveState::Confirmed, info } => {
+                saved.plies.truncate(usize::from(info.ply) - 1);
+                saved.plies.push((info.uci.to_string(), info.clk, info.emt));
+            }
+            Effect::ClockSide(side) => saved.white_clock = Some(*side),
+            _ => {}
+        }
+    }
+    saved
+}
+
+/// A clocked game on the rig, the clock started.
+fn clocked_rig() -> Rig {
+    let mut r = Rig::new(start_position());
+    r.fw.attach_clock(Some(a_clock()));
+    r.connect();
+    r.wait(1_000);
+    r.fw.press_button(Button::Run, r.now);
+    r.wait(1_000);
+    r
+}
+
+/// White's display is told once, before the first move confirmed with it, so that a journal
+/// that has the move has the side too.
+#[test]
+fn whites_clock_display_is_told_once_before_the_first_move_confirmed_with_it() {
+    let mut r = clocked_rig();
+    play_and_press(&mut r, "e2e4", ClockSide::Left);
+    play_and_press(&mut r, "e7e5", ClockSide::Right);
+    let told: Vec<Effect> = r
+        .told(0)
+        .into_iter()
+        .filter(|e| matches!(e, Effect::ClockSide(_) | Effect::Move { state: MoveState::Confirmed, .. }))
+        .collect();
+    assert!(
+        matches!(&told[..], [Effect::ClockSide(ClockSide::Left), Effect::Move { .. }, Effect::Move { .. }]),
+        "{told:?}"
+    );
+    assert_eq!(journaled(&r).white_clock, Some(ClockSide::Left));
 }
 
 // ----- the operator ---------------------------------------------------------------------

@@ -487,6 +487,24 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
+    /// White's clock display, once it is certain for the rest of the game: configured, or a
+    /// move was confirmed with it while the clock ran (a caller that keeps the game, as in a
+    /// journal, keeps this with it and gives it back with
+    /// [`Tracker::set_white_clock_side`] when it resumes the game). `None` while it is still
+    /// being learned from the lever.
+    pub fn white_clock_side(&self) -> Option<ClockSide> {
+        self.clocks.fixed_white_side()
+    }
+
+    /// Sets White's clock display for the rest of the game, as [`Tracker::white_clock_side`]
+    /// told it before (call it after [`Tracker::resume`], before any clock reading): a resumed
+    /// game does not learn it again from the lever, which a restart in the middle of a game
+    /// would read the wrong way round whenever the side to move is not the side the
+    /// journal's last move says.
+    pub fn set_white_clock_side(&mut self, side: ClockSide) {
+        self.clocks.set_white_side(side);
+    }
+
     /// Both clocks as last read, mapped to colours.
     pub fn clocks(&self) -> ClockState {
         self.clocks.state(&self.config)
