@@ -20,13 +20,13 @@
 use std::collections::VecDeque;
 
 use dgt_core::{
-    ClockState, EndReason, Event, GameResult, GameState, MoveInfo, ResumePly, StartKind, Tracker,
+    ClockState, EndReason, Event, GameResult, GameState, MoveInfo, ResumePly, StartKind, Tracker, View,
     position_from_fen,
 };
-use dgt_protocol::{ClockSide, EeEvent, Message, Orientation};
-use shakmaty::CastlingMode;
+use dgt_protocol::{BoardDump, ClockSide, DgtSquare, EeEvent, Message, Orientation, PieceCode};
 use shakmaty::Chess;
 use shakmaty::uci::UciMove;
+use shakmaty::{CastlingMode, Position};
 
 use crate::alert::{Alert, AlertCode, AlertLevel};
 use crate::effect::{Effect, LinkState, MoveState};
@@ -221,10 +221,17 @@ impl BoardSession {
     }
 
     /// Goes on with a journaled game (after a restart of the program). An unfinished game
-    /// goes on at once: the first board reading is reconciled against it.
+    /// goes on at once, as after an unplugged cable: the board is kept as the tracker would
+    /// have seen it at the journal's last position, and the first reading once the board is
+    /// attached is reconciled against it (see [`crate::reconcile`]): moves made while the
+    /// program was down come from the board's event log, with the presses it logged, and a
+    /// position its log does not explain is reconstructed and flagged to the operator, or
+    /// reported as a mismatch. White's clock display, when the journal kept it, is given
+    /// back to the tracker: a clock read in the middle of a game cannot tell it.
     pub fn resume(&mut self, now: u64, saved: &SavedGame) {
         let mut line = GameLine::new(saved.start_fen.clone());
         line.result = saved.result;
+        line.white_clock = saved.white_clock;
         let mut bad = None;
         for (i, (uci, clk, emt)) in saved.plies.iter().enumerate() {
             match UciMove::from_ascii(uci.as_bytes()) {
@@ -244,8 +251,25 @@ impl BoardSession {
         }
         if saved.result.is_none() {
             self.restart_tracker(now);
+            self.keep_resumed_board(now);
         }
         self.flush();
+    }
+
+    /// A resumed game's board: the journal's last position, in the board's orientation, as
+    /// the tracker would have kept it when the port was lost.
+    fn keep_resumed_board(&mut self, now: u64) {
+        if self.tracker.state() != GameState::Active || self.link.is_some() {
+            return;
+        }
+        let orientation = self.tracker.orientation();
+        let mut kept = BoardDump::EMPTY;
+        for (sq, piece) in self.tracker.position(View::Confirmed).board().iter() {
+            kept.set(DgtSquare::from_square(sq, orientation), PieceCode::from_piece(piece));
+        }
+        self.away = Some(Reconcile::after_restart(kept));
+        let t = self.t(now);
+        self.tracker.board_away(t);
     }
 
     /// A port identified as this board (its link past the handshake) at `now`; `port` names
@@ -471,6 +495,9 @@ impl BoardSession {
     /// Feeds the tracker what a reconciliation ends with (see [`reconcile::replay`]).
     fn replay_away(&mut self, now: u64, outcome: &reconcile::Outcome, log: Option<&[EeEvent]>) {
         let n = self.number;
+        if let Some(changes) = &outcome.steps {
+            tracing::trace!(board = n, steps = ?changes.steps, presses = ?changes.logged, "the log's changes");
+        }
         match (&outcome.steps, log) {
             (Some(changes), _) => tracing::info!(
                 board = n,

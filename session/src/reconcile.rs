@@ -48,6 +48,9 @@ pub struct Reconcile {
     kept: BoardDump,
     phase: Phase,
     held: Vec<(u64, Message<'static>)>,
+    /// The board was kept by a program restarted on its journal (see
+    /// [`Reconcile::after_restart`]).
+    restart: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,7 +123,17 @@ pub struct Outcome {
 impl Reconcile {
     /// Keeps the board as the tracker saw it when the port was lost.
     pub fn new(kept: BoardDump) -> Reconcile {
-        Reconcile { kept, phase: Phase::Away, held: Vec::new() }
+        Reconcile { kept, phase: Phase::Away, held: Vec::new(), restart: false }
+    }
+
+    /// Keeps `kept`, the journal's last position, for a game resumed after a restart of
+    /// the program. Any change from it is read from the board's event log, even a single
+    /// ply: nobody saw its press, which the log holds with the presser's time (the mover's
+    /// `%clk`), and its move may have been confirmed by the program that stopped before the
+    /// journal had it. An unplugged cable leaves a single ply to the board's readings
+    /// instead, sparing the 8 s the log takes at 9600 baud in the middle of a game.
+    pub fn after_restart(kept: BoardDump) -> Reconcile {
+        Reconcile { restart: true, ..Reconcile::new(kept) }
     }
 
     /// The port is back at `now`.
@@ -161,7 +174,10 @@ impl Reconcile {
                 let need = match dump {
                     None => return Intake::Held,
                     Some(d) if d == self.kept => LogNeed::No,
-                    Some(d) => needs_log(&d),
+                    Some(d) => match needs_log(&d) {
+                        LogNeed::No if self.restart => LogNeed::ToConfirm,
+                        need => need,
+                    },
                 };
                 if need == LogNeed::No {
                     return Intake::Feed(std::mem::take(&mut self.held));

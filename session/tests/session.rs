@@ -831,6 +831,13 @@ fn clocked_rig() -> Rig {
     r
 }
 
+/// The program is killed: nothing reads the port any more (the board goes on by itself),
+/// and a new session will be started.
+fn kill(r: &mut Rig) {
+    r.plugged = false;
+    r.board = BoardSession::new(1, None, r.config);
+}
+
 /// White's display is told once, before the first move confirmed with it, so that a journal
 /// that has the move has the side too.
 #[test]
@@ -848,6 +855,128 @@ fn whites_clock_display_is_told_once_before_the_first_move_confirmed_with_it() {
         "{told:?}"
     );
     assert_eq!(journaled(&r).white_clock, Some(ClockSide::Left));
+}
+
+/// Issue 15, recipe 1: the program is killed after e4 e5 were journaled; White plays Nf3 and
+/// presses while it is down, so the restarted session's first clock reading shows Black's
+/// side running while its journal says White is to move. From that lever it read the sides
+/// the wrong way round, and every later `%clk` carried the opponent's time. With White's
+/// display journaled and given back, the clocks and every `%clk` are right.
+#[test]
+fn a_game_resumed_while_the_other_clock_runs_keeps_the_clock_sides() {
+    let mut r = clocked_rig();
+    let mut shown = vec![
+        play_and_press(&mut r, "e2e4", ClockSide::Left),
+        play_and_press(&mut r, "e7e5", ClockSide::Right),
+    ];
+    let saved = journaled(&r);
+    assert_eq!(saved.white_clock, Some(ClockSide::Left));
+    kill(&mut r);
+    shown.push(play_and_press(&mut r, "g1f3", ClockSide::Left));
+    r.wait(500);
+    r.fw.take_output();
+    r.resume(&saved);
+    r.connect();
+    r.wait(3_000);
+    shown.push(play_and_press(&mut r, "b8c6", ClockSide::Right));
+    shown.push(play_and_press(&mut r, "f1b5", ClockSide::Left));
+    r.wait(3_000);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5"]);
+    let clks: Vec<Option<u32>> = journaled(&r).plies.iter().map(|(_, clk, _)| *clk).collect();
+    assert_eq!(clks, shown.iter().map(|&s| Some(s)).collect::<Vec<_>>());
+    let clock = r.board.tracker().clocks();
+    let view = |side| r.fw.clock().expect("a clock").view(side).display_s;
+    assert_eq!(
+        (clock.white, clock.black, clock.running),
+        (Some(view(ClockSide::Left)), Some(view(ClockSide::Right)), Some(shakmaty::Color::Black))
+    );
+}
+
+/// Issue 15, recipe 4: the program is down while four plies are made (more than a board
+/// reading can tell apart: Nc3 and Nf3 in either order). The restarted session keeps the
+/// journal's last position as the board, as after an unplugged cable, reads the board's
+/// event log, and replays it: every ply in the order played, each with its press's `%clk`;
+/// no mismatch, no reconstruction.
+#[test]
+fn a_game_resumed_after_a_restart_gets_the_moves_made_meanwhile_from_the_boards_log() {
+    let mut r = clocked_rig();
+    let mut shown = vec![
+        play_and_press(&mut r, "e2e4", ClockSide::Left),
+        play_and_press(&mut r, "e7e5", ClockSide::Right),
+    ];
+    let saved = journaled(&r);
+    kill(&mut r);
+    for (uci, side) in [
+        ("b1c3", ClockSide::Left),
+        ("b8c6", ClockSide::Right),
+        ("g1f3", ClockSide::Left),
+        ("g8f6", ClockSide::Right),
+    ] {
+        shown.push(play_and_press(&mut r, uci, side));
+    }
+    r.wait(2_000);
+    r.fw.take_output();
+    let mark = r.mark();
+    r.resume(&saved);
+    r.connect();
+    r.wait(15_000);
+    assert_eq!(r.writes_of(Command::SendEeMoves), 1);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "b1c3", "b8c6", "g1f3", "g8f6"]);
+    let clks: Vec<Option<u32>> = journaled(&r).plies.iter().map(|(_, clk, _)| *clk).collect();
+    assert_eq!(clks, shown.iter().map(|&s| Some(s)).collect::<Vec<_>>());
+    assert_eq!(
+        r.alerts_of(&[AlertCode::PositionMismatch, AlertCode::MovesReconstructed, AlertCode::NotResponding]),
+        []
+    );
+    assert_eq!(r.game_starts(mark), []);
+}
+
+/// The same with the clock paused before the restart (as after a game's last move, or an
+/// arbiter's stop): it reports nothing by itself, so the log is replayed before any clock
+/// reading. The presses it holds still give their `%clk`.
+#[test]
+fn presses_in_the_log_give_their_clk_before_the_restarted_session_read_the_clock() {
+    let mut r = clocked_rig();
+    let mut shown = vec![
+        play_and_press(&mut r, "e2e4", ClockSide::Left),
+        play_and_press(&mut r, "e7e5", ClockSide::Right),
+    ];
+    let saved = journaled(&r);
+    kill(&mut r);
+    for (uci, side) in [("g1f3", ClockSide::Left), ("b8c6", ClockSide::Right), ("f1b5", ClockSide::Left)] {
+        shown.push(play_and_press(&mut r, uci, side));
+    }
+    r.fw.press_button(Button::Run, r.now);
+    r.wait(2_000);
+    r.fw.take_output();
+    r.resume(&saved);
+    r.connect();
+    r.wait(5_000);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5"]);
+    let clks: Vec<Option<u32>> = journaled(&r).plies.iter().map(|(_, clk, _)| *clk).collect();
+    assert_eq!(clks, shown.iter().map(|&s| Some(s)).collect::<Vec<_>>());
+}
+
+/// A restart while the board's memory does not reach back to the journal's last position
+/// (a USB board powered off meanwhile): the moves come from the position, and the operator
+/// is told where to check, as after an unplugged cable.
+#[test]
+fn a_resumed_game_whose_board_forgot_the_moves_is_reconstructed_and_flagged() {
+    let ucis = ["e2e4", "e7e5"];
+    let saved = SavedGame {
+        plies: ucis.iter().map(|u| (u.to_string(), None, None)).collect(),
+        ..SavedGame::default()
+    };
+    let moved = after(&["e2e4", "e7e5", "g1f3", "b8c6", "b1c3"]);
+    let mut r = Rig::new(board_of(&moved));
+    r.resume(&saved);
+    r.connect();
+    r.wait(20_000);
+    assert_eq!(r.writes_of(Command::SendEeMoves), 1);
+    let alert = r.alert(AlertCode::MovesReconstructed);
+    assert!(alert.message.contains("from ply 3"), "{}", alert.message);
+    assert_eq!(r.confirmed().len(), 5);
+    assert_eq!(r.line.position(5).board(), moved.board());
 }
 
 // ----- the operator ---------------------------------------------------------------------
