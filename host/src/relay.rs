@@ -76,6 +76,16 @@ impl Relay {
         let (store, games) = Store::open(&config.data)?;
         let store = Arc::new(store);
         let hub = Arc::new(Hub::new(config.event.round));
+        // What opening the folder repaired or left alone, for the operator.
+        for n in store.notices() {
+            let alert = AlertView {
+                code: AlertCode::Storage,
+                level: n.level,
+                message: n.message.clone(),
+                squares: Vec::new(),
+            };
+            hub.publish(Delta::Alert { board: None, alert });
+        }
         let mut tournament = Tournament { event: config.event.clone(), pairings: BTreeMap::new() };
         let mut registry = Registry::default();
         for b in &config.boards {

@@ -13,6 +13,13 @@ use dgt_hil_sim::{BoardConfig, SimBoard, SimConfig};
 
 pub const TOKEN: &str = "test-token-0123456789abcdef";
 
+/// The relay binary: `$DGT_RELAY_BIN` (to run these tests against another build), else the
+/// one cargo built for these tests.
+pub fn relay_bin() -> PathBuf {
+    std::env::var_os("DGT_RELAY_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_dgt-relay")), PathBuf::from)
+}
+
 /// A fresh temporary folder for one test.
 pub fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("dgt-relay-it-{name}-{}", std::process::id()));
@@ -56,7 +63,7 @@ impl Relay {
     pub fn start(dir: &Path, args: &[&str]) -> Relay {
         let stderr_path = dir.join(format!("stderr-{}.log", Instant::now().elapsed().as_nanos()));
         let stderr = std::fs::File::create(&stderr_path).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dgt-relay"))
+        let mut child = Command::new(relay_bin())
             .args(args)
             .args(["--listen", "127.0.0.1:0"])
             .env("DGT_RELAY_TOKEN", TOKEN)
@@ -191,6 +198,28 @@ pub fn http(
         }
     }
     (status, out)
+}
+
+/// A websocket client of the relay's feed.
+pub type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Connects to the feed; returns the client and its snapshot.
+pub async fn ws_connect(r: &Relay) -> (Ws, serde_json::Value) {
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", r.addr)).await.unwrap();
+    let snapshot = ws_next(&mut ws, Duration::from_secs(5)).await;
+    assert_eq!(snapshot["type"], "snapshot", "{snapshot}");
+    (ws, snapshot)
+}
+
+/// The next JSON frame of the feed, within `timeout`.
+pub async fn ws_next(ws: &mut Ws, timeout: Duration) -> serde_json::Value {
+    use futures_util::StreamExt;
+    loop {
+        let msg = tokio::time::timeout(timeout, ws.next()).await.expect("a frame in time").unwrap().unwrap();
+        if let tokio_tungstenite::tungstenite::Message::Text(t) = msg {
+            return serde_json::from_str(t.as_str()).unwrap();
+        }
+    }
 }
 
 /// Confirmed SAN moves of board `n` in a `/api/boards` value.
