@@ -137,8 +137,42 @@ impl Relay {
             relay.writer_shutdown.listener(),
         ));
         *relay.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
+        relay.catch_file_size_signal();
         relay.recover(games);
         Ok(relay)
+    }
+
+    /// A file-size limit (`ulimit -f`, systemd's `LimitFSIZE=`) reached by a write sends
+    /// SIGXFSZ, which by default kills the process. With a handler the write fails with
+    /// `EFBIG` instead, and is handled like a full disk: the journal's records wait in
+    /// memory with a `storage` alert, and are written once the limit allows.
+    fn catch_file_size_signal(&self) {
+        use tokio::signal::unix::{SignalKind, signal};
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let kind = SignalKind::from_raw(nix::sys::signal::Signal::SIGXFSZ as i32);
+        let mut sig = match signal(kind) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot catch SIGXFSZ: a file-size limit would stop the relay");
+                return;
+            }
+        };
+        let mut stop = self.shutdown.listener();
+        self.spawn(async move {
+            loop {
+                tokio::select! {
+                    got = sig.recv() => {
+                        if got.is_none() {
+                            return;
+                        }
+                        tracing::warn!("a file reached the process's file-size limit (SIGXFSZ); its write failed");
+                    }
+                    _ = stop.wait() => return,
+                }
+            }
+        });
     }
 
     /// The shutdown signal every task listens to.

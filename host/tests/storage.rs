@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use dgt_hil_sim::StartPolicy;
+use dgt_hil_sim::hands::{GameEnd, PlanOptions, plan_game};
 
 fn run_args(link: &Path, data: &Path) -> Vec<String> {
     ["run", "--port", link.to_str().unwrap(), "--data", data.to_str().unwrap()].map(str::to_owned).to_vec()
@@ -209,4 +210,98 @@ async fn a_pgn_write_failure_and_its_recovery_both_reach_the_feed() {
         snapshot["alerts"].as_array().unwrap().iter().map(|a| &a["level"]).collect();
     assert_eq!(levels, [&"error".into(), &"info".into()] as [&serde_json::Value; 2], "{snapshot}");
     assert!(std::fs::read_to_string(&blocker).unwrap().contains("1. e4"));
+}
+
+/// `%clk` of each confirmed move of board 1 in `/api/boards`, against the clock's display
+/// after each press in the scenario's truth (within a second): `(ply, got, shown)` for
+/// every difference.
+fn clk_errors(
+    boards: &serde_json::Value,
+    truth: &dgt_hil_sim::GroundTruth,
+) -> Vec<(usize, Option<u64>, u32)> {
+    let moves = boards[0]["moves"].as_array().cloned().unwrap_or_default();
+    moves
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            let t = &truth.moves[i];
+            let shown = if t.color == "white" { t.white_clock_s } else { t.black_clock_s }?;
+            let got = m["clk"].as_u64();
+            (got.is_none_or(|g| g.abs_diff(u64::from(shown)) > 1)).then_some((i + 1, got, shown))
+        })
+        .collect()
+}
+
+/// Issue 15's fault suite, a full disk: the relay runs under a 3,000-byte file-size limit
+/// (`prlimit`, no root needed), which its journal reaches after a dozen moves. From then on
+/// the confirmed moves wait in memory behind a `storage` error and none is published; the
+/// limit lifted, they are journaled and published in order, a `storage` info says so, and
+/// the game ends exact (moves, clocks, result) with every move in the journal. (A file-size limit reached by a write
+/// is SIGXFSZ, which killed the relay before it caught it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_holds_the_moves_back_and_loses_none() {
+    let dir = tmpdir("full-disk");
+    let game = &sample_games()[0];
+    // Ended on the board (kings in the centre), so that the relay can know the result.
+    let options = PlanOptions { start_delay_ms: 500, end: GameEnd::KingsInCentre, ..PlanOptions::default() };
+    let plan = plan_game(game, &options);
+    let truth = plan.truth.clone().unwrap();
+    let board = dgt_hil_sim::SimBoard::spawn(dgt_hil_sim::SimConfig {
+        board: dgt_hil_sim::BoardConfig::with_serial(20302),
+        link: Some(dir.join("board-20302")),
+        speed: 20.0,
+        hand_speed: 3.0,
+        ..dgt_hil_sim::SimConfig::default()
+    })
+    .unwrap();
+    let data = dir.join("data");
+    let args = run_args(&board.path(), &data);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut relay = Relay::start_under(&dir, &["prlimit", "--fsize=3000:unlimited", "--"], &args);
+    relay.wait_boards("active", Duration::from_secs(10), |v| v[0]["status"] == "active");
+    let (mut ws, _) = ws_connect(&relay).await;
+    let _handle = board.start_scenario(plan, StartPolicy::WhenHostListens).unwrap();
+
+    // The journal reaches the limit: an error, and the moves stop being published.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let f = ws_next(&mut ws, deadline.saturating_duration_since(Instant::now())).await;
+        if f["type"] == "alert" && f["alert"]["code"] == "storage" {
+            assert_eq!((&f["board"], &f["alert"]["level"]), (&1.into(), &"error".into()), "{f}");
+            break;
+        }
+    }
+    let published = confirmed(&relay.json("/api/boards"), 1);
+    let journal = data.join("round-1/game-1.journal");
+    let on_disk = dgt_relay::store::replay(&journal).unwrap().unwrap().moves.len();
+    assert_eq!(published.len(), on_disk, "only journaled moves are published");
+    std::thread::sleep(Duration::from_secs(6));
+    let v = relay.json("/api/boards");
+    assert_eq!(confirmed(&v, 1), published, "nothing published while the disk is full");
+    assert!(std::fs::metadata(&journal).unwrap().len() <= 3_000);
+
+    // Space again: everything waiting is written and published, in order.
+    let pid = relay.child.id().to_string();
+    let lifted =
+        Command::new("prlimit").args(["--pid", &pid, "--fsize=unlimited:unlimited"]).status().unwrap();
+    assert!(lifted.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let f = ws_next(&mut ws, deadline.saturating_duration_since(Instant::now())).await;
+        if f["type"] == "alert" && f["alert"]["code"] == "storage" {
+            assert_eq!((&f["board"], &f["alert"]["level"]), (&1.into(), &"info".into()), "{f}");
+            break;
+        }
+    }
+    // The whole game, its clocks and its result.
+    let want = truth.moves.len();
+    let v = relay.wait_boards("the game's end", Duration::from_secs(90), |v| {
+        confirmed(v, 1).len() >= want && v[0]["result"] == truth.result.as_str()
+    });
+    let got = confirmed(&v, 1);
+    assert_eq!(got, source_sans(game));
+    assert_eq!(clk_errors(&v, &truth), []);
+    relay.kill9();
+    let kept = dgt_relay::store::replay(&journal).unwrap().unwrap();
+    assert!(kept.moves.len() >= got.len(), "journaled {} of {} published", kept.moves.len(), got.len());
 }

@@ -61,9 +61,23 @@ impl Relay {
     /// Starts `dgt-relay` with `args` plus a loopback listener on port 0, the test token,
     /// and waits for its address.
     pub fn start(dir: &Path, args: &[&str]) -> Relay {
+        Relay::start_under(dir, &[], args)
+    }
+
+    /// As [`Relay::start`], run through `wrapper` (a program and its arguments that runs
+    /// the command after them, e.g. `prlimit --fsize=N --`).
+    pub fn start_under(dir: &Path, wrapper: &[&str], args: &[&str]) -> Relay {
         let stderr_path = dir.join(format!("stderr-{}.log", Instant::now().elapsed().as_nanos()));
         let stderr = std::fs::File::create(&stderr_path).unwrap();
-        let mut child = Command::new(relay_bin())
+        let mut command = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(relay_bin());
+                c
+            }
+            None => Command::new(relay_bin()),
+        };
+        let mut child = command
             .args(args)
             .args(["--listen", "127.0.0.1:0"])
             .env("DGT_RELAY_TOKEN", TOKEN)
