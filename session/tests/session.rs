@@ -88,6 +88,11 @@ struct Rig {
     line: Line,
     /// How the pieces stand on the simulated board (for [`Rig::play`]).
     orientation: Orientation,
+    /// A clock press to make once the board has sent its event log, before the session's
+    /// next write reaches it (see [`Rig::pump`]).
+    press_after_log: Option<ClockSide>,
+    /// The board was asked for its event log and has answered (it answers at once).
+    log_sent: bool,
 }
 
 impl Rig {
@@ -108,6 +113,8 @@ impl Rig {
             parser: CommandParser::new(),
             line: Line::default(),
             orientation: Orientation::Normal,
+            press_after_log: None,
+            log_sent: false,
         }
     }
 
@@ -137,17 +144,24 @@ impl Rig {
         self.pump();
     }
 
-    fn heard(&mut self, bytes: &[u8]) {
+    /// Records what the session wrote; true if it asked for the board's event log.
+    fn heard(&mut self, bytes: &[u8]) -> bool {
+        let mut asked_log = false;
         for &b in bytes {
             match self.parser.push(b) {
-                Some(HostInput::Command(c)) => self.written.push((self.now, c)),
+                Some(HostInput::Command(c)) => {
+                    asked_log |= c == Command::SendEeMoves;
+                    self.written.push((self.now, c));
+                }
                 Some(other) => panic!("the session wrote {other:?}"),
                 None => {}
             }
         }
+        asked_log
     }
 
-    /// Moves bytes both ways until both sides are quiet.
+    /// Moves bytes both ways until both sides are quiet. A press armed in
+    /// `press_after_log` is made between the board's event log and the next write.
     fn pump(&mut self) {
         loop {
             let effects: Vec<Effect> = self.board.drain_effects().collect();
@@ -156,9 +170,15 @@ impl Rig {
                 self.line.check(&e);
                 if let Effect::Write(bytes) = &e {
                     assert!(!bytes.is_empty(), "an empty write");
-                    self.heard(bytes);
+                    let asked_log = self.heard(bytes);
                     if self.plugged {
+                        if self.log_sent
+                            && let Some(side) = self.press_after_log.take()
+                        {
+                            self.fw.press_clock(side, self.now);
+                        }
                         self.fw.receive(bytes, self.now);
+                        self.log_sent |= asked_log;
                         moved = true;
                     }
                 }
@@ -953,6 +973,37 @@ fn presses_in_the_log_give_their_clk_before_the_restarted_session_read_the_clock
     r.connect();
     r.wait(5_000);
     assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5"]);
+    let clks: Vec<Option<u32>> = journaled(&r).plies.iter().map(|(_, clk, _)| *clk).collect();
+    assert_eq!(clks, shown.iter().map(|&s| Some(s)).collect::<Vec<_>>());
+}
+
+/// The restarted session reads the board's log, and the last ply made while it was down is
+/// pressed right after the board sent it, before the session's next request: the log has
+/// the ply and no press, the clock readings that follow show the press. The ply gets the
+/// mover's stopped display as its `%clk`, as any press seen live.
+#[test]
+fn a_press_between_the_log_and_the_first_clock_reading_gives_its_clk() {
+    let mut r = clocked_rig();
+    let mut shown = vec![
+        play_and_press(&mut r, "e2e4", ClockSide::Left),
+        play_and_press(&mut r, "e7e5", ClockSide::Right),
+    ];
+    let saved = journaled(&r);
+    kill(&mut r);
+    r.play("g1f3", 2_000);
+    r.fw.take_output();
+    r.resume(&saved);
+    // The log says Nf3 and no press; White presses right after the board sent it.
+    r.press_after_log = Some(ClockSide::Left);
+    r.connect();
+    assert_eq!(r.press_after_log, None, "the press was made");
+    let clock = r.fw.clock().expect("a clock");
+    assert!(clock.is_running() && clock.active_side() == ClockSide::Right, "Black's clock runs");
+    shown.push(clock.view(ClockSide::Left).display_s);
+    r.wait(3_000);
+    shown.push(play_and_press(&mut r, "b8c6", ClockSide::Right));
+    r.wait(3_000);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3", "b8c6"]);
     let clks: Vec<Option<u32>> = journaled(&r).plies.iter().map(|(_, clk, _)| *clk).collect();
     assert_eq!(clks, shown.iter().map(|&s| Some(s)).collect::<Vec<_>>());
 }

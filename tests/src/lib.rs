@@ -7,6 +7,7 @@
 //! - [`feed`]: a recording websocket client.
 //! - [`acceptance`]: corpus games under noise profiles, compared with the ground truth.
 //! - [`captures`]: the three real board captures written into a pty chunk by chunk.
+//! - [`faults`]: the relay killed with SIGKILL and restarted under live games.
 //! - [`offline`]: the tracker fed straight from the simulated firmware, no relay, no pty.
 //! - [`scripts`]: an independent emulator's hand scripts as jobs of those harnesses.
 //! - [`interop`]: python-chess, pgn-extract and chess.js on the published PGN.
@@ -14,6 +15,7 @@
 
 pub mod acceptance;
 pub mod captures;
+pub mod faults;
 pub mod feed;
 pub mod interop;
 pub mod offline;
