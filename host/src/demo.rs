@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use dgt_hil_sim::hands::{PlanOptions, plan_game};
+use dgt_hil_sim::hands::{GameEnd, PlanOptions, plan_game};
 use dgt_hil_sim::pgn::SourceGame;
 use dgt_hil_sim::{BoardConfig, SimBoard, SimConfig, StartPolicy};
 
@@ -83,7 +83,13 @@ impl Demo {
                         let game = &games[k % games.len()];
                         let pairing = Pairing { white: player(game, "White"), black: player(game, "Black") };
                         tournament.lock().pairings.insert(number, pairing);
-                        let plan = PlanOptions { seed: k as u64, ..PlanOptions::default() };
+                        // Games end as broadcasts see them end: checkmate and stalemate on
+                        // the board, any other result with the kings in the centre.
+                        let plan = PlanOptions {
+                            seed: k as u64,
+                            end: GameEnd::KingsInCentre,
+                            ..PlanOptions::default()
+                        };
                         let scenario = plan_game(game, &plan);
                         let Ok(handle) = b.start_scenario(scenario, StartPolicy::WhenHostListens) else {
                             return;

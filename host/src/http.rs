@@ -82,7 +82,8 @@ async fn require_token(
 async fn index(State(relay): State<Arc<Relay>>) -> Response {
     let mut html = String::from(
         "<!doctype html><meta charset=utf-8><title>DGT live relay</title><h1>DGT live relay</h1>\
-         <p><a href=/health>health</a> · <a href=/api/boards>boards (JSON)</a> · websocket feed at <code>/ws</code></p><ul>",
+         <p><b><a href=/live/>Live page</a></b> · <a href=/health>health</a> · <a href=/api/boards>boards (JSON)</a> · \
+         websocket feed at <code>/ws</code></p><ul>",
     );
     for round in relay.store.rounds() {
         html.push_str(&format!("<li>Round {round}: <a href=/pgn/{round}>games.pgn</a>"));

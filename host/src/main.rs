@@ -141,7 +141,9 @@ fn main() -> anyhow::Result<()> {
                 None => dgt_hil_sim::pgn::parse_games(DEMO_GAMES),
             };
             let mut cfg = Config {
-                data: PathBuf::from("dgt-relay-demo"),
+                // A fresh folder for every run (its games start at round 1 again); `--data`
+                // keeps one across runs.
+                data: PathBuf::from("dgt-relay-demo").join(run_stamp()),
                 event: dgt_relay::config::EventInfo {
                     name: "DGT live relay demo".into(),
                     site: "Simulated boards".into(),
@@ -162,6 +164,14 @@ fn main() -> anyhow::Result<()> {
             run(cfg, Some((games, opts)))
         }
     }
+}
+
+/// The demo's folder name for this run: the UTC time it started, `YYYYMMDD-HHMMSS`.
+#[cfg(feature = "demo")]
+fn run_stamp() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (date, time) = dgt_relay::board::utc_date_time(secs);
+    format!("{}-{}", date.replace('.', ""), time.replace(':', ""))
 }
 
 fn apply_common(cfg: &mut Config, common: Common) {
@@ -228,7 +238,8 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
         relay.discover();
     }
     let base = format!("http://{addr}");
-    println!("dgt-relay listening on {base}");
+    println!("dgt-relay: open the live page at {base}/live/");
+    println!("  listening on     {base}");
     println!("  websocket feed:  ws://{addr}/ws");
     println!("  boards (JSON):   {base}/api/boards");
     println!("  round PGN:       {base}/pgn/{}", cfg.event.round);
