@@ -15,6 +15,9 @@ use dgt_hil_sim::{BoardConfig, SimBoard, SimConfig, StartPolicy};
 use crate::board::SharedTournament;
 use crate::config::{Pairing, Player};
 
+/// How long a finished game's last position stays on a demo board, in 200 ms steps (5 s).
+const RESULT_PAUSE_STEPS: u32 = 25;
+
 /// Demo settings.
 #[derive(Clone, Debug)]
 pub struct DemoOptions {
@@ -103,6 +106,16 @@ impl Demo {
                                 Err(dgt_hil_sim::SimError::Timeout) => {}
                                 Err(_) => return,
                             }
+                        }
+                        // The final position (the kings in the centre) stays on the board for
+                        // a few real seconds, longer than the relay's quiet time, as an arbiter
+                        // leaves it before setting up the next game: the result is seen at any
+                        // speed.
+                        for _ in 0..RESULT_PAUSE_STEPS {
+                            if stop.load(Ordering::Relaxed) {
+                                return;
+                            }
+                            std::thread::sleep(Duration::from_millis(200));
                         }
                         k += n_boards;
                     }
