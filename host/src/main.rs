@@ -45,7 +45,8 @@ enum Cmd {
         /// A serial port to open (repeatable).
         #[arg(long = "port", short)]
         ports: Vec<PathBuf>,
-        /// Also open every /dev/ttyUSB*, /dev/ttyACM* and /dev/rfcomm* that appears.
+        /// Also open every serial device that appears with a DGT board's USB vendor id, and
+        /// every Bluetooth RFCOMM port.
         #[arg(long)]
         discover: bool,
         #[command(flatten)]

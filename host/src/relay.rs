@@ -265,13 +265,22 @@ impl Relay {
         ));
     }
 
-    /// Looks for new USB and Bluetooth serial devices every two seconds until shutdown.
+    /// True when a port task runs for `path`.
+    pub fn has_port(&self, path: &std::path::Path) -> bool {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner()).ports.contains(path)
+    }
+
+    /// Looks for new DGT boards (USB devices with a DGT vendor id, Bluetooth RFCOMM ports)
+    /// every two seconds until shutdown.
     pub fn discover(self: &Arc<Self>) {
         let relay = Arc::clone(self);
         let mut stop = self.shutdown.listener();
         self.spawn(async move {
             loop {
-                for p in crate::port::discover_ports() {
+                for (p, kind) in crate::port::discover_ports() {
+                    if !relay.has_port(&p) {
+                        tracing::info!(path = %p.display(), ?kind, "serial device found");
+                    }
                     relay.add_port(p, true);
                 }
                 tokio::select! {
