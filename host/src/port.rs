@@ -246,6 +246,8 @@ pub async fn run_port<A: AttachTo>(
                     tracing::warn!(error = %reason, "cannot open port; retrying");
                     last_open_error = reason;
                 }
+                // Doubling up to a cap, kept by hand: one line, no jitter needed (one task per
+                // local device, nothing to stampede), and a crate would only add to the build.
                 backoff = (backoff * 2).min(opts.max_backoff);
             }
         }
