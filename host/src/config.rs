@@ -68,6 +68,9 @@ pub struct Player {
     /// FIDE title (GM, IM, WGM...), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Rating (`WhiteElo`/`BlackElo`), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elo: Option<u32>,
 }
 
 /// White and Black on one board.
@@ -215,6 +218,11 @@ pub fn check_player(p: &Player) -> Result<(), String> {
         && (t.len() > 8 || !t.chars().all(|c| c.is_ascii_alphabetic()))
     {
         return Err(format!("title {t:?} is not a FIDE title"));
+    }
+    if let Some(e) = p.elo
+        && e > 4000
+    {
+        return Err(format!("rating {e} is over 4000"));
     }
     Ok(())
 }
