@@ -28,6 +28,11 @@ pub const MAX_BODY: usize = 64 * 1024;
 pub fn router(relay: Arc<Relay>) -> Router {
     let admin = Router::new()
         .route("/pairings", post(set_pairings))
+        // A TRF report is larger than a JSON body: up to 4 MiB.
+        .route(
+            "/pairings/trf",
+            post(crate::trf::admin_upload).layer(DefaultBodyLimit::max(crate::trf::MAX_TRF_BYTES)),
+        )
         .route("/boards/{board}/result", post(set_result))
         .route("/boards/{board}/flip", post(flip))
         .route("/boards/{board}/start-fen", post(start_fen))

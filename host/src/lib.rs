@@ -19,4 +19,5 @@ pub mod record;
 pub mod relay;
 pub mod shutdown;
 pub mod store;
+pub mod trf;
 pub mod web;
