@@ -153,6 +153,8 @@ pub struct Config {
     pub boards: Vec<BoardConfig>,
     /// Most websocket subscribers at once.
     pub max_subscribers: usize,
+    /// The Lichess push (`[lichess]`), when configured.
+    pub lichess: Option<crate::push::LichessSettings>,
 }
 
 impl Default for Config {
@@ -168,6 +170,7 @@ impl Default for Config {
             event: EventInfo::default(),
             boards: Vec::new(),
             max_subscribers: 2000,
+            lichess: None,
         }
     }
 }
@@ -185,6 +188,8 @@ struct RawConfig {
     silence_ms: Option<Spanned<u64>>,
     battery_poll_ms: Option<Spanned<u64>>,
     max_subscribers: Option<Spanned<usize>>,
+    #[serde(default)]
+    lichess: Option<Spanned<crate::push::LichessSection>>,
     #[serde(default)]
     event: Option<RawEvent>,
     #[serde(default)]
@@ -347,6 +352,9 @@ impl Config {
                 return Err(at(m.span().start, "max_subscribers must be between 1 and 100000".to_owned()));
             }
             cfg.max_subscribers = m.into_inner();
+        }
+        if let Some(l) = raw.lichess {
+            cfg.lichess = Some(l.get_ref().settings().map_err(|m| at(l.span().start, m))?);
         }
         if let Some(ev) = raw.event {
             for (what, field, slot) in

@@ -44,6 +44,7 @@ pub fn router(relay: Arc<Relay>) -> Router {
         .route("/health", get(health))
         .route("/api/boards", get(boards))
         .route("/api/boards/{board}", get(board))
+        .route("/api/push", get(crate::push::status_route))
         .route("/pgn/{round}", get(round_pgn))
         .route("/pgn/{round}/{board}", get(game_pgn))
         .route("/ws", get(ws))
@@ -111,6 +112,7 @@ async fn health(State(relay): State<Arc<Relay>>) -> Response {
         "active": active,
         "subscribers": relay.hub.receivers(),
         "seq": relay.hub.seq(),
+        "push": relay.push.status(),
     }))
     .into_response()
 }

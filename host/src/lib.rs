@@ -15,6 +15,7 @@ pub mod feed;
 pub mod http;
 pub mod pgn;
 pub mod port;
+pub mod push;
 pub mod record;
 pub mod relay;
 pub mod shutdown;
