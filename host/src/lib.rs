@@ -11,6 +11,7 @@ pub mod board;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod export;
 pub mod feed;
 pub mod http;
 pub mod pgn;

@@ -124,11 +124,17 @@ impl Relay {
             let alert = AlertView { code: AlertCode::Storage, level, message, squares: Vec::new() };
             report_hub.publish(Delta::Alert { board: None, alert });
         };
-        let writer = tokio::spawn(crate::store::run_pgn_writer(
+        let pgn_writer =
+            crate::store::run_pgn_writer(Arc::clone(&store), report, relay.writer_shutdown.listener());
+        // tournament.json and round-N/index.json beside the PGN files, stopped with them.
+        let export = crate::export::run_export(
             Arc::clone(&store),
-            report,
+            relay.tournament.clone(),
             relay.writer_shutdown.listener(),
-        ));
+        );
+        let writer = tokio::spawn(async move {
+            tokio::join!(pgn_writer, export);
+        });
         *relay.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
         if let Some(lichess) = &config.lichess {
             // Stopped with the PGN writer, so the last moves are pushed too.

@@ -4,6 +4,7 @@
 //! with every game accepted, with a clean and with a failing server.
 #![allow(clippy::unwrap_used)]
 
+mod broadcaster;
 mod common;
 mod lichess;
 
@@ -349,6 +350,21 @@ fn round_through_the_relay(name: &str, failures: &[Fail]) {
     }
     let mut relay = relay;
     assert!(relay.terminate().success());
+    // The data folder too is what the Lichess Broadcaster app uploads, every game accepted.
+    let round_dir = data.join("round-1");
+    assert!(broadcaster::folder_accepted(&round_dir));
+    let uploaded = lichess::split(&broadcaster::upload_text(&round_dir));
+    assert_eq!(uploaded.len(), plan.len());
+    for text in uploaded {
+        lichess::validate(&text).unwrap();
+    }
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(round_dir.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["pairings"].as_array().unwrap().len(), plan.len(), "{index}");
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("tournament.json")).unwrap()).unwrap();
+    assert_eq!(t["rounds"][0]["count"], plan.len(), "{t}");
+    assert_eq!(t["rounds"][0]["live"], 0, "{t}");
 }
 
 #[test]
