@@ -6,7 +6,12 @@
 //! token_file = "/etc/dgt-relay/lichess-token"   # else the LICHESS_TOKEN environment variable
 //! url = "https://lichess.org"    # optional
 //! timeout_s = 20                 # optional: a request's time limit (1..120)
+//! relay_round = 3                # optional: push this relay round (default: the current one)
 //! ```
+//!
+//! A Lichess broadcast round holds one round: without `relay_round`, the round pushed is the
+//! event's current round (`[event] round`, or the last pairings set), so give the next
+//! round's id when the relay moves on.
 //!
 //! Every change of the round's PGN (a confirmed move, a result, a pairing, a correction: the
 //! store's PGN is written from the journal, so it holds confirmed moves only and never the
@@ -76,6 +81,9 @@ pub struct LichessSection {
     /// A request's time limit, seconds (1..=120, default 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
+    /// The relay round pushed there; without it, the event's current round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay_round: Option<u32>,
 }
 
 fn default_url() -> String {
@@ -143,6 +151,8 @@ pub struct LichessSettings {
     pub token: String,
     /// A request's time limit.
     pub timeout: Duration,
+    /// The relay round pushed; `None`: the event's current round.
+    pub relay_round: Option<u32>,
 }
 
 impl std::fmt::Debug for LichessSettings {
@@ -179,7 +189,16 @@ impl LichessSection {
             Some(_) => return Err("lichess timeout_s must be between 1 and 120".into()),
             None => REQUEST_TIMEOUT,
         };
-        Ok(LichessSettings { round: self.round.clone(), endpoint, token, timeout })
+        if self.relay_round.is_some_and(|r| !(1..=999).contains(&r)) {
+            return Err("lichess relay_round must be between 1 and 999".into());
+        }
+        Ok(LichessSettings {
+            round: self.round.clone(),
+            endpoint,
+            token,
+            timeout,
+            relay_round: self.relay_round,
+        })
     }
 }
 
@@ -351,10 +370,11 @@ impl PushState {
             s.enabled = true;
             s.lichess_round = Some(settings.round.clone());
         }
+        let fixed = settings.relay_round;
         let pusher = Pusher {
             client: Client::new(settings),
             store,
-            round: Box::new(move || tournament.lock().event.round),
+            round: Box::new(move || fixed.unwrap_or_else(|| tournament.lock().event.round)),
             hub,
             state: Arc::clone(self),
             refused: BTreeMap::new(),
@@ -728,6 +748,7 @@ mod tests {
             token_file: Some(file.clone()),
             url: default_url(),
             timeout_s: None,
+            relay_round: None,
         };
         let settings = s.settings().unwrap();
         assert_eq!(settings.token, "lip_secret");

@@ -34,6 +34,7 @@ fn settings(dir: &std::path::Path, url: &str, timeout_s: u64) -> dgt_relay::push
         token_file: Some(file),
         url: url.into(),
         timeout_s: Some(timeout_s),
+        relay_round: None,
     }
     .settings()
     .unwrap()
@@ -405,6 +406,9 @@ fn the_lichess_section_is_checked_with_its_line() {
     let e = dgt_relay::config::Config::parse("relay.toml", &bad).unwrap_err().to_string();
     assert!(e.starts_with("relay.toml:3: ") || e.starts_with("relay.toml:4: "), "{e}");
     assert!(e.contains("8-character round id"), "{e}");
+    let fixed = dgt_relay::config::Config::parse("relay.toml", &format!("{ok}relay_round = 2\n")).unwrap();
+    assert_eq!(fixed.lichess.unwrap().relay_round, Some(2));
+    assert!(dgt_relay::config::Config::parse("relay.toml", &format!("{ok}relay_round = 0\n")).is_err());
     let unknown = ok.replace("round =", "rund =");
     assert!(dgt_relay::config::Config::parse("relay.toml", &unknown).is_err());
 }
