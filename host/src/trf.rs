@@ -344,7 +344,18 @@ fn read_player(chars: &[char], line: usize) -> Result<TrfPlayer, TrfError> {
     if name.chars().count() > MAX_TEXT {
         return Err(TrfError { line, column: 15, kind: TrfErrorKind::Invalid("name too long".into()) });
     }
-    let title = field(chars, 11, 13).to_ascii_uppercase();
+    let title = match field(chars, 11, 13).to_ascii_lowercase().as_str() {
+        // Older reports abbreviate: g, m, f, c and the women's wg, wm, wf, wc.
+        "g" => "GM".to_owned(),
+        "m" => "IM".to_owned(),
+        "f" => "FM".to_owned(),
+        "c" => "CM".to_owned(),
+        "wg" => "WGM".to_owned(),
+        "wm" => "WIM".to_owned(),
+        "wf" => "WFM".to_owned(),
+        "wc" => "WCM".to_owned(),
+        t => t.to_ascii_uppercase(),
+    };
     let federation = field(chars, 54, 56);
     let mut p = TrfPlayer {
         start_rank,
@@ -524,6 +535,10 @@ mod tests {
             (Some("GM"), "Carlsen, Magnus", Some(2837), Some("NOR"), Some(1503014))
         );
         assert_eq!(trf.player(4).unwrap().rating, None);
+        let old_style = small().replacen("mIM ", "mm  ", 1).replacen("mGM ", "mwg ", 1);
+        let t = Trf::parse(&old_style).unwrap();
+        assert_eq!(t.player(3).unwrap().title.as_deref(), Some("IM"));
+        assert_eq!(t.player(1).unwrap().title.as_deref(), Some("WGM"));
         assert_eq!(trf.rounds(), 2);
         let r2 = trf.pairings(2).unwrap();
         // Before round 2: 1 has 1 point, 2 and 4 a half, 3 nothing. Board 1 is the pair of
