@@ -68,6 +68,9 @@ pub struct Player {
     /// FIDE title (GM, IM, WGM...), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Rating (`WhiteElo`/`BlackElo`), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elo: Option<u32>,
 }
 
 /// White and Black on one board.
@@ -150,6 +153,8 @@ pub struct Config {
     pub boards: Vec<BoardConfig>,
     /// Most websocket subscribers at once.
     pub max_subscribers: usize,
+    /// The Lichess push (`[lichess]`), when configured.
+    pub lichess: Option<crate::push::LichessSettings>,
 }
 
 impl Default for Config {
@@ -165,6 +170,7 @@ impl Default for Config {
             event: EventInfo::default(),
             boards: Vec::new(),
             max_subscribers: 2000,
+            lichess: None,
         }
     }
 }
@@ -182,6 +188,8 @@ struct RawConfig {
     silence_ms: Option<Spanned<u64>>,
     battery_poll_ms: Option<Spanned<u64>>,
     max_subscribers: Option<Spanned<usize>>,
+    #[serde(default)]
+    lichess: Option<Spanned<crate::push::LichessSection>>,
     #[serde(default)]
     event: Option<RawEvent>,
     #[serde(default)]
@@ -215,6 +223,11 @@ pub fn check_player(p: &Player) -> Result<(), String> {
         && (t.len() > 8 || !t.chars().all(|c| c.is_ascii_alphabetic()))
     {
         return Err(format!("title {t:?} is not a FIDE title"));
+    }
+    if let Some(e) = p.elo
+        && e > 4000
+    {
+        return Err(format!("rating {e} is over 4000"));
     }
     Ok(())
 }
@@ -339,6 +352,9 @@ impl Config {
                 return Err(at(m.span().start, "max_subscribers must be between 1 and 100000".to_owned()));
             }
             cfg.max_subscribers = m.into_inner();
+        }
+        if let Some(l) = raw.lichess {
+            cfg.lichess = Some(l.get_ref().settings().map_err(|m| at(l.span().start, m))?);
         }
         if let Some(ev) = raw.event {
             for (what, field, slot) in

@@ -28,6 +28,11 @@ pub const MAX_BODY: usize = 64 * 1024;
 pub fn router(relay: Arc<Relay>) -> Router {
     let admin = Router::new()
         .route("/pairings", post(set_pairings))
+        // A TRF report is larger than a JSON body: up to 4 MiB.
+        .route(
+            "/pairings/trf",
+            post(crate::trf::admin_upload).layer(DefaultBodyLimit::max(crate::trf::MAX_TRF_BYTES)),
+        )
         .route("/boards/{board}/result", post(set_result))
         .route("/boards/{board}/flip", post(flip))
         .route("/boards/{board}/start-fen", post(start_fen))
@@ -39,6 +44,7 @@ pub fn router(relay: Arc<Relay>) -> Router {
         .route("/health", get(health))
         .route("/api/boards", get(boards))
         .route("/api/boards/{board}", get(board))
+        .route("/api/push", get(crate::push::status_route))
         .route("/pgn/{round}", get(round_pgn))
         .route("/pgn/{round}/{board}", get(game_pgn))
         .route("/ws", get(ws))
@@ -107,6 +113,7 @@ async fn health(State(relay): State<Arc<Relay>>) -> Response {
         "active": active,
         "subscribers": relay.hub.receivers(),
         "seq": relay.hub.seq(),
+        "push": relay.push.status(),
     }))
     .into_response()
 }

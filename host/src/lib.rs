@@ -11,12 +11,15 @@ pub mod board;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod export;
 pub mod feed;
 pub mod http;
 pub mod pgn;
 pub mod port;
+pub mod push;
 pub mod record;
 pub mod relay;
 pub mod shutdown;
 pub mod store;
+pub mod trf;
 pub mod web;

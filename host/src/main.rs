@@ -49,6 +49,12 @@ enum Cmd {
         /// every Bluetooth RFCOMM port.
         #[arg(long)]
         discover: bool,
+        /// Pairings from a FIDE TRF-16 report (Swiss-Manager, Vega, JaVaFo, bbpPairings).
+        #[arg(long, value_name = "FILE", requires = "round")]
+        trf: Option<PathBuf>,
+        /// The round of the TRF report to relay.
+        #[arg(long, value_name = "N", requires = "trf", value_parser = clap::value_parser!(u32).range(1..=999))]
+        round: Option<u32>,
         #[command(flatten)]
         common: Common,
     },
@@ -119,11 +125,18 @@ fn main() -> anyhow::Result<()> {
             println!("{}: ok ({} boards, round {})", file.display(), c.boards.len(), c.event.round);
             Ok(())
         }
-        Cmd::Run { config, ports, discover, common } => {
+        Cmd::Run { config, ports, discover, trf, round, common } => {
             let mut cfg = match &config {
                 Some(path) => Config::load(path)?,
                 None => Config::default(),
             };
+            if let (Some(path), Some(round)) = (trf, round) {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+                let boards = dgt_relay::trf::apply_to_config(&mut cfg, &text, round)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                tracing::info!(round, boards = boards.len(), "pairings from {}", path.display());
+            }
             cfg.ports.extend(ports);
             cfg.discover |= discover;
             apply_common(&mut cfg, common);

@@ -54,6 +54,9 @@ pub enum AlertCode {
     ClockCommand,
     /// The journal or the PGN files cannot be written (raised by the host).
     Storage,
+    /// Lichess refused a pushed game or the push, or pushing keeps failing (raised by the
+    /// host's Lichess push).
+    Push,
 }
 
 impl AlertCode {
@@ -77,6 +80,7 @@ impl AlertCode {
             AlertCode::ClockRunning => "clock_running",
             AlertCode::ClockCommand => "clock_command",
             AlertCode::Storage => "storage",
+            AlertCode::Push => "push",
         }
     }
 }
