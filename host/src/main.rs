@@ -252,8 +252,9 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
         relay.discover();
     }
     let base = format!("http://{addr}");
-    println!("dgt-relay: open the live page at {base}/live/");
-    println!("  listening on     {base}");
+    // The first line is a contract (API.md): scripts read the address from it.
+    println!("dgt-relay listening on {base}");
+    println!("  live page:       {base}/live/   <- open this");
     println!("  websocket feed:  ws://{addr}/ws");
     println!("  boards (JSON):   {base}/api/boards");
     println!("  round PGN:       {base}/pgn/{}", cfg.event.round);
