@@ -3,7 +3,7 @@
 //! Data flows one way: serial bytes ([`port`]) -> the board's `dgt-session` (decoder,
 //! tracker, reconciliation, health), carried out by its task ([`board`]) -> fan-out: the
 //! journal and PGN files ([`store`] of [`record`]s, [`pgn`]), the websocket feed ([`feed`])
-//! and HTTP ([`http`], operator commands in [`admin`]). [`relay`] wires them together,
+//! and HTTP ([`http`] on [`server`], operator commands in [`admin`]). [`relay`] wires them together,
 //! [`config`] reads the settings and [`shutdown`] stops everything.
 
 pub mod admin;
@@ -17,6 +17,7 @@ pub mod pgn;
 pub mod port;
 pub mod record;
 pub mod relay;
+pub mod server;
 pub mod shutdown;
 pub mod store;
 pub mod web;
