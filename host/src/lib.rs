@@ -4,7 +4,8 @@
 //! tracker, reconciliation, health), carried out by its task ([`board`]) -> fan-out: the
 //! journal and PGN files ([`store`] of [`record`]s, [`pgn`]), the websocket feed ([`feed`])
 //! and HTTP ([`http`] on [`server`], operator commands in [`admin`]). [`relay`] wires them together,
-//! [`config`] reads the settings and [`shutdown`] stops everything.
+//! [`config`] reads the settings and [`shutdown`] stops everything. [`fuzz`] holds the fuzz
+//! targets (arbitrary bytes into each input of the relay).
 
 pub mod admin;
 pub mod board;
@@ -12,6 +13,7 @@ pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod feed;
+pub mod fuzz;
 pub mod http;
 pub mod pgn;
 pub mod port;
