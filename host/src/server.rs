@@ -375,7 +375,7 @@ impl hyper::service::Service<Request<Incoming>> for ConnService {
 
 /// What a refused connection is told before it is closed.
 const BUSY_RESPONSE: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n\
-Content-Type: text/plain\r\nContent-Length: 23\r\n\r\ntoo many connections\r\n\r\n";
+Content-Type: text/plain\r\nContent-Length: 21\r\n\r\ntoo many connections\n";
 
 /// Serves `router` on `listener` until `stop`, then closes idle connections and lets the
 /// busy ones finish (websocket clients close on the same signal). Returns once every
@@ -460,6 +460,14 @@ pub async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_busy_answer_is_well_formed() {
+        let text = std::str::from_utf8(BUSY_RESPONSE).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 503 "));
+        assert!(head.contains(&format!("Content-Length: {}", body.len())), "{text}");
+    }
 
     #[test]
     fn the_budget_fits_under_the_limit() {
