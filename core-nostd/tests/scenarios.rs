@@ -503,6 +503,8 @@ fn magic_piece_result() {
     let mut s = clocked(Orientation::Normal, ClockSide::Left);
     play_pressed(&mut s, &Chess::default(), &["e2e4"]);
     s.put_code(Square::D4, PieceCode::MagicDraw);
+    // The signal stands for the quiet time first (a corrupted byte is put right sooner).
+    s.wait(2_000);
     assert_eq!(s.tracker.result(), Some((GameResult::Draw, EndReason::MagicPiece)));
     assert_eq!(confirmed(&s), ["e2e4"]);
 }

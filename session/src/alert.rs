@@ -52,6 +52,9 @@ pub enum AlertCode {
     ClockRunning,
     /// A clock command was not acknowledged.
     ClockCommand,
+    /// The game was ended by a result shown on the board (a magic piece, the kings in the
+    /// centre): what the board showed, and how to undo it if it was a misreading.
+    ResultFromBoard,
     /// The journal or the PGN files cannot be written (raised by the host).
     Storage,
     /// Lichess refused a pushed game or the push, or pushing keeps failing (raised by the
@@ -79,6 +82,7 @@ impl AlertCode {
             AlertCode::ClockPaused => "clock_paused",
             AlertCode::ClockRunning => "clock_running",
             AlertCode::ClockCommand => "clock_command",
+            AlertCode::ResultFromBoard => "result_from_board",
             AlertCode::Storage => "storage",
             AlertCode::Push => "push",
         }
@@ -117,7 +121,12 @@ mod tests {
 
     #[test]
     fn codes_serialise_as_the_strings_clients_match_on() {
-        for code in [AlertCode::NotResponding, AlertCode::MovesReconstructed, AlertCode::ClockBatteryOk] {
+        for code in [
+            AlertCode::NotResponding,
+            AlertCode::MovesReconstructed,
+            AlertCode::ClockBatteryOk,
+            AlertCode::ResultFromBoard,
+        ] {
             assert_eq!(serde_json::to_string(&code).unwrap(), format!("\"{}\"", code.as_str()));
             assert_eq!(serde_json::from_str::<AlertCode>(&format!("\"{code}\"")).unwrap(), code);
         }

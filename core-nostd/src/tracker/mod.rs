@@ -214,8 +214,8 @@ pub struct Tracker<const PLIES: usize> {
     /// Since when the link to the board has been gone ([`Tracker::board_away`]), until the
     /// next message from it.
     away_since: Option<u64>,
-    /// Since when the board has shown both kings in the centre, the result signal, until it
-    /// has stood long enough to end the game (see `check_board_result`).
+    /// Since when the board has shown a result signal (both kings in the centre, or a magic
+    /// piece), until it has stood long enough to end the game (see `check_board_result`).
     centre_since: Option<u64>,
 }
 
