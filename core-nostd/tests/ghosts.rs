@@ -385,3 +385,32 @@ fn a_capture_read_as_an_exchange_while_held_is_replaced_by_its_landing() {
     let confirmed = s.confirmed_events();
     assert_eq!(&confirmed[11..], ["f5d4", "d1d4"], "{:?}", s.events);
 }
+
+/// Blitz: Black's bishop goes f8-e7 with a press, White replies Nf3 at once, and the bishop
+/// goes on e7-d6 (Black's next move) within a scan period of Black's press; then White
+/// plays c2-c4 with ...a6 premoved before White's press. Black's first press was for Be7,
+/// the ply the board showed last before it: the bishop leaving e7 after White's reply is a
+/// new move, not the rest of a slide. Paired with Bd6 instead, Black's press for Bd6 is
+/// left over, the presses outnumber the plies, and the board was read one ply longer
+/// (c3 a6 c4).
+#[test]
+fn a_piece_moved_again_after_the_reply_is_a_new_ply_not_the_rest_of_a_slide() {
+    let mut s = common::clocked(Orientation::Normal, ClockSide::Left);
+    common::play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e6", "d2d4"]);
+    s.step_ms = 10;
+    s.slide(Square::F8, Square::E7);
+    s.press(1, 0);
+    s.slide(Square::G1, Square::F3);
+    s.slide(Square::E7, Square::D6);
+    s.wait(40);
+    s.press(1, 0);
+    s.wait(20);
+    s.press(1, 0);
+    s.slide(Square::C2, Square::C4);
+    s.slide(Square::A7, Square::A6);
+    s.press(1, 0);
+    s.press(1, 0);
+    s.wait(3000);
+    let played = ["e2e4", "e7e6", "d2d4", "f8e7", "g1f3", "e7d6", "c2c4", "a7a6"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+}

@@ -96,20 +96,28 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// Index one past the ply a press by `color` at `pressed_ms` completes, for a press
-    /// that came before the board showed the move: the first ply of `color` the board
-    /// showed at or just after the press (its report can lag the press by a scan: a burst),
-    /// else the last one before it (the board showed it, then a hand adjusting it at the
-    /// press), else one shown later. (Not simply the last: by the time the board settles,
-    /// the presser may have made their next move.)
+    /// that came before the board showed the move. When the line as the board showed it
+    /// before the press ends with a ply of `color`, the press is that ply's: the presser
+    /// said the move on the board was done (a ply of theirs shown later is their next
+    /// move, made once the opponent replied). Otherwise the first ply of `color` the board
+    /// showed at or just after the press (its report can lag the press by a scan: a
+    /// burst), else the last one before it (the board showed it, then a hand adjusting it
+    /// at the press), else one shown later.
     fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
         let lag = self.config.slide_settled_ms();
         let mut turn = self.confirmed_pos.turn();
         let (mut before, mut later) = (None, None);
+        let mut last_before_is_ours = false;
         for i in self.confirmed..self.records.len() {
+            let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+            if seen < pressed_ms {
+                last_before_is_ours = turn == color;
+            }
             if turn == color {
-                let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
                 if seen < pressed_ms {
                     before = Some(i + 1);
+                } else if last_before_is_ours {
+                    return before;
                 } else if seen <= pressed_ms + lag {
                     return Some(i + 1);
                 } else if later.is_none() {
@@ -172,15 +180,18 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// A square changed: a press bound to a ply whose piece landed on it, made less than a
-    /// scan period ago, is no longer bound. The board showed that ply at the press only
-    /// because the report of the hand moving on (a slide going further, its landing report
-    /// lost) had not come yet.
+    /// scan period ago, is no longer bound while that ply is still the last of the line.
+    /// The board showed that ply at the press only because the report of the hand moving
+    /// on (a slide going further, its landing report lost) had not come yet. Once the
+    /// opponent's ply followed, the piece leaving is the presser's next move (Bd8-c7,
+    /// press, Rf3, Bc7-b6 within a scan period at blitz pace).
     pub(super) fn unbind_presses_at(&mut self, square: Square, now: u64) {
         let window = u64::from(self.config.press_stable_ms);
         for k in 0..self.pending_press.len() {
             let p = self.pending_press[k];
             let Some(upto) = self.still_bound(p.bound) else { continue };
-            if now.saturating_sub(p.at) > window {
+            // Once a ply followed it, its piece leaving is the presser's next move.
+            if now.saturating_sub(p.at) > window || upto != self.records.len() {
                 continue;
             }
             let Some(before) = self.position_at(upto - 1) else { continue };

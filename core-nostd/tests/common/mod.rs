@@ -279,6 +279,21 @@ impl Sim {
         self.tracker.result().map(|r| r.0)
     }
 
+    /// The move events in short: `+5 e7d6` provisional, `=5 e7d6` confirmed, `-5` retracted.
+    pub fn move_log(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::MoveProvisional(m) => Some(format!("+{} {}", m.ply, m.uci)),
+                Event::MoveConfirmed(m) => Some(format!("={} {} {:?}", m.ply, m.uci, m.clk)),
+                Event::MoveRetracted { ply, .. } => Some(format!("-{ply}")),
+                Event::Takeback { to_ply, .. } => Some(format!("takeback to {to_ply}")),
+                Event::RequestBoardDump => Some("dump?".into()),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn clear_events(&mut self) {
         self.events.clear();
     }
