@@ -570,6 +570,35 @@ fn takeback_of_two_plies_in_forward_order_without_presses() {
     check_stream(&s, &["d2d4", "d7d5", "c2c4"]);
 }
 
+/// The game 1. e4 e5 2. Be2 Be7 3. Bc4 Bc5 4. Be2 Be7: the last two plies bring back the
+/// position after 2...Be7, and both players pressed for them, but the presses could not
+/// confirm them (each came right after a bishop landed where it could still slide on, and
+/// waited for a still board longer than this configuration keeps a press). The clock says
+/// the game went on: a repetition, not a takeback of 3. Bc4 Bc5.
+#[test]
+fn a_repetition_both_players_pressed_for_is_not_a_takeback() {
+    let cfg = Config { press_window_ms: 100, ..Config::default() };
+    let mut s = Sim::started(cfg, Orientation::Normal).with_clock(300, ClockSide::Left);
+    s.start_clock();
+    let mut pos = Chess::default();
+    for u in ["e2e4", "e7e5", "f1e2", "f8e7", "e2c4", "e7c5"] {
+        pos = s.play_uci(&pos, u);
+        s.wait(700);
+        s.press(2, 0);
+        s.wait(100);
+    }
+    assert_eq!(s.confirmed_events().len(), 6, "{:?}", s.move_log());
+    for u in ["c4e2", "c5e7"] {
+        pos = s.play_uci(&pos, u);
+        s.wait(100);
+        s.press(1, 0);
+        s.wait(300);
+    }
+    s.wait(6000);
+    assert_eq!(s.count(|e| matches!(e, Event::Takeback { .. })), 0, "{:?}", s.move_log());
+    check_stream(&s, &["e2e4", "e7e5", "f1e2", "f8e7", "e2c4", "e7c5", "c4e2", "c5e7"]);
+}
+
 #[test]
 fn a_real_repetition_with_presses_is_kept() {
     let mut s = clocked(Orientation::Normal, ClockSide::Left);

@@ -1,7 +1,7 @@
 //! Input handling: decoded messages and the passage of time, routed to start/end
 //! detection, board matching and finality.
 
-use dgt_protocol::{BoardDump, Bwtime, ClockTimes, FieldUpdate, Message};
+use dgt_protocol::{BoardDump, Bwtime, ClockSide, ClockTimes, FieldUpdate, Message};
 use shakmaty::{Bitboard, Position};
 
 use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, SAME_SCAN_MS, Tracker, remember};
@@ -73,6 +73,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 sink.event(Event::Clock(state));
             }
             return;
+        }
+        let high = times.high_side();
+        if let Some(was) = self.lever.replace(high)
+            && was != high
+            && times.status.running()
+        {
+            self.last_press_ms[usize::from(was == ClockSide::Right)] = Some(now_ms);
         }
         let in_game = self.state == GameState::Active;
         let to_move = self.confirmed_pos.turn();
@@ -162,8 +169,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let running = self.clock_running(now_ms) && !terminal;
             let quiet = if running { self.config.unpressed_ms } else { self.config.quiet_ms };
             // Only unpressed plies under a running clock can be a takeback: without a
-            // clock, legal plies that bring back an earlier position are a repetition.
+            // clock, legal plies that bring back an earlier position are a repetition, and
+            // so are plies both players pressed for (see `both_pressed_since`).
             if running
+                && !self.both_pressed_since(self.seen_ms[0].saturating_sub(SAME_SCAN_MS))
                 && let Some(j) = self.undone_by_provisional()
                 && still >= u64::from(self.config.chain_confirm_ms)
             {
@@ -195,6 +204,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.request_dump(now_ms, sink);
             }
         }
+    }
+
+    /// True when both players pressed the clock at or after `since` (the lever went down on
+    /// each side while the clock ran): the clock says the game went on, whatever the board
+    /// shows. A takeback is made with the clock left alone; the same position brought back
+    /// by plies both players pressed for is a repetition.
+    fn both_pressed_since(&self, since: u64) -> bool {
+        self.last_press_ms.iter().all(|t| t.is_some_and(|t| t >= since))
     }
 
     /// A message came from the board: an outage ([`Tracker::board_away`]) is over. What the

@@ -91,6 +91,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.unexplained_since = None;
         self.mismatch = None;
         self.pending_press.clear();
+        self.last_press_ms = [None; 2];
         self.full_reported = false;
         self.seen_boards.clear();
         self.shown_boards.clear();

@@ -205,6 +205,12 @@ pub struct Tracker<const PLIES: usize> {
     last_dump_ms: Option<u64>,
     /// Presses, oldest first, still waiting for the board to show the move.
     pending_press: heapless::Vec<PendingPress, PENDING_PRESSES>,
+    /// The side whose lever was high at the last clock reading.
+    lever: Option<ClockSide>,
+    /// When each side's player (left, right) last pressed the clock in this game: the
+    /// lever went down on their side while the clock ran. Read from the lever alone, so it
+    /// holds whatever the press bookkeeping made of the reading.
+    last_press_ms: [Option<u64>; 2],
     pub(crate) clocks: Clocks,
     last_clock_state: ClockState,
     armed_orientation: Option<Orientation>,
@@ -258,6 +264,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
             last_dump_request: None,
             last_dump_ms: None,
             pending_press: heapless::Vec::new(),
+            lever: None,
+            last_press_ms: [None; 2],
             clocks: Clocks::new(),
             last_clock_state: ClockState::default(),
             armed_orientation: None,
