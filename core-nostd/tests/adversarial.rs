@@ -449,6 +449,32 @@ fn kings_in_centre_king_step_next_to_the_centre_is_pressed_then_gesture() {
     check_stream(&s, &["e3f3"]);
 }
 
+/// The last move, Qc4-c2, is pressed right after the queen lands (it could still slide on to
+/// c1, so the press waits for the board), the clock is stopped 40 ms later and the kings
+/// are lifted and put in the centre (0-1) before the board was ever still for a scan period.
+/// The queen stayed on c2 all along: the pressed move stands, and the gesture is no move.
+#[test]
+fn the_last_pressed_move_stands_when_the_kings_go_to_the_centre_at_once() {
+    let (mut s, _) = from_fen("8/1Q3ppk/8/7P/2q5/1p4P1/5P1K/8 b - - 0 42", Config::default(), Some(300));
+    s.wait(1000);
+    s.step_ms = 30;
+    s.slide(Square::C4, Square::C2);
+    s.press(2, 0);
+    s.now += 40;
+    if let Some(c) = &mut s.clock {
+        c.running = None;
+    }
+    s.send_clock();
+    s.now += 150;
+    let white_king = s.lift(Square::H2);
+    let black_king = s.lift(Square::H7);
+    s.put(Square::E5, black_king);
+    s.put(Square::D4, white_king);
+    s.wait(3000);
+    assert_eq!(s.tracker.result(), Some((GameResult::BlackWins, EndReason::KingsInCentre)));
+    check_stream(&s, &["c4c2"]);
+}
+
 // ----- rotation and clock sides ------------------------------------------------------------------
 
 #[test]

@@ -133,9 +133,9 @@ fn three_presses_for_a_board_two_plies_reach_mean_three_plies() {
     // The third press before the board has been still for a scan period (the harness's
     // case pressed 170 ms after the landing was reported).
     let s = bishop_twice_with_reply_between(150);
-    assert_eq!(s.confirmed_events(), ["d2d4", "d7d5", "c1d2", "e7e6", "d2f4"], "{:?}", s.events);
+    assert_eq!(s.confirmed_events(), ["d2d4", "d7d5", "c1d2", "e7e6", "d2f4"], "{:?}", s.move_log());
     // Each ply has its own press's time.
-    assert_eq!(&s.confirmed_clks()[2..], [Some(295), Some(297), Some(294)], "{:?}", s.events);
+    assert_eq!(&s.confirmed_clks()[2..], [Some(295), Some(297), Some(294)], "{:?}", s.move_log());
 }
 
 /// The board stood at e4 f5 Qh5+, then Black's king was knocked from e8 onto f7 (where the

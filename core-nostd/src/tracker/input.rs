@@ -148,10 +148,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.
     pub fn tick<S: EventSink + ?Sized>(&mut self, now_ms: u64, sink: &mut S) {
-        if self.state != GameState::Active
-            || self.away_since.is_some()
-            || self.tick_board_result(now_ms, sink)
-        {
+        if self.state != GameState::Active || self.away_since.is_some() {
+            return;
+        }
+        // A move pressed just before the kings went to the centre stands once its piece has
+        // stayed where it landed (see `pressed_ply_stands`), signal or not.
+        if self.centre_since.is_some() {
+            self.resolve_pending(now_ms, false, sink);
+        }
+        if self.state != GameState::Active || self.tick_board_result(now_ms, sink) {
             return;
         }
         let still = now_ms.saturating_sub(self.last_change_ms);
@@ -278,10 +283,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
         sink: &mut S,
     ) -> bool {
         let n = upto.saturating_sub(self.confirmed).min(MAX_PROVISIONAL);
-        if !self.joint[..n].contains(&true) || self.last_dump_ms.is_some_and(|t| t >= since) {
+        !self.joint[..n].contains(&true) || self.dumped_since(since, now, sink)
+    }
+
+    /// True when a dump arrived at or after `since`; otherwise asks for one, once per
+    /// `since` (a press asks at once, whatever the rate limit).
+    pub(super) fn dumped_since<S: EventSink + ?Sized>(&mut self, since: u64, now: u64, sink: &mut S) -> bool {
+        if self.last_dump_ms.is_some_and(|t| t >= since) {
             return true;
         }
-        // Once per `since` (a press asks at once, whatever the rate limit).
         if self.last_dump_request.is_none_or(|t| t < since) {
             self.last_dump_request = Some(now);
             sink.event(Event::RequestBoardDump);

@@ -103,7 +103,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// showed at or just after the press (its report can lag the press by a scan: a
     /// burst), else the last one before it (the board showed it, then a hand adjusting it
     /// at the press), else one shown later.
-    fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
+    pub(super) fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
         let lag = self.config.slide_settled_ms();
         let mut turn = self.confirmed_pos.turn();
         let (mut before, mut later) = (None, None);
@@ -140,9 +140,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.pending_press.remove(k);
                 continue;
             }
-            if !self.at_tip || self.dirty {
-                return;
-            }
             // The ply the board showed at the press, while it is still in the line.
             let bound = self.still_bound(bound);
             let Some(upto) = bound.or_else(|| self.ply_for_pending_press(press.by, t)) else {
@@ -150,12 +147,23 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 continue;
             };
             // Once the board has been still for a scan period, a scan period after the
-            // press (a reading of the presser's move may have been on its way then).
+            // press (a reading of the presser's move may have been on its way then); or,
+            // for the ply the board showed as the last at the press, once its piece has
+            // stayed where it landed for that long, whatever the hands do elsewhere (see
+            // `pressed_ply_stands`).
             let stable = u64::from(self.config.press_stable_ms);
-            let settled =
-                now.saturating_sub(self.last_change_ms) >= stable && now.saturating_sub(t) >= stable;
-            if (settled || immediate) && self.line_verified(upto, t, now, sink) {
+            let on_board = self.at_tip && !self.dirty;
+            let settled = on_board
+                && now.saturating_sub(self.last_change_ms) >= stable
+                && now.saturating_sub(t) >= stable;
+            let stands = bound == Some(upto)
+                && now.saturating_sub(t) >= stable
+                && self.pressed_ply_stands(upto, now)
+                && (on_board || self.dumped_since(t, now, sink));
+            if (settled || (on_board && immediate) || stands) && self.line_verified(upto, t, now, sink) {
                 self.pending_press.remove(k);
+                // Earlier presses still waiting are for the earlier plies: each first.
+                k = self.confirm_earlier_presses(k, upto, now, sink);
                 self.confirm_through(upto, Some(&press), now, sink);
             } else {
                 k += 1;

@@ -133,6 +133,15 @@ impl Sim {
         self.tracker.feed_field(u, now, &mut |e| events.push(e));
     }
 
+    /// Changes a square on the board with its field update lost: only a dump shows it.
+    pub fn put_unreported(&mut self, sq: Square, p: Option<Piece>) {
+        self.board.discard_piece_at(sq);
+        if let Some(p) = p {
+            self.board.set_piece_at(sq, p);
+        }
+        self.now += self.step_ms;
+    }
+
     /// Lifts the piece from a square; returns it.
     pub fn lift(&mut self, sq: Square) -> Option<Piece> {
         let p = self.board.piece_at(sq);
