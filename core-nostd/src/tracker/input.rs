@@ -30,6 +30,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         } else if self.dirty || self.unexplained_since.is_some() {
             self.deep_eval(now_ms, sink);
         }
+        if self.state == GameState::Active {
+            self.bind_presses_to_dump(now_ms);
+        }
     }
 
     /// One square changed.
@@ -118,10 +121,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.dirty {
             self.deep_eval(now_ms, sink);
         }
-        if self.unexplained_since.is_some() {
-            // The mover says the move is complete but the board does not show a legal one:
-            // a field update may have been lost. A dump settles it.
-            self.request_dump(now_ms, sink);
+        if !(self.at_tip && !self.dirty && self.last_ply_by(press.by) == Some(self.records.len())) {
+            // The mover says the move is complete but the board does not show it as the
+            // line's last ply: a field update may have been lost, or the hands are still at
+            // work. A dump taken now settles it, whatever the rate limit (once a press).
+            self.dumped_since(now_ms, now_ms, sink);
         }
         // More presses than plies: the board may have been read a ply short.
         self.reread_for_press(press.by, now_ms, sink);

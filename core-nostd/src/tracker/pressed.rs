@@ -119,6 +119,28 @@ impl<const PLIES: usize> Tracker<PLIES> {
         k
     }
 
+    /// A dump arrived at `now`: a press that found the board not showing its move (and
+    /// asked for this dump) is bound to the presser's ply when the dump shows it as the
+    /// line's last, as if the board had shown it at the press (see `add_pending_press`):
+    /// the dump is the board a scan after the press, without the field updates that were
+    /// lost on the way.
+    pub(super) fn bind_presses_to_dump(&mut self, now: u64) {
+        if !self.at_tip || self.dirty {
+            return;
+        }
+        let window = u64::from(self.config.press_stable_ms);
+        let len = self.records.len();
+        for k in 0..self.pending_press.len() {
+            let p = self.pending_press[k];
+            if p.bound.is_some() || p.at > now || now - p.at > window {
+                continue;
+            }
+            if len > self.confirmed && self.last_ply_by(p.press.by) == Some(len) {
+                self.pending_press[k].bound = Some((len, self.records[len - 1].hash));
+            }
+        }
+    }
+
     /// Before the board changes, when it has stood for a scan: remembers it if two or more
     /// presses are waiting, one by each player in turn from the side to move after the last
     /// confirmed ply (see [`Self::line_through_pressed_board`]).

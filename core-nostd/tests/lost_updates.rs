@@ -1,0 +1,98 @@
+//! Field updates lost on the way (the `dropped` hand scripts): the board the tracker holds
+//! is re-read from a dump whenever it cannot explain what the clock says, a dump overrules
+//! the field updates before it, and the game goes on by itself.
+
+mod common;
+
+use common::{clocked, piece, play_pressed};
+use dgt_core::Event;
+use dgt_protocol::{ClockSide, Orientation};
+use shakmaty::{Chess, Color, Position, Role, Square};
+
+const W: Color = Color::White;
+const B: Color = Color::Black;
+
+/// The game 1. e4 Nf6 2. e5 Nd5 3. d4 d6 4. c4 Nb6 at blitz pace (dropped-s1-g000), with
+/// the knight's lift from g8 and the pawn's landing on e5 lost: at those presses the board
+/// does not show the presser's move. Each such press asks for a dump at once (whatever the dump
+/// interval: the last was asked for a fraction of a second before), the dump shows the move,
+/// and the press still confirms it. Asked only at the interval, the dumps came once the
+/// board was more plies ahead than the search reaches, and the game stalled for good.
+#[test]
+fn each_press_the_board_cannot_explain_is_settled_by_a_dump() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4"]);
+    s.step_ms = 20;
+    // 1...Nf6: g8's report lost.
+    s.put_unreported(Square::G8, None);
+    s.put(Square::F6, piece(B, Role::Knight));
+    s.wait(30);
+    s.press(1, 0);
+    s.wait(50);
+    // 2. e5: e5's report lost.
+    s.lift(Square::E4);
+    s.put_unreported(Square::E5, piece(W, Role::Pawn));
+    s.wait(30);
+    s.press(1, 0);
+    s.wait(50);
+    // The rest reported.
+    for (from, to) in [(Square::F6, Square::D5), (Square::D2, Square::D4), (Square::D7, Square::D6)] {
+        s.slide(from, to);
+        s.wait(30);
+        s.press(1, 0);
+        s.wait(50);
+    }
+    s.slide(Square::C2, Square::C4);
+    s.wait(30);
+    s.press(1, 0);
+    s.wait(50);
+    s.slide(Square::D5, Square::B6);
+    s.wait(30);
+    s.press(1, 0);
+    s.wait(3000);
+    let played = ["e2e4", "g8f6", "e4e5", "f6d5", "d2d4", "d7d6", "c2c4", "d5b6"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+    assert_eq!(s.count(|e| matches!(e, Event::PositionMismatch { .. })), 0, "{:?}", s.move_log());
+}
+
+/// The last move, Qc4-c2, with the queen's landing report lost; the mover presses, the clock
+/// is stopped and the kings go to the centre (0-1) at once. The press asks for a dump, the
+/// dump shows Qc2 as the line's last ply: the press is that ply's as if the board had shown
+/// it at the press, and the move stands once the queen has stayed on c2 (the dump and the
+/// board since say so), whatever the kings do.
+#[test]
+fn a_move_a_dump_shows_after_its_press_stands_as_if_the_board_had_shown_it() {
+    let fen = "8/1Q3ppk/8/7P/2q5/1p4P1/5P1K/8 b - - 0 42";
+    let mut s = common::Sim::new(dgt_core::Config::default());
+    let setup = shakmaty::fen::Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
+    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
+    s.board = pos.board().clone();
+    s.dump();
+    let events = &mut s.events;
+    s.tracker
+        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
+        .expect("start");
+    let mut clock = common::SimClock::new(300, 300, ClockSide::Left);
+    clock.high = B;
+    s.clock = Some(clock);
+    s.send_clock();
+    s.start_clock();
+    s.wait(1000);
+    s.step_ms = 30;
+    let queen = s.lift(Square::C4);
+    s.put_unreported(Square::C2, queen);
+    s.press(2, 0);
+    s.wait(20);
+    if let Some(c) = &mut s.clock {
+        c.running = None;
+    }
+    s.send_clock();
+    s.wait(150);
+    let white_king = s.lift(Square::H2);
+    let black_king = s.lift(Square::H7);
+    s.put(Square::E5, black_king);
+    s.put(Square::D4, white_king);
+    s.wait(3000);
+    assert_eq!(s.result(), Some(dgt_core::GameResult::BlackWins), "{:?}", s.move_log());
+    assert_eq!(s.confirmed_events(), ["c4c2"], "{:?}", s.move_log());
+}
