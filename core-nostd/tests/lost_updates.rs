@@ -96,3 +96,25 @@ fn a_move_a_dump_shows_after_its_press_stands_as_if_the_board_had_shown_it() {
     assert_eq!(s.result(), Some(dgt_core::GameResult::BlackWins), "{:?}", s.move_log());
     assert_eq!(s.confirmed_events(), ["c4c2"], "{:?}", s.move_log());
 }
+
+/// White castles king first and both of the king's reports are lost: the board shows only
+/// the rook going h1-f1, a legal move, when White presses. A rook going where castling puts
+/// it may be half of castling: the press takes it from a dump, which shows the king on g1,
+/// even when the dump comes later than the board's stillness would confirm the press.
+#[test]
+fn castling_with_the_kings_reports_lost_is_read_from_a_dump() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let opening = ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5"];
+    play_pressed(&mut s, &Chess::default(), &opening);
+    s.step_ms = 150;
+    s.put_unreported(Square::E1, None);
+    s.put_unreported(Square::G1, piece(W, Role::King));
+    s.slide(Square::H1, Square::F1);
+    s.wait(160);
+    s.press(2, 0);
+    s.wait_without_dumps(400);
+    s.wait(2000);
+    let all = s.confirmed_events();
+    assert!(!all.contains(&"h1f1".to_string()), "{:?}", s.move_log());
+    assert_eq!(all.last().map(String::as_str), Some("e1g1"), "{:?}", s.move_log());
+}

@@ -25,6 +25,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.board_heard(now_ms);
         let first = !self.phys.known;
         self.last_dump_ms = Some(now_ms);
+        self.dump_leaves = if first { None } else { self.plies_a_dump_leaves(self.phys.differing(dump)) };
         if self.phys.load(dump, now_ms) || first {
             self.board_changed(now_ms, true, sink);
         } else if self.dirty || self.unexplained_since.is_some() {
@@ -54,6 +55,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         self.note_shown(now_ms);
         if self.phys.set(update.square, update.piece(), now_ms) {
+            self.dump_leaves = None;
             if self.at_tip {
                 self.touched_off_tip = Bitboard::EMPTY;
             }
@@ -121,12 +123,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.dirty {
             self.deep_eval(now_ms, sink);
         }
-        if !(self.at_tip && !self.dirty && self.last_ply_by(press.by) == Some(self.records.len())) {
-            // The mover says the move is complete but the board does not show it as the
-            // line's last ply: a field update may have been lost, or the hands are still at
-            // work. A dump taken now settles it, whatever the rate limit (once a press).
-            self.dumped_since(now_ms, now_ms, sink);
-        }
         // More presses than plies: the board may have been read a ply short.
         self.reread_for_press(press.by, now_ms, sink);
         // An earlier press still waiting for the board is settled first.
@@ -148,6 +144,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         self.add_pending_press(press, now_ms);
+        // The mover says the move is complete, but the board does not show it as the line's
+        // last ply, or shows a ply that may be part of a longer move: a field update may
+        // have been lost, or the hands are still at work. A dump taken now settles it,
+        // whatever the rate limit (once a press).
+        self.dumped_since(now_ms, now_ms, sink);
     }
 
     /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.

@@ -92,6 +92,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.mismatch = None;
         self.pending_press.clear();
         self.last_press_ms = [None; 2];
+        self.dump_leaves = None;
         self.full_reported = false;
         self.seen_boards.clear();
         self.shown_boards.clear();

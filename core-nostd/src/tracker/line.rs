@@ -160,7 +160,20 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 && now.saturating_sub(t) >= stable
                 && self.pressed_ply_stands(upto, now)
                 && (on_board || self.dumped_since(t, now, sink));
-            if (settled || (on_board && immediate) || stands) && self.line_verified(upto, t, now, sink) {
+            // A ply that may be the first part of a longer move (a slide, castling with the
+            // rook first) is taken from a dump taken after the press (the reports of the rest
+            // may have been lost: the king's, in castling king first), or, without one, once
+            // the board has been still after the press for as long as the rest of a slide
+            // takes to be reported.
+            let settled_ms = self.config.slide_settled_ms();
+            let shown = !self.ply_may_slide_on(upto)
+                || self.dumped_since(t, now, sink)
+                || (now.saturating_sub(self.last_change_ms) >= settled_ms
+                    && now.saturating_sub(t) >= settled_ms);
+            if (settled || (on_board && immediate) || stands)
+                && shown
+                && self.line_verified(upto, t, now, sink)
+            {
                 self.pending_press.remove(k);
                 // Earlier presses still waiting are for the earlier plies: each first.
                 k = self.confirm_earlier_presses(k, upto, now, sink);
@@ -225,11 +238,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// the last one a waiting press was bound to (the board showed it when the mover said
     /// the move was done).
     pub(super) fn pressed_plies(&self) -> usize {
-        self.pending_press
+        let pressed = self
+            .pending_press
             .iter()
             .filter_map(|p| self.still_bound(p.bound))
             .max()
-            .map_or(0, |b| b - self.confirmed)
+            .map_or(0, |b| b - self.confirmed);
+        pressed.min(self.dump_kept_plies())
     }
 
     /// True when a press may confirm the provisional plies up to `upto` at once: the
@@ -252,6 +267,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let pos = &self.confirmed_pos;
         self.records[self.confirmed].to_move(pos).is_some_and(|m| !may_slide_on(pos, m))
+    }
+
+    /// True when ply `upto` (index one past it) could be part of a longer move under way
+    /// (see `may_slide_on`).
+    pub(super) fn ply_may_slide_on(&self, upto: usize) -> bool {
+        let Some(pos) = self.position_at(upto - 1) else { return false };
+        self.records[upto - 1].to_move(&pos).is_some_and(|m| may_slide_on(&pos, m))
     }
 
     /// Confirms provisional plies until `upto` are confirmed.

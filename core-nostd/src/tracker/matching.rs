@@ -386,7 +386,48 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// How many provisional plies there are up to the last one that stood (0: none stood).
     pub(super) fn stood_plies(&self) -> usize {
         let prov = (self.records.len() - self.confirmed).min(MAX_PROVISIONAL);
-        (0..prov).rev().find(|&i| self.stood[i]).map_or(0, |i| i + 1)
+        let stood = (0..prov).rev().find(|&i| self.stood[i]).map_or(0, |i| i + 1);
+        stood.min(self.dump_kept_plies())
+    }
+
+    /// The first provisional ply (its index in the record list) that a dump about to be
+    /// loaded contradicts, `corrected` being the squares it shows otherwise than the field
+    /// updates did: a ply read after the last report of such a square (its update was lost
+    /// since), which changed that square or, for a rook move, had its king there
+    /// (castling). Plies that stood, or that a press was bound to, are kept as the board
+    /// showed them only up to there: a dump overrules the field updates before it (castling
+    /// king first with the king's reports lost reads as the rook's move, and a press binds
+    /// to it). Plies read before the square's last report are not in question: a repetition
+    /// Kb2 Kb1 Kb2 whose last lift of b1 was lost keeps the first Kb2.
+    pub(super) fn plies_a_dump_leaves(&self, corrected: Bitboard) -> Option<usize> {
+        if corrected.is_empty() {
+            return None;
+        }
+        let mut pos = self.confirmed_pos.clone();
+        for i in self.confirmed..self.records.len() {
+            let m = self.records[i].to_move(&pos)?;
+            let mut after = pos.clone();
+            after.play_unchecked(m);
+            let mut squares = board_diff(pos.board(), after.board());
+            if m.role() == Role::Rook
+                && let Some(king) = pos.board().king_of(pos.turn())
+            {
+                squares.add(king);
+            }
+            let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+            if (squares & corrected).into_iter().any(|sq| self.phys.changed_ms(sq) < seen) {
+                return Some(i);
+            }
+            pos = after;
+        }
+        None
+    }
+
+    /// How many provisional plies the last dump leaves standing as the field updates showed
+    /// them (all when no dump contradicts them: see `plies_a_dump_leaves`).
+    pub(super) fn dump_kept_plies(&self) -> usize {
+        let prov = self.records.len() - self.confirmed;
+        self.dump_leaves.map_or(prov, |i| i.saturating_sub(self.confirmed).min(prov))
     }
 
     /// True when two lines (provisional plies up to a base, then a path) are the same plies.

@@ -203,6 +203,9 @@ pub struct Tracker<const PLIES: usize> {
     last_dump_request: Option<u64>,
     /// When the last dump arrived: the only reading not open to a lost field update.
     last_dump_ms: Option<u64>,
+    /// Until the next field update: the plies before this index are all the last dump left
+    /// standing as the field updates showed them (see `plies_a_dump_leaves`).
+    dump_leaves: Option<usize>,
     /// Presses, oldest first, still waiting for the board to show the move.
     pending_press: heapless::Vec<PendingPress, PENDING_PRESSES>,
     /// The side whose lever was high at the last clock reading.
@@ -263,6 +266,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             mismatch: None,
             last_dump_request: None,
             last_dump_ms: None,
+            dump_leaves: None,
             pending_press: heapless::Vec::new(),
             lever: None,
             last_press_ms: [None; 2],

@@ -167,6 +167,18 @@ impl Sim {
         }
     }
 
+    /// Lets time pass like [`Sim::wait`], with the dump requests not answered meanwhile (a
+    /// slow link): the next `wait` answers them.
+    pub fn wait_without_dumps(&mut self, ms: u64) {
+        let end = self.now + ms;
+        while self.now < end {
+            self.now = (self.now + 50).min(end);
+            let now = self.now;
+            let events = &mut self.events;
+            self.tracker.tick(now, &mut |e| events.push(e));
+        }
+    }
+
     /// Answers the tracker's dump requests, as the host does (here within a tick).
     fn answer_dump_requests(&mut self) {
         let asked = self.count(|e| matches!(e, Event::RequestBoardDump));
