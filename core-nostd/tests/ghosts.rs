@@ -414,3 +414,28 @@ fn a_piece_moved_again_after_the_reply_is_a_new_ply_not_the_rest_of_a_slide() {
     let played = ["e2e4", "e7e6", "d2d4", "f8e7", "g1f3", "e7d6", "c2c4", "a7a6"];
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
 }
+
+/// White presses by mistake before moving, then two seconds later plays Nb1-c3, takes it
+/// back after 300 ms and plays Nf3; Black replies Nc6 and presses. The early press was not
+/// for a ply shown seconds after it: Nc3, which stood long enough for a press waiting on it,
+/// is withdrawn, never confirmed.
+#[test]
+fn a_press_is_not_for_a_ply_shown_seconds_after_it() {
+    let mut s = common::clocked(Orientation::Normal, ClockSide::Left);
+    common::play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
+    s.wait(500);
+    s.press(1, 0);
+    s.wait(2000);
+    s.slide(Square::B1, Square::C3);
+    s.wait(300);
+    s.slide(Square::C3, Square::B1);
+    s.slide(Square::G1, Square::F3);
+    s.wait(500);
+    s.slide(Square::B8, Square::C6);
+    s.wait(100);
+    s.press(1, 0);
+    s.wait(3000);
+    let all = s.confirmed_events();
+    assert!(!all.contains(&"b1c3".to_string()), "{:?}", s.move_log());
+    assert_eq!(all, ["e2e4", "e7e5", "g1f3", "b8c6"], "{:?}", s.move_log());
+}

@@ -529,7 +529,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 }
 
 /// The square a ply puts its piece on (the king's, for castling).
-fn landing(m: shakmaty::Move) -> shakmaty::Square {
+pub(super) fn landing(m: shakmaty::Move) -> shakmaty::Square {
     match m {
         shakmaty::Move::Castle { king, rook } => {
             let file = if rook.file() > king.file() { shakmaty::File::G } else { shakmaty::File::C };
