@@ -439,3 +439,39 @@ fn a_press_is_not_for_a_ply_shown_seconds_after_it() {
     assert!(!all.contains(&"b1c3".to_string()), "{:?}", s.move_log());
     assert_eq!(all, ["e2e4", "e7e5", "g1f3", "b8c6"], "{:?}", s.move_log());
 }
+
+/// The game 1. e4 c6 2. d4 d5, then exd5 cxd5 Bd3 at blitz pace with a press after each,
+/// all three pressed before the board's scan reports them; the dumps the presses ask for
+/// show them first. The board shows the tip less the e4 and c6 pawns, then a bishop on d3:
+/// read once the hands are done, long after the presses. Each press still takes its own ply:
+/// the board began showing them when it left the tip, not when the line took them.
+#[test]
+fn plies_read_once_the_hands_are_done_keep_the_presses_made_before() {
+    let mut s = common::clocked(Orientation::Normal, ClockSide::Left);
+    common::play_pressed(&mut s, &Chess::default(), &["e2e4", "c7c6", "d2d4", "d7d5"]);
+    s.wait(1000);
+    s.step_ms = 16;
+    s.put_unreported(Square::D5, None);
+    s.put_unreported(Square::E4, None);
+    s.put_unreported(Square::D5, piece(W, Role::Pawn));
+    s.put_unreported(Square::D5, None);
+    s.put_unreported(Square::C6, None);
+    s.put_unreported(Square::D5, piece(B, Role::Pawn));
+    s.press(4, 2);
+    s.wait(16);
+    s.press(3, 2);
+    s.wait(16);
+    s.put_unreported(Square::F1, None);
+    s.put_unreported(Square::D3, piece(W, Role::Bishop));
+    s.press(1, 2);
+    s.wait(30);
+    s.step_ms = 0;
+    for sq in [Square::C6, Square::E4, Square::D3, Square::F1] {
+        let p = s.board.piece_at(sq);
+        s.put(sq, p);
+    }
+    s.wait(2000);
+    let played = ["e2e4", "c7c6", "d2d4", "d7d5", "e4d5", "c6d5", "f1d3"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+    assert!(s.confirmed_clks().iter().all(Option::is_some), "{:?}", s.move_log());
+}

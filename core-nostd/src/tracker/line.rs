@@ -102,22 +102,18 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// move, made once the opponent replied). Otherwise the first ply of `color` the board
     /// showed at or just after the press (its report can lag the press by a scan: a
     /// burst), else the last one before it (the board showed it, then a hand adjusting it
-    /// at the press). A ply of `color` first shown later than that is no ply of this press:
+    /// at the press). When the board showed a ply is when it began showing the reading the
+    /// line took it from (see `shown_at`). A ply of `color` first shown later than that is
+    /// no ply of this press:
     /// a move whose reports were lost is shown by the dump the press asks for, and a
     /// player does not press for a move they make seconds later.
     pub(super) fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
         let lag = self.config.slide_settled_ms();
-        let mut pos = self.confirmed_pos.clone();
+        let mut turn = self.confirmed_pos.turn();
         let mut before = None;
         let mut last_before_is_ours = false;
         for i in self.confirmed..self.records.len() {
-            let turn = pos.turn();
-            let m = self.records[i].to_move(&pos)?;
-            pos.play_unchecked(m);
-            // When the board showed it: when the line took it, or the report of its landing
-            // if that came earlier (a line found only once the board had settled).
-            let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)]
-                .min(self.phys.changed_ms(super::matching::landing(m)));
+            let seen = self.shown_at(i);
             if seen < pressed_ms {
                 last_before_is_ours = turn == color;
             }
@@ -130,6 +126,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                     return Some(i + 1);
                 }
             }
+            turn = !turn;
         }
         before
     }

@@ -110,7 +110,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         if let Some(m) = one_ply(&self.tip, &target, d) {
-            self.extend(&[m], now, sink);
+            self.extend_shown(&[m], now, now, sink);
             self.on_match(sink);
             return;
         }
@@ -125,7 +125,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             if let Some(m) = found {
                 self.retract_to(self.confirmed + k, sink);
                 if let Some(m) = m {
-                    self.extend(&[m], now, sink);
+                    self.extend_shown(&[m], now, now, sink);
                 }
                 self.on_match(sink);
                 return;
@@ -194,7 +194,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
             };
             if let Some((k, path, _)) = line {
                 self.retract_to(self.confirmed + k, sink);
-                self.extend(&path, now, sink);
+                // The reading these plies explain began when the board left the tip.
+                self.extend_shown(&path, now, self.tip_left_ms.min(now), sink);
                 self.on_match(sink);
                 return;
             }
@@ -215,6 +216,29 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.unexplained_since.is_none() {
             self.unexplained_since = Some(now);
         }
+    }
+
+    /// [`Self::extend`], noting that the board began showing the new plies at `shown`.
+    pub(super) fn extend_shown<S: EventSink + ?Sized>(
+        &mut self,
+        moves: &[shakmaty::Move],
+        now: u64,
+        shown: u64,
+        sink: &mut S,
+    ) {
+        let from = self.records.len();
+        self.extend(moves, now, sink);
+        for i in from..self.records.len() {
+            self.shown_ms[i % MAX_PROVISIONAL] = shown;
+        }
+    }
+
+    /// When the board began showing provisional ply `i` (its index in the record list):
+    /// when the line took it, or, for plies a search found in a reading the fast path could
+    /// not follow, when the board left the line's previous tip (the search may run only
+    /// once the board has settled, well after the hands made the plies).
+    pub(super) fn shown_at(&self, i: usize) -> u64 {
+        self.shown_ms[i % MAX_PROVISIONAL]
     }
 
     /// How `target` shows the tip with a move under way, if it does: only pieces lifted (a
@@ -529,7 +553,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 }
 
 /// The square a ply puts its piece on (the king's, for castling).
-pub(super) fn landing(m: shakmaty::Move) -> shakmaty::Square {
+fn landing(m: shakmaty::Move) -> shakmaty::Square {
     match m {
         shakmaty::Move::Castle { king, rook } => {
             let file = if rook.file() > king.file() { shakmaty::File::G } else { shakmaty::File::C };

@@ -169,6 +169,9 @@ pub struct Tracker<const PLIES: usize> {
     tip: Chess,
     /// When each provisional ply first appeared (index = ply - confirmed).
     seen_ms: [u64; MAX_PROVISIONAL],
+    /// When the board began showing each provisional ply, by ply index modulo
+    /// `MAX_PROVISIONAL` (see `shown_at`).
+    shown_ms: [u64; MAX_PROVISIONAL],
     /// Which provisional plies were read together with another one from a single reading
     /// (a search of two or more plies): see `line_verified`.
     joint: [bool; MAX_PROVISIONAL],
@@ -250,6 +253,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             confirmed_pos: Chess::default(),
             tip: Chess::default(),
             seen_ms: [0; MAX_PROVISIONAL],
+            shown_ms: [0; MAX_PROVISIONAL],
             joint: [false; MAX_PROVISIONAL],
             stood: [false; MAX_PROVISIONAL],
             last_confirmed_seen_ms: 0,

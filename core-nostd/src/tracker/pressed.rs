@@ -55,8 +55,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if found.tied {
             return;
         }
+        let shown = self.shown_at(self.confirmed).min(now);
         self.retract_to(self.confirmed, sink);
-        self.extend(&found.path, now, sink);
+        self.extend_shown(&found.path, now, shown, sink);
         self.on_match(sink);
     }
 
