@@ -229,6 +229,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// for the board get back the time it was away.
     fn board_heard(&mut self, now: u64) {
         let Some(since) = self.away_since.take() else { return };
+        self.back_from_outage = true;
         let gone = now.saturating_sub(since);
         self.last_change_ms = self.last_change_ms.max(now);
         for p in self.pending_press.iter_mut() {
@@ -287,6 +288,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
         now: u64,
         sink: &mut S,
     ) -> bool {
+        if self.first_hidden().is_some_and(|h| h < upto) {
+            // One of several move orders: a dump may show the board moved on in a way only
+            // one of them allows; nothing confirms the plies meanwhile.
+            self.dumped_since(since, now, sink);
+            return false;
+        }
         let n = upto.saturating_sub(self.confirmed).min(MAX_PROVISIONAL);
         !self.joint[..n].contains(&true) || self.dumped_since(since, now, sink)
     }

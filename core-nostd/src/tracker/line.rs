@@ -246,7 +246,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             .filter_map(|p| self.still_bound(p.bound))
             .max()
             .map_or(0, |b| b - self.confirmed);
-        pressed.min(self.dump_kept_plies())
+        pressed.min(self.dump_kept_plies()).min(self.plies_before_hidden())
     }
 
     /// True when a press may confirm the provisional plies up to `upto` at once: the

@@ -79,6 +79,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     pub(super) fn on_match<S: EventSink + ?Sized>(&mut self, sink: &mut S) {
         self.dirty = false;
+        self.back_from_outage = false;
         self.at_tip = true;
         remember(&mut self.seen_boards, placement_hash(self.tip.board()));
         self.unexplained_since = None;
@@ -110,7 +111,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         if let Some(m) = one_ply(&self.tip, &target, d) {
-            self.extend_shown(&[m], now, now, sink);
+            if may_retract && self.reorder_hidden(&target, now, sink) {
+                return;
+            }
+            self.extend_shown(&[m], now, now, false, sink);
             self.on_match(sink);
             return;
         }
@@ -125,7 +129,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             if let Some(m) = found {
                 self.retract_to(self.confirmed + k, sink);
                 if let Some(m) = m {
-                    self.extend_shown(&[m], now, now, sink);
+                    self.extend_shown(&[m], now, now, false, sink);
                 }
                 self.on_match(sink);
                 return;
@@ -192,10 +196,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 }
                 line => line,
             };
-            if let Some((k, path, _)) = line {
+            if let Some((k, path, tied)) = line {
+                // Moves made while the board was away are the caller's to reconcile.
+                let hidden = tied && !self.back_from_outage;
                 self.retract_to(self.confirmed + k, sink);
                 // The reading these plies explain began when the board left the tip.
-                self.extend_shown(&path, now, self.tip_left_ms.min(now), sink);
+                self.extend_shown(&path, now, self.tip_left_ms.min(now), hidden, sink);
+                if hidden {
+                    self.alert_hidden_order(sink);
+                }
                 self.on_match(sink);
                 return;
             }
@@ -218,19 +227,66 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
-    /// [`Self::extend`], noting that the board began showing the new plies at `shown`.
+    /// [`Self::extend`], noting that the board began showing the new plies at `shown`, and
+    /// whether they are `hidden`: one of several move orders to the board.
     pub(super) fn extend_shown<S: EventSink + ?Sized>(
         &mut self,
         moves: &[shakmaty::Move],
         now: u64,
         shown: u64,
+        hidden: bool,
         sink: &mut S,
     ) {
         let from = self.records.len();
         self.extend(moves, now, sink);
         for i in from..self.records.len() {
             self.shown_ms[i % MAX_PROVISIONAL] = shown;
+            self.hidden[i % MAX_PROVISIONAL] = hidden;
         }
+    }
+
+    /// The first provisional ply (its index in the record list) of a line taken when
+    /// another line of as many plies, through as many positions the board was seen
+    /// showing, reached the same board: the board never showed which order was played
+    /// (Nf3 Nc6 d3 and d3 Nc6 Nf3 read in one scan). Such plies are not confirmed, by a
+    /// press or by time (see `line_verified`), nor kept because they stood or a press was
+    /// bound to them: a later reading may tell the orders apart (an en passant capture,
+    /// castling rights), and the search from before them takes the line it explains.
+    pub(super) fn first_hidden(&self) -> Option<usize> {
+        (self.confirmed..self.records.len()).find(|&i| self.hidden[i % MAX_PROVISIONAL])
+    }
+
+    /// The board moved on from a line with plies of an unknown order (see `first_hidden`):
+    /// when one line alone from before them explains it now, that line is taken and its
+    /// order is known. Returns true when it was.
+    fn reorder_hidden<S: EventSink + ?Sized>(&mut self, target: &Board, now: u64, sink: &mut S) -> bool {
+        let Some(h) = self.first_hidden() else { return false };
+        let Some((k, path, false)) = self.best_line(target, h - self.confirmed) else { return false };
+        let shown = self.shown_at(h);
+        self.retract_to(self.confirmed + k, sink);
+        for i in h..self.records.len() {
+            self.hidden[i % MAX_PROVISIONAL] = false;
+        }
+        self.extend_shown(&path, now, shown.min(now), false, sink);
+        self.on_match(sink);
+        true
+    }
+
+    /// Tells the operator which ply to check when the move order is unknown (once for
+    /// that ply).
+    fn alert_hidden_order<S: EventSink + ?Sized>(&mut self, sink: &mut S) {
+        let Some(h) = self.first_hidden() else { return };
+        let ply = (h + 1) as u16;
+        if self.order_alerted != Some(ply) {
+            self.order_alerted = Some(ply);
+            sink.event(Event::MoveOrderUnknown { ply });
+        }
+    }
+
+    /// How many provisional plies come before the first one of an unknown order (all when
+    /// none is).
+    pub(super) fn plies_before_hidden(&self) -> usize {
+        self.first_hidden().map_or(self.records.len(), |h| h) - self.confirmed
     }
 
     /// When the board began showing provisional ply `i` (its index in the record list):
@@ -411,7 +467,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn stood_plies(&self) -> usize {
         let prov = (self.records.len() - self.confirmed).min(MAX_PROVISIONAL);
         let stood = (0..prov).rev().find(|&i| self.stood[i]).map_or(0, |i| i + 1);
-        stood.min(self.dump_kept_plies())
+        stood.min(self.dump_kept_plies()).min(self.plies_before_hidden())
     }
 
     /// The first provisional ply (its index in the record list) that a dump about to be

@@ -172,6 +172,15 @@ pub struct Tracker<const PLIES: usize> {
     /// When the board began showing each provisional ply, by ply index modulo
     /// `MAX_PROVISIONAL` (see `shown_at`).
     shown_ms: [u64; MAX_PROVISIONAL],
+    /// Which provisional plies, by ply index modulo `MAX_PROVISIONAL`, are one of several
+    /// move orders to the board (see `first_hidden`).
+    hidden: [bool; MAX_PROVISIONAL],
+    /// The ply the operator was last told to check for an unknown move order.
+    order_alerted: Option<u16>,
+    /// The board is back from an outage and no reading has been explained since: the
+    /// moves made meanwhile are reconciled by the caller (the board's event log, or the
+    /// position with the operator told), not kept unconfirmed as an unknown order.
+    back_from_outage: bool,
     /// Which provisional plies were read together with another one from a single reading
     /// (a search of two or more plies): see `line_verified`.
     joint: [bool; MAX_PROVISIONAL],
@@ -254,6 +263,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
             tip: Chess::default(),
             seen_ms: [0; MAX_PROVISIONAL],
             shown_ms: [0; MAX_PROVISIONAL],
+            hidden: [false; MAX_PROVISIONAL],
+            order_alerted: None,
+            back_from_outage: false,
             joint: [false; MAX_PROVISIONAL],
             stood: [false; MAX_PROVISIONAL],
             last_confirmed_seen_ms: 0,

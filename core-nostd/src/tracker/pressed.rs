@@ -57,7 +57,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let shown = self.shown_at(self.confirmed).min(now);
         self.retract_to(self.confirmed, sink);
-        self.extend_shown(&found.path, now, shown, sink);
+        self.extend_shown(&found.path, now, shown, false, sink);
         self.on_match(sink);
     }
 
