@@ -683,7 +683,7 @@ fn a_capture_with_the_victim_off_first_and_the_rook_passing_keeps_the_line() {
     s.wait(3_000);
     assert_eq!(all_confirmed(&s), ["h7h6", "e2e4"]);
     check_stream(&s, &["h7h6", "e2e4"]);
-    assert_eq!(s.count(|e| matches!(e, Event::MoveRetracted { ply: 1, .. })), 0, "{:?}", s.events);
+    assert_eq!(s.count(|e| matches!(e, Event::MoveRetracted { ply: 1, .. })), 0, "{:?}", s.move_log());
 }
 
 // ----- several plies in one scan, without a clock -------------------------------------------

@@ -118,3 +118,38 @@ fn castling_with_the_kings_reports_lost_is_read_from_a_dump() {
     assert!(!all.contains(&"h1f1".to_string()), "{:?}", s.move_log());
     assert_eq!(all.last().map(String::as_str), Some("e1g1"), "{:?}", s.move_log());
 }
+
+/// No clock. Black plays ...a5 with both of its reports lost, then White b5 and Black ...c5,
+/// reported in that order: with a7 still on the board as far as the field updates go, the
+/// only line to the board is ...c5 b5, against the order the board reported them. A dump
+/// then shows ...a5: the plies are read again by the order the board reported the landings
+/// it did report, ...a5 b5 ...c5, before quiet time confirms them, and White's en passant
+/// capture bxc6 follows from there.
+#[test]
+fn plies_read_with_a_square_gone_stale_are_put_in_the_order_the_board_reported() {
+    let fen = "4k3/p1p5/8/8/1P6/8/8/4K3 b - - 0 40";
+    let mut s = common::Sim::new(dgt_core::Config::default());
+    let setup = shakmaty::fen::Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
+    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
+    s.board = pos.board().clone();
+    s.dump();
+    let events = &mut s.events;
+    s.tracker
+        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
+        .expect("start");
+    s.wait(1000);
+    s.put_unreported(Square::A7, None);
+    s.put_unreported(Square::A5, piece(B, Role::Pawn));
+    s.wait(600);
+    s.slide(Square::B4, Square::B5);
+    s.wait(100);
+    s.slide(Square::C7, Square::C5);
+    s.wait(400);
+    s.dump();
+    s.wait(2500);
+    s.lift(Square::B5);
+    s.put(Square::C6, piece(W, Role::Pawn));
+    s.lift(Square::C5);
+    s.wait(5000);
+    assert_eq!(s.confirmed_events(), ["a7a5", "b4b5", "c7c5", "b5c6"], "{:?}", s.move_log());
+}

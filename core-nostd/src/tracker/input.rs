@@ -25,11 +25,19 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.board_heard(now_ms);
         let first = !self.phys.known;
         self.last_dump_ms = Some(now_ms);
-        self.dump_leaves = if first { None } else { self.plies_a_dump_leaves(self.phys.differing(dump)) };
+        let corrected = if first { Bitboard::EMPTY } else { self.phys.differing(dump) };
+        // Since when those squares' updates may have been lost: their last reports.
+        let lost_since = corrected.into_iter().map(|sq| self.phys.changed_ms(sq)).min();
+        self.dump_leaves = self.plies_a_dump_leaves(corrected);
         if self.phys.load(dump, now_ms) || first {
             self.board_changed(now_ms, true, sink);
         } else if self.dirty || self.unexplained_since.is_some() {
             self.deep_eval(now_ms, sink);
+        }
+        if let Some(since) = lost_since
+            && self.state == GameState::Active
+        {
+            self.reorder_after_lost_updates(corrected, since, now_ms, sink);
         }
         if self.state == GameState::Active {
             self.bind_presses_to_dump(now_ms);

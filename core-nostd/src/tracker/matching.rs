@@ -503,6 +503,72 @@ impl<const PLIES: usize> Tracker<PLIES> {
         None
     }
 
+    /// After a dump showed `corrected` otherwise than the field updates, whose reports may
+    /// have been lost since `since`: the plies read after that may be in an order the board
+    /// never showed. The positions it was seen showing meanwhile held the stale squares
+    /// (...c5 and b5 read with ...a5 unreported leave the board of ...c5 b5, the only line
+    /// to it then), and the lost change has no time. When the line puts a ply before one
+    /// whose landing the board reported a scan earlier, those plies are read again from the
+    /// dump by the order in which the board reported the landings it did report: one line
+    /// alone is taken (...a5 b5 ...c5: b5 was reported before c5); several are an unknown
+    /// order (see `first_hidden`).
+    pub(super) fn reorder_after_lost_updates<S: EventSink + ?Sized>(
+        &mut self,
+        corrected: Bitboard,
+        since: u64,
+        now: u64,
+        sink: &mut S,
+    ) {
+        if !self.at_tip || self.dirty || self.phys.magic.any() {
+            return;
+        }
+        let Some(from) = (self.confirmed..self.records.len()).find(|&i| self.shown_at(i) > since) else {
+            return;
+        };
+        let n = self.records.len() - from;
+        if !(2..=search::MAX_DEPTH).contains(&n) {
+            return;
+        }
+        let Some(pos) = self.position_at(from) else { return };
+        // When the board reported a ply's landing, if it did since `since`.
+        let reported = |m: shakmaty::Move| {
+            let sq = landing(m);
+            let t = self.phys.changed_ms(sq);
+            (!corrected.contains(sq) && t > since).then_some(t)
+        };
+        let before = |a: shakmaty::Move, b: shakmaty::Move| matches!((reported(a), reported(b)), (Some(a), Some(b)) if a.saturating_add(super::SAME_SCAN_MS) <= b);
+        let mut line = search::Path::new();
+        let mut p = pos.clone();
+        for rec in &self.records[from..] {
+            let Some(m) = rec.to_move(&p) else { return };
+            p.play_unchecked(m);
+            let _ = line.push(m);
+        }
+        let against_reports = (0..line.len()).any(|i| (i + 1..line.len()).any(|j| before(line[j], line[i])));
+        if !against_reports {
+            return;
+        }
+        let target = self.phys.board.clone();
+        let order = |path: &[shakmaty::Move]| path.windows(2).filter(|w| before(w[0], w[1])).count() as u8;
+        let Some(found) = search::find_line_of_length(&pos, &target, n as u8, &|_| false, &order) else {
+            return;
+        };
+        let same = found.path.iter().zip(&self.records[from..]).all(|(m, rec)| rec.same_move(*m));
+        if !same {
+            let shown = self.shown_at(from);
+            self.retract_to(from, sink);
+            self.extend_shown(&found.path, now, shown.min(now), found.tied, sink);
+            self.on_match(sink);
+        } else if found.tied {
+            for i in from..self.records.len() {
+                self.hidden[i % MAX_PROVISIONAL] = true;
+            }
+        }
+        if found.tied {
+            self.alert_hidden_order(sink);
+        }
+    }
+
     /// How many provisional plies the last dump leaves standing as the field updates showed
     /// them (all when no dump contradicts them: see `plies_a_dump_leaves`).
     pub(super) fn dump_kept_plies(&self) -> usize {
