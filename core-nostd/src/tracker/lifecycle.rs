@@ -91,6 +91,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.unexplained_since = None;
         self.mismatch = None;
         self.pending_press.clear();
+        self.last_press_ms = [None; 2];
+        self.dump_leaves = None;
+        self.order_alerted = None;
         self.full_reported = false;
         self.seen_boards.clear();
         self.shown_boards.clear();
@@ -251,6 +254,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 }
                 pos.play_unchecked(m);
             }
+        }
+        // Plies of an unknown move order are not guessed at the end either: withdrawn, for
+        // the operator to enter (see `first_hidden`).
+        if let Some(h) = self.first_hidden() {
+            self.retract_to(h, sink);
         }
         let prov = self.records.len() - self.confirmed;
         if prov == 0 {
