@@ -655,6 +655,12 @@ async fn read_port(port: &mut Option<Port>, buf: &mut [u8]) -> std::io::Result<u
 
 fn now_utc() -> (String, String) {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    utc_date_time(secs)
+}
+
+/// The UTC date (`yyyy.mm.dd`) and time (`hh:mm:ss`) of seconds since 1970, as PGN writes
+/// them.
+pub fn utc_date_time(secs: u64) -> (String, String) {
     let days = (secs / 86_400) as i64;
     let tod = secs % 86_400;
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

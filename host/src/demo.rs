@@ -8,12 +8,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use dgt_hil_sim::hands::{PlanOptions, plan_game};
+use dgt_hil_sim::hands::{GameEnd, PlanOptions, plan_game};
 use dgt_hil_sim::pgn::SourceGame;
 use dgt_hil_sim::{BoardConfig, SimBoard, SimConfig, StartPolicy};
 
 use crate::board::SharedTournament;
 use crate::config::{Pairing, Player};
+
+/// How long a finished game's last position stays on a demo board, in 200 ms steps (5 s).
+const RESULT_PAUSE_STEPS: u32 = 25;
 
 /// Demo settings.
 #[derive(Clone, Debug)]
@@ -47,6 +50,7 @@ fn player(game: &SourceGame, side: &str) -> Player {
             .tag(&format!("{side}Title"))
             .filter(|t| t.len() <= 8 && t.chars().all(|c| c.is_ascii_alphabetic()))
             .map(str::to_owned),
+        elo: game.tag(&format!("{side}Elo")).and_then(|v| v.parse().ok()).filter(|&e| e > 0),
     }
 }
 
@@ -83,7 +87,13 @@ impl Demo {
                         let game = &games[k % games.len()];
                         let pairing = Pairing { white: player(game, "White"), black: player(game, "Black") };
                         tournament.lock().pairings.insert(number, pairing);
-                        let plan = PlanOptions { seed: k as u64, ..PlanOptions::default() };
+                        // Games end as broadcasts see them end: checkmate and stalemate on
+                        // the board, any other result with the kings in the centre.
+                        let plan = PlanOptions {
+                            seed: k as u64,
+                            end: GameEnd::KingsInCentre,
+                            ..PlanOptions::default()
+                        };
                         let scenario = plan_game(game, &plan);
                         let Ok(handle) = b.start_scenario(scenario, StartPolicy::WhenHostListens) else {
                             return;
@@ -97,6 +107,16 @@ impl Demo {
                                 Err(dgt_hil_sim::SimError::Timeout) => {}
                                 Err(_) => return,
                             }
+                        }
+                        // The final position (the kings in the centre) stays on the board for
+                        // a few real seconds, longer than the relay's quiet time, as an arbiter
+                        // leaves it before setting up the next game: the result is seen at any
+                        // speed.
+                        for _ in 0..RESULT_PAUSE_STEPS {
+                            if stop.load(Ordering::Relaxed) {
+                                return;
+                            }
+                            std::thread::sleep(Duration::from_millis(200));
                         }
                         k += n_boards;
                     }

@@ -246,6 +246,8 @@ pub async fn run_port<A: AttachTo>(
                     tracing::warn!(error = %reason, "cannot open port; retrying");
                     last_open_error = reason;
                 }
+                // Doubling up to a cap, kept by hand: one line, no jitter needed (one task per
+                // local device, nothing to stampede), and a crate would only add to the build.
                 backoff = (backoff * 2).min(opts.max_backoff);
             }
         }
@@ -265,24 +267,60 @@ async fn node_back(path: &std::path::Path) {
     }
 }
 
-/// The device nodes where DGT boards appear on Linux: USB serial (FTDI), USB CDC-ACM and
-/// Bluetooth RFCOMM.
-pub fn discover_ports() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/dev") {
-        for e in dir.flatten() {
-            let name = e.file_name();
-            let Some(n) = name.to_str() else { continue };
-            let matches = ["ttyUSB", "ttyACM", "rfcomm"].iter().any(|p| {
-                n.strip_prefix(p)
-                    .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
-            });
-            if matches {
-                out.push(e.path());
-            }
-        }
+/// USB vendor ids of DGT e-boards: DGT's own (0x2D80) and the 0x045B seen in Android
+/// apps for current boards, and FTDI's (0x0403, product 0x6001) of older USB boards. FTDI
+/// adapters are also used for other things: they are tried, and a port whose device does
+/// not answer the handshake is only logged.
+pub const DGT_USB_IDS: [(u16, Option<u16>); 3] = [(0x2D80, None), (0x045B, None), (0x0403, Some(0x6001))];
+
+/// What kind of serial device a port is, as discovery sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// A USB serial device with a DGT board's (or its FTDI adapter's) vendor id.
+    DgtUsb {
+        /// Vendor id.
+        vid: u16,
+        /// Product id.
+        pid: u16,
+    },
+    /// A Bluetooth RFCOMM port (a Bluetooth board bound to it).
+    Bluetooth,
+}
+
+/// The serial devices where DGT boards appear, from the operating system's list of serial
+/// ports (`serialport`'s enumeration: on Linux `/sys/class/tty`, with each USB device's
+/// vendor and product ids): USB devices with a DGT id ([`DGT_USB_IDS`]) and Bluetooth
+/// RFCOMM ports. Other serial ports (a modem, a GPS, the machine's UARTs) are left alone.
+pub fn discover_ports() -> Vec<(PathBuf, DeviceKind)> {
+    // The enumeration panics on a machine without /sys/class/tty (some containers).
+    if cfg!(target_os = "linux") && !std::path::Path::new("/sys/class/tty").is_dir() {
+        return Vec::new();
     }
-    out.sort();
+    let ports = match tokio_serial::available_ports() {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::debug!(error = %e, "cannot list serial ports");
+            return Vec::new();
+        }
+    };
+    let mut out: Vec<(PathBuf, DeviceKind)> = ports
+        .into_iter()
+        .filter_map(|p| {
+            let kind = match p.port_type {
+                tokio_serial::SerialPortType::UsbPort(u)
+                    if DGT_USB_IDS
+                        .iter()
+                        .any(|&(vid, pid)| u.vid == vid && pid.is_none_or(|pid| u.pid == pid)) =>
+                {
+                    DeviceKind::DgtUsb { vid: u.vid, pid: u.pid }
+                }
+                tokio_serial::SerialPortType::BluetoothPort => DeviceKind::Bluetooth,
+                _ => return None,
+            };
+            Some((PathBuf::from(p.port_name), kind))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
     out
 }
 

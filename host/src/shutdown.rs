@@ -1,57 +1,51 @@
-//! One shutdown signal that every task listens to (the mini-redis pattern).
+//! One shutdown signal that every task listens to (the mini-redis pattern, on tokio-util's
+//! `CancellationToken`).
 //!
 //! [`Shutdown::trigger`] is called once, by the signal handler or a test; every task holds
 //! a [`Listener`] and selects on [`Listener::wait`] beside its own work, finishes what it
 //! was doing (a journal append in flight is never cut short) and returns. The owner then
 //! awaits the tasks, so "the process exited" means "everything was flushed".
 
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// The sending side: cloneable, triggers once.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Shutdown {
-    tx: watch::Sender<bool>,
+    token: CancellationToken,
 }
 
 /// A task's receiving side.
 #[derive(Clone, Debug)]
 pub struct Listener {
-    rx: watch::Receiver<bool>,
-}
-
-impl Default for Shutdown {
-    fn default() -> Self {
-        Self::new()
-    }
+    token: CancellationToken,
 }
 
 impl Shutdown {
     /// A signal not yet triggered.
     pub fn new() -> Shutdown {
-        Shutdown { tx: watch::channel(false).0 }
+        Shutdown::default()
     }
 
     /// Asks every listener to stop.
     pub fn trigger(&self) {
-        self.tx.send_replace(true);
+        self.token.cancel();
     }
 
     /// A new listener.
     pub fn listener(&self) -> Listener {
-        Listener { rx: self.tx.subscribe() }
+        Listener { token: self.token.clone() }
     }
 }
 
 impl Listener {
     /// True once shutdown was triggered.
     pub fn is_triggered(&self) -> bool {
-        *self.rx.borrow()
+        self.token.is_cancelled()
     }
 
     /// Completes when shutdown is triggered (at once if it already was).
     pub async fn wait(&mut self) {
-        // An error means the sender is gone, which also means "stop".
-        let _ = self.rx.wait_for(|&stop| stop).await;
+        self.token.cancelled().await;
     }
 }
 

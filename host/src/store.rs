@@ -193,6 +193,8 @@ pub struct Store {
     notices: Vec<Notice>,
     /// The lock file, locked (see the module docs).
     _lock: File,
+    /// Counts PGN changes, for readers other than the file writer (the Lichess push).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Store {
@@ -255,6 +257,7 @@ impl Store {
             notify: Notify::new(),
             notices,
             _lock: lock,
+            changes: tokio::sync::watch::channel(0).0,
         };
         Ok((store, games))
     }
@@ -318,6 +321,12 @@ impl Store {
         t.dirty.insert((round, board));
         drop(t);
         self.notify.notify_one();
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// Wakes on every PGN change (changes made meanwhile are seen as one).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// A game's PGN.

@@ -64,6 +64,17 @@ impl Relay {
         Relay::start_under(dir, &[], args)
     }
 
+    /// [`Relay::start`] with `ulimit -n fd_limit` (soft and hard) when given.
+    pub fn start_with_fd_limit(dir: &Path, args: &[&str], fd_limit: Option<u64>) -> Relay {
+        match fd_limit {
+            Some(n) => {
+                let script = format!("ulimit -n {n} && exec \"$0\" \"$@\"");
+                Relay::start_under(dir, &["sh", "-c", &script], args)
+            }
+            None => Relay::start_under(dir, &[], args),
+        }
+    }
+
     /// As [`Relay::start`], run through `wrapper` (a program and its arguments that runs
     /// the command after them, e.g. `prlimit --fsize=N --`).
     pub fn start_under(dir: &Path, wrapper: &[&str], args: &[&str]) -> Relay {
