@@ -417,7 +417,9 @@ struct HubInner {
     seq: u64,
     round: u32,
     boards: BTreeMap<u32, BoardView>,
-    relay_alerts: VecDeque<AlertView>,
+    /// Relay-wide alerts for snapshots, each with the condition it reports (see
+    /// [`Hub::publish_condition`]).
+    relay_alerts: VecDeque<(Option<&'static str>, AlertView)>,
     /// Per board, the clocks as last sent in a delta and when: what a client counting down
     /// locally started from.
     sent_clocks: BTreeMap<u32, (ClockView, Instant)>,
@@ -570,11 +572,38 @@ impl Hub {
         Hub::publish_locked(&mut inner, &self.tx, delta, Instant::now())
     }
 
+    /// Publishes a relay-wide alert about a standing condition named `topic` (the PGN
+    /// files cannot be written, then they can). Snapshots keep only a condition's latest
+    /// alert: once it is resolved (an info), clients that connect later are no longer
+    /// greeted by the error, which is then cleared; clients connected meanwhile got both.
+    pub fn publish_condition(&self, topic: &'static str, alert: AlertView) -> u64 {
+        let mut inner = self.lock();
+        inner.relay_alerts.retain(|(t, _)| *t != Some(topic));
+        Hub::publish_topic_locked(
+            &mut inner,
+            &self.tx,
+            Delta::Alert { board: None, alert },
+            Instant::now(),
+            Some(topic),
+        )
+    }
+
     fn publish_locked(
         inner: &mut HubInner,
         tx: &broadcast::Sender<Arc<Frame>>,
         delta: Delta,
         now: Instant,
+    ) -> u64 {
+        Hub::publish_topic_locked(inner, tx, delta, now, None)
+    }
+
+    /// [`Hub::publish_locked`]; a relay-wide alert is kept for snapshots under `topic`.
+    fn publish_topic_locked(
+        inner: &mut HubInner,
+        tx: &broadcast::Sender<Arc<Frame>>,
+        delta: Delta,
+        now: Instant,
+        topic: Option<&'static str>,
     ) -> u64 {
         match &delta {
             Delta::Clock { board, clock } => {
@@ -608,7 +637,7 @@ impl Hub {
             if inner.relay_alerts.len() >= MAX_ALERTS {
                 inner.relay_alerts.pop_front();
             }
-            inner.relay_alerts.push_back(alert.clone());
+            inner.relay_alerts.push_back((topic, alert.clone()));
         }
         let public = inner.private.delta(&delta);
         let json =
@@ -677,12 +706,12 @@ impl Hub {
     /// Relay-wide alerts (not about one board), oldest first, as spectators see them.
     pub fn relay_alerts(&self) -> Vec<AlertView> {
         let inner = self.lock();
-        inner.relay_alerts.iter().map(|a| inner.private.alert(a)).collect()
+        inner.relay_alerts.iter().map(|(_, a)| inner.private.alert(a)).collect()
     }
 
     /// Relay-wide alerts, whole: the operator's view.
     pub fn admin_relay_alerts(&self) -> Vec<AlertView> {
-        self.lock().relay_alerts.iter().cloned().collect()
+        self.lock().relay_alerts.iter().map(|(_, a)| a.clone()).collect()
     }
 
     /// Hides a path (the data folder: its form as given and its absolute form) from
@@ -1431,6 +1460,31 @@ mod tests {
         assert_eq!(hub.board(2).unwrap().port.as_deref(), Some("/home/op/sim/board-2"));
         assert!(hub.admin_relay_alerts()[0].message.contains("relay-data/round-1"));
         assert!(serde_json::to_string(&hub.boards()).unwrap().contains("/srv/relay/data"));
+    }
+
+    /// Issue 15, recipe 11: a condition's info clears its error from what snapshots show;
+    /// other relay-wide alerts stay, and connected clients get every alert as it comes.
+    #[test]
+    fn a_resolved_condition_is_cleared_from_snapshots() {
+        let hub = Hub::new(1);
+        let (_, mut rx) = hub.subscribe();
+        let alert = |level, message: &str| AlertView {
+            code: AlertCode::Storage,
+            level,
+            message: message.into(),
+            squares: Vec::new(),
+        };
+        hub.publish(Delta::Alert { board: None, alert: alert(AlertLevel::Warning, "journal repaired") });
+        hub.publish_condition("pgn", alert(AlertLevel::Error, "cannot write PGN"));
+        let messages = |hub: &Hub| hub.relay_alerts().into_iter().map(|a| a.message).collect::<Vec<_>>();
+        assert_eq!(messages(&hub), ["journal repaired", "cannot write PGN"]);
+        hub.publish_condition("pgn", alert(AlertLevel::Info, "PGN written again"));
+        assert_eq!(messages(&hub), ["journal repaired", "PGN written again"]);
+        assert_eq!(hub.admin_relay_alerts().len(), 2);
+        let frames: Vec<String> =
+            std::iter::from_fn(|| rx.try_recv().ok()).map(|f| f.json.to_string()).collect();
+        assert_eq!(frames.len(), 3, "{frames:?}");
+        assert!(frames[1].contains("cannot write PGN") && frames[2].contains("PGN written again"));
     }
 
     #[test]
