@@ -120,6 +120,9 @@ pub struct BoardSession {
     health: Health,
     /// A board whose port was lost, until it is reconciled.
     away: Option<Reconcile>,
+    /// A game resumed after a restart whose clock has not been seen running yet (see
+    /// [`BoardSession::press_unseen_at_restart`]).
+    first_run_after_restart: bool,
     /// Added to the caller's time for the tracker, once a replay moved its time forward.
     shift: u64,
     noise: u64,
@@ -147,6 +150,7 @@ impl BoardSession {
             flipped: false,
             health: Health::new(config.clock_pause_ms),
             away: None,
+            first_run_after_restart: false,
             shift: 0,
             noise: 0,
             next_tick: 0,
@@ -268,8 +272,41 @@ impl BoardSession {
             kept.set(DgtSquare::from_square(sq, orientation), PieceCode::from_piece(piece));
         }
         self.away = Some(Reconcile::after_restart(kept));
+        self.first_run_after_restart = true;
         let t = self.t(now);
         self.tracker.board_away(t);
+    }
+
+    /// The first reading of a resumed game's running clock, once the board is reconciled:
+    /// when it runs for the opponent of the last ply's mover, that mover pressed (their
+    /// clock stopped, the other one started) when nobody could see it: while the program
+    /// was down, after the board's event log was read, or while the readings were held
+    /// during the reconciliation. A press needs a reading before it to be seen, and a
+    /// restarted tracker has none, so the ply is confirmed now, while the mover's stopped
+    /// display still shows its `%clk`. Later presses are seen as usual.
+    fn press_unseen_at_restart(&mut self, now: u64) {
+        if !self.first_run_after_restart || self.away.is_some() {
+            return;
+        }
+        if self.tracker.state() != GameState::Active {
+            self.first_run_after_restart = false;
+            return;
+        }
+        let Some(running) = self.tracker.clocks().running else { return };
+        self.first_run_after_restart = false;
+        let live = self.tracker.ply_count(View::Live);
+        let last_mover = !self.tracker.position(View::Live).turn();
+        if live > self.tracker.ply_count(View::Confirmed) && running != last_mover {
+            tracing::debug!(
+                board = self.number,
+                plies = live,
+                "the last ply was pressed before the first reading"
+            );
+            let t = self.t(now);
+            let mut events = Vec::new();
+            self.tracker.confirm_plies(live, t, &mut |e| events.push(e));
+            self.handle_events(now, events);
+        }
     }
 
     /// A port identified as this board (its link past the handshake) at `now`; `port` names
@@ -432,6 +469,7 @@ impl BoardSession {
             Some(Intake::Overflow) => self.finish_away(now, None),
         }
         self.handle_events(now, events);
+        self.press_unseen_at_restart(now);
     }
 
     /// The link is gone: keep the board as the tracker saw it, tell the operator.
@@ -490,6 +528,7 @@ impl BoardSession {
         let Some(away) = self.away.take() else { return };
         let outcome = away.finish(log);
         self.replay_away(now, &outcome, log);
+        self.press_unseen_at_restart(now);
     }
 
     /// Feeds the tracker what a reconciliation ends with (see [`reconcile::replay`]).
