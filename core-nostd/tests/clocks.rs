@@ -218,3 +218,182 @@ fn early_presses_belong_to_the_move_they_completed_in_fast_play() {
     sim.wait(8000);
     assert_eq!(confirmed(&sim), want);
 }
+
+/// The clock's display of the colour that just moved (the presser's `%clk`).
+fn mover_display(sim: &Sim, mover: Color) -> u32 {
+    let (w, b) = displays(sim);
+    if mover == Color::White { w } else { b }
+}
+
+/// The running player presses, adding `inc`: one reading, sent at once (the clock reports
+/// on a change; a display that has not ticked since the last reading sends nothing else).
+fn press_once(sim: &mut Sim, inc: u32) {
+    let c = sim.clock.as_mut().expect("a clock");
+    let mover = c.running.unwrap_or(c.high);
+    let t = if mover == Color::White { &mut c.white } else { &mut c.black };
+    *t += inc;
+    c.running = Some(!mover);
+    c.high = !mover;
+    sim.now += 10;
+    sim.send_clock();
+}
+
+/// A clock started (White's side running) before the board is first read: the tracker's
+/// first reading is a clock already running, with nothing to say which display is White's.
+/// The first press, made by White after the one ply the board shows, says it: the lever
+/// that went down is White's. Every `%clk` is the presser's own, with White on either side.
+#[test]
+fn clock_found_running_at_the_start_learns_white_from_the_first_press() {
+    for white_side in [ClockSide::Left, ClockSide::Right] {
+        let mut sim = Sim::new(Config::default());
+        sim.clock = Some(common::SimClock::new(300, 300, white_side));
+        sim.start_clock();
+        sim.board = Board::new();
+        sim.dump();
+        assert_eq!(sim.tracker.state(), GameState::Active);
+        let mut pos = Chess::default();
+        let mut want = Vec::new();
+        for (i, uci) in ["g1f3", "d7d5", "g2g3", "g8f6", "f1g2", "e7e6"].iter().enumerate() {
+            let mover = pos.turn();
+            pos = sim.play_uci(&pos, uci);
+            sim.wait(300);
+            press_once(&mut sim, 3 + i as u32);
+            want.push((uci.to_string(), Some(mover_display(&sim, mover))));
+            sim.wait(700);
+        }
+        assert_eq!(confirmed(&sim), want, "White on the {white_side:?} display");
+        let clocks = sim.tracker.clocks();
+        assert_eq!((clocks.white, clocks.black), (Some(displays(&sim).0), Some(displays(&sim).1)));
+    }
+}
+
+/// A press whose side the board makes certain re-anchors the displays. A relay restarted
+/// mid-game learns the displays from the lever, taking the side that runs for the side to
+/// move; here Black's last move was confirmed without a press (quiet time) and Black
+/// presses only after the restart, so that guess is the wrong way round. White's next move,
+/// the only ply on the board when its press comes, says which display is White's: from
+/// there on every `%clk` is the presser's own.
+#[test]
+fn a_certain_press_corrects_the_displays_after_a_restart() {
+    let mut a = Sim::started(Config::default(), Orientation::Normal).with_clock(600, ClockSide::Left);
+    a.start_clock();
+    let pos = a.play_uci(&Chess::default(), "e2e4");
+    a.wait(300);
+    a.press(3, 0);
+    a.wait(700);
+    let pos = a.play_uci(&pos, "e7e5");
+    a.wait(5000);
+    assert_eq!(a.tracker.ply_count(dgt_core::View::Confirmed), 2, "e5 confirmed by quiet time");
+    let mut journal = Vec::new();
+    a.tracker.for_each_move(dgt_core::View::Confirmed, |m| {
+        journal.push(dgt_core::ResumePly { uci: m.uci, clk: m.clk, emt: m.emt });
+    });
+    // The relay restarts: a new tracker resumes the game and reads the same clock.
+    let mut b = Sim::new(Config::default());
+    b.board = a.board.clone();
+    b.clock = a.clock.clone();
+    b.now = a.now + 2000;
+    b.send_clock();
+    let now = b.now;
+    let events = &mut b.events;
+    b.tracker
+        .resume(
+            Chess::default(),
+            shakmaty::CastlingMode::Standard,
+            Orientation::Normal,
+            journal,
+            now,
+            &mut |e| events.push(e),
+        )
+        .expect("resume");
+    b.dump();
+    b.send_clock();
+    // Black presses late, then the game goes on.
+    b.press(6, 0);
+    b.wait(4000);
+    let mut pos = pos;
+    let mut want = Vec::new();
+    for (i, uci) in ["g1f3", "b8c6", "f1b5", "a7a6"].iter().enumerate() {
+        let mover = pos.turn();
+        pos = b.play_uci(&pos, uci);
+        b.wait(300);
+        b.press(4 + i as u32, 0);
+        want.push((uci.to_string(), Some(mover_display(&b, mover))));
+        b.wait(700);
+    }
+    assert_eq!(confirmed(&b), want);
+    let clocks = b.tracker.clocks();
+    assert_eq!((clocks.white, clocks.black), (Some(displays(&b).0), Some(displays(&b).1)));
+}
+
+/// Two presses between two polls of the clock (a premoved pair: both players press within
+/// milliseconds) come in one reading: the lever is back where it was, but the displays
+/// show both presses. With an increment the running display went up; without one the
+/// display that was stopped changed (it ran across a second). Either way both plies get
+/// the `%clk` their press left on the clock.
+#[test]
+fn two_presses_in_one_reading_give_both_plies_their_clk() {
+    for inc in [3, 0] {
+        let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(300, ClockSide::Left);
+        sim.start_clock();
+        let mut pos = Chess::default();
+        let mut want = Vec::new();
+        for (i, uci) in ["e2e4", "e7e5"].iter().enumerate() {
+            let mover = pos.turn();
+            pos = sim.play_uci(&pos, uci);
+            sim.wait(300);
+            sim.press(2 + i as u32, inc);
+            want.push((uci.to_string(), Some(mover_display(&sim, mover))));
+            sim.wait(700);
+        }
+        // White and Black move, then both press before the clock is polled again.
+        pos = sim.play_uci(&pos, "g1f3");
+        pos = sim.play_uci(&pos, "b8c6");
+        sim.wait(300);
+        {
+            let c = sim.clock.as_mut().expect("a clock");
+            c.white -= 1;
+            c.white += inc;
+            // Black's display runs a few milliseconds, across a second when there is no
+            // increment.
+            c.black = c.black + inc - u32::from(inc == 0);
+            assert_eq!(c.running, Some(Color::White));
+        }
+        want.push(("g1f3".to_string(), Some(displays(&sim).0)));
+        want.push(("b8c6".to_string(), Some(displays(&sim).1)));
+        sim.now += 10;
+        sim.send_clock();
+        sim.wait(700);
+        for uci in ["f1c4", "g8f6"] {
+            let mover = pos.turn();
+            pos = sim.play_uci(&pos, uci);
+            sim.wait(300);
+            sim.press(2, inc);
+            want.push((uci.to_string(), Some(mover_display(&sim, mover))));
+            sim.wait(700);
+        }
+        assert_eq!(confirmed(&sim), want, "increment {inc}");
+    }
+}
+
+/// A running clock sends a reading when its display changes; one whose display did not
+/// change for seconds (a player who spent no time on the clock's count, or a clock that
+/// reports sparsely) still sends its press: the lever that flips after that silence is a
+/// press like any other (only an outage of the board hides when a press was made).
+#[test]
+fn a_press_after_seconds_without_a_reading_is_a_press() {
+    let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(300, ClockSide::Left);
+    sim.start_clock();
+    let mut pos = Chess::default();
+    let mut want = Vec::new();
+    for uci in ["e2e4", "e7e5", "g1f3", "b8c6"] {
+        let mover = pos.turn();
+        sim.wait(2000);
+        pos = sim.play_uci(&pos, uci);
+        sim.wait(1000);
+        press_once(&mut sim, 2);
+        want.push((uci.to_string(), Some(mover_display(&sim, mover))));
+        sim.wait(300);
+    }
+    assert_eq!(confirmed(&sim), want);
+}

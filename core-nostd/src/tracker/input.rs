@@ -2,10 +2,11 @@
 //! detection, board matching and finality.
 
 use dgt_protocol::{BoardDump, Bwtime, ClockTimes, FieldUpdate, Message};
-use shakmaty::{Bitboard, Position};
+use shakmaty::{Bitboard, Color, Position};
 
 use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, SAME_SCAN_MS, Tracker, remember};
 use crate::board::placement_hash;
+use crate::clock::Flip;
 use crate::event::{EndReason, Event, EventSink, GameResult};
 
 impl<const PLIES: usize> Tracker<PLIES> {
@@ -78,7 +79,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let to_move = self.confirmed_pos.turn();
         // A resumed game learns the clock's sides as a new one does: from its first readings.
         let plies = self.confirmed.saturating_sub(self.resumed_at);
-        let press = self.clocks.reading(&self.config, times, now_ms, in_game, to_move, plies);
+        let flips = self.clocks.reading(&self.config, times, now_ms, in_game, to_move, plies);
         let state = self.clocks.state(&self.config);
         if state != self.last_clock_state {
             self.last_clock_state = state;
@@ -107,10 +108,36 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.end_game(result, EndReason::FlagFall, sink);
             return;
         }
-        let Some(press) = press else { return };
+        if flips.by_rise_only {
+            if self.dirty {
+                self.deep_eval(now_ms, sink);
+            }
+            if self.records.len() < self.confirmed + 2 {
+                return;
+            }
+        }
+        let single = flips.list.len() == 1;
+        for flip in &flips.list {
+            if self.state != GameState::Active {
+                return;
+            }
+            self.clock_pressed(flip, single, now_ms, sink);
+        }
+    }
+
+    /// A press the clock showed: given its colour, it confirms the presser's plies, or
+    /// waits for the board to show them.
+    fn clock_pressed<S: EventSink + ?Sized>(&mut self, flip: &Flip, single: bool, now_ms: u64, sink: &mut S) {
         if self.dirty {
             self.deep_eval(now_ms, sink);
         }
+        let plies = self.confirmed.saturating_sub(self.resumed_at);
+        let certain = if single { self.certain_presser(now_ms) } else { None };
+        let Some(press) =
+            self.clocks.attribute(&self.config, flip, certain, self.confirmed_pos.turn(), plies)
+        else {
+            return;
+        };
         if self.unexplained_since.is_some() {
             // The mover says the move is complete but the board does not show a legal one:
             // a field update may have been lost. A dump settles it.
@@ -137,6 +164,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         self.add_pending_press(press, now_ms);
+    }
+
+    /// The colour that made a press, when the board leaves no doubt: one provisional ply is
+    /// on the board and no press is waiting for the board. The lever alternates, so the
+    /// press that follows a confirmed ply of one colour is the other's: the mover of that
+    /// one ply.
+    fn certain_presser(&self, now: u64) -> Option<Color> {
+        let waiting = self.pending_press.iter().any(|p| p.expires >= now);
+        (self.records.len() == self.confirmed + 1 && !waiting).then(|| self.confirmed_pos.turn())
     }
 
     /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.

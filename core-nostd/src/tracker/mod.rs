@@ -391,6 +391,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// outage: stillness counts from then, and waiting presses get back the time they lost.
     pub fn board_away(&mut self, now_ms: u64) {
         self.away_since.get_or_insert(now_ms);
+        self.clocks.board_away();
     }
 
     /// True while the board is away ([`Tracker::board_away`]).
