@@ -397,3 +397,39 @@ fn a_press_after_seconds_without_a_reading_is_a_press() {
     }
     assert_eq!(confirmed(&sim), want);
 }
+
+/// A press that waits for the board (its piece could still be sliding on) belongs to the
+/// presser's ply the board showed before it, not to the presser's next ply when the
+/// opponent replied after the press: Be2-g4 pressed, the reply Nxg4 and the recapture
+/// hxg4 made and reported within a scan period or two of that press, then Black presses.
+#[test]
+fn a_waiting_press_keeps_its_ply_when_the_opponent_replies_after_it() {
+    let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(300, ClockSide::Left);
+    sim.start_clock();
+    let mut pos = Chess::default();
+    let mut want = Vec::new();
+    for (i, uci) in ["h2h3", "g8f6", "e2e3", "b8c6", "f1e2", "e7e6"].iter().enumerate() {
+        let mover = pos.turn();
+        pos = sim.play_uci(&pos, uci);
+        sim.wait(300);
+        sim.press(2 + i as u32, 2);
+        want.push((uci.to_string(), Some(mover_display(&sim, mover))));
+        sim.wait(700);
+    }
+    // Be2-g4: the bishop could go on to h5, so the press waits for the board to settle.
+    pos = sim.play_uci(&pos, "e2g4");
+    press_once(&mut sim, 2);
+    want.push(("e2g4".to_string(), Some(displays(&sim).0)));
+    // Black takes on g4 at once, White recaptures before Black has pressed.
+    sim.now += 100;
+    pos = sim.play_uci(&pos, "f6g4");
+    pos = sim.play_uci(&pos, "h3g4");
+    press_once(&mut sim, 2);
+    want.push(("f6g4".to_string(), Some(displays(&sim).1)));
+    sim.wait(1000);
+    press_once(&mut sim, 2);
+    want.push(("h3g4".to_string(), Some(displays(&sim).0)));
+    sim.wait(1000);
+    let _ = pos;
+    assert_eq!(confirmed(&sim), want);
+}

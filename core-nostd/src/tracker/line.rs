@@ -100,22 +100,29 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// showed at or just after the press (its report can lag the press by a scan: a burst),
     /// else the last one before it (the board showed it, then a hand adjusting it at the
     /// press), else one shown later. (Not simply the last: by the time the board settles,
-    /// the presser may have made their next move.)
+    /// the presser may have made their next move.) A ply shown after the press is not the
+    /// one it completes when the presser has a ply shown before it and the opponent's ply
+    /// between them came after the press too: the opponent replied to the pressed move,
+    /// then the presser moved again.
     fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
         let lag = self.config.slide_settled_ms();
         let mut turn = self.confirmed_pos.turn();
         let (mut before, mut later) = (None, None);
+        // When the ply before the one looked at was shown.
+        let mut prev_seen = None;
         for i in self.confirmed..self.records.len() {
+            let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
             if turn == color {
-                let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+                let reply_before_press = prev_seen.is_some_and(|s| s < pressed_ms);
                 if seen < pressed_ms {
                     before = Some(i + 1);
-                } else if seen <= pressed_ms + lag {
+                } else if seen <= pressed_ms + lag && (before.is_none() || reply_before_press) {
                     return Some(i + 1);
                 } else if later.is_none() {
                     later = Some(i + 1);
                 }
             }
+            prev_seen = Some(seen);
             turn = !turn;
         }
         before.or(later)
