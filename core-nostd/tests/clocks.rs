@@ -433,3 +433,42 @@ fn a_waiting_press_keeps_its_ply_when_the_opponent_replies_after_it() {
     let _ = pos;
     assert_eq!(confirmed(&sim), want);
 }
+
+/// Two presses that one poll hid completely (the lever back where it was, neither display
+/// changed): the first presser's ply has no `%clk` anyone can know, but the second's is
+/// still on the clock (the display stopped at it) until its player runs again. White's
+/// next press shows it, even when it is read only once Black has moved again: the press's
+/// reading is the clock at the press.
+#[test]
+fn a_ply_whose_press_was_hidden_takes_its_clk_from_the_next_press_that_shows_it() {
+    let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(300, ClockSide::Left);
+    sim.start_clock();
+    let mut pos = Chess::default();
+    let mut want = Vec::new();
+    for (i, uci) in ["e2e4", "e7e5"].iter().enumerate() {
+        let mover = pos.turn();
+        pos = sim.play_uci(&pos, uci);
+        sim.wait(300);
+        sim.press(2 + i as u32, 0);
+        want.push((uci.to_string(), Some(mover_display(&sim, mover))));
+        sim.wait(700);
+    }
+    // Nf3 and Nc6, both pressed between two polls: nothing on the clock shows it.
+    pos = sim.play_uci(&pos, "g1f3");
+    pos = sim.play_uci(&pos, "b8c6");
+    want.push(("g1f3".to_string(), None));
+    want.push(("b8c6".to_string(), Some(displays(&sim).1)));
+    sim.wait(500);
+    // Bc4 pressed (the bishop could slide on: the press waits), Nf6 at once, pressed.
+    pos = sim.play_uci(&pos, "f1c4");
+    press_once(&mut sim, 0);
+    want.push(("f1c4".to_string(), Some(displays(&sim).0)));
+    sim.now += 50;
+    pos = sim.play_uci(&pos, "g8f6");
+    sim.now += 50;
+    press_once(&mut sim, 0);
+    want.push(("g8f6".to_string(), Some(displays(&sim).1)));
+    sim.wait(2000);
+    let _ = pos;
+    assert_eq!(confirmed(&sim), want);
+}

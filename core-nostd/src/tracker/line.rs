@@ -285,8 +285,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
                     // has not run since the move: stopped at their press, started by the
                     // press now confirming, or still running from before the move (no reply
                     // on the board) and read within a second of it. Otherwise it is not
-                    // knowable, and none is written rather than a wrong one.
-                    let moved_again = i + 2 < self.records.len();
+                    // knowable, and none is written rather than a wrong one. A press's
+                    // reading shows the clock at the press: the mover has moved again when
+                    // a ply of theirs came before the pressed one, whatever the board shows
+                    // by now.
+                    let moved_again = match (press, press_ply) {
+                        (Some(_), Some(pressed)) => i + 2 <= pressed,
+                        _ => i + 2 < self.records.len(),
+                    };
                     let replied = i + 1 < self.records.len();
                     let ran = self.clocks.runs(&self.config, &r, color)
                         && press.is_none_or(|p| p.by == color)
