@@ -41,6 +41,9 @@ pub(crate) struct Flips {
 pub(crate) struct Press {
     /// Who pressed (whose side went down).
     pub by: Color,
+    /// The presser's display, as the mapping had it at the press: the reading is read
+    /// with it, whatever the mapping becomes by the time the press confirms its ply.
+    pub side: ClockSide,
     /// The reading that showed the flip.
     pub reading: ClockTimes,
     /// Seconds added to the presser's display by the press (`None` when not observed).
@@ -90,6 +93,11 @@ pub(crate) struct Clocks {
     added_running: [u32; 2],
     /// The board was away since the last reading: the clock was not heard.
     unheard: bool,
+    /// The last confirmed ply was confirmed without its press, and no press has been seen
+    /// since: the next one may be that press, late.
+    owed: bool,
+    /// Each colour's last confirmed ply was confirmed without its press.
+    unpressed: [bool; 2],
 }
 
 fn side_index(side: ClockSide) -> usize {
@@ -127,6 +135,8 @@ impl Clocks {
             expired: [0; 2],
             added_running: [0; 2],
             unheard: false,
+            owed: false,
+            unpressed: [false; 2],
         }
     }
 
@@ -144,6 +154,8 @@ impl Clocks {
         self.last = last;
         self.last_ms = last_ms;
         self.unheard = unheard;
+        // A resumed game's last ply may still wait for its press.
+        self.owed = resumed;
         if let WhiteClockSide::Fixed(side) = config.white_clock {
             self.white_side = Some(side);
             self.fixed = true;
@@ -262,11 +274,12 @@ impl Clocks {
         let running = r.status.running();
         let was_running = prev.is_some_and(|p| p.status.running());
         // The lever seen before the game's clock runs, or while it is stopped before the
-        // first move, is the arbiter setting the clock (stop, reset, raise White's lever,
-        // start): it gives White's side and is no press. So does the clock's first start
+        // first move and its press, is the arbiter setting the clock (stop, reset, raise
+        // White's lever, start): it gives White's side and is no press. So does the clock's first start
         // in the game (the side to move runs). A clock found running already (it was
         // started before the board was read) has started: its next flip is a press.
-        let setting = in_game && ((!running && confirmed_plies == 0) || (!self.ran && !was_running));
+        let setting = in_game
+            && ((!running && confirmed_plies == 0 && self.presses == 0) || (!self.ran && !was_running));
         let first_reading_before_a_press = in_game && !flipped && confirmed_plies == 0 && self.presses == 0;
         if !self.fixed && (setting || first_reading_before_a_press) {
             self.learn_mapping(config, r, to_move);
@@ -344,6 +357,7 @@ impl Clocks {
         to_move: Color,
         confirmed_plies: usize,
     ) -> Option<Press> {
+        self.owed = false;
         if let Some(by) = certain {
             self.anchor(config, flip.side, by);
         }
@@ -358,7 +372,24 @@ impl Clocks {
             *slot = slot.saturating_add(1);
         }
         self.presses += 1;
-        Some(Press { by, reading: flip.reading, jump: flip.jump })
+        Some(Press { by, side: flip.side, reading: flip.reading, jump: flip.jump })
+    }
+
+    /// A ply of `color` was confirmed, by its own press (`pressed`) or otherwise.
+    pub fn ply_confirmed(&mut self, color: Color, pressed: bool) {
+        self.owed = !pressed;
+        self.unpressed[color_index(color)] = !pressed;
+    }
+
+    /// `color`'s last confirmed ply was confirmed without its press.
+    pub fn last_ply_unpressed(&self, color: Color) -> bool {
+        self.unpressed[color_index(color)]
+    }
+
+    /// The last confirmed ply's press has not been seen (see [`Clocks::ply_confirmed`]):
+    /// the next press may be that one, made late.
+    pub fn press_owed(&self) -> bool {
+        self.owed
     }
 
     /// Makes `side` the display of `by`, unless the configuration fixes the mapping.
@@ -410,11 +441,6 @@ impl Clocks {
         }
     }
 
-    /// The displayed time of a colour in a reading.
-    pub fn time_of(&self, config: &Config, r: &ClockTimes, color: Color) -> u32 {
-        r.side(self.side_of(config, color)).time.total_seconds()
-    }
-
     /// The colour-mapped state of a reading.
     pub fn state(&self, config: &Config) -> ClockState {
         let Some(r) = self.last else { return ClockState::default() };
@@ -458,11 +484,6 @@ impl Clocks {
     /// seen and the clock has moved on since).
     pub fn unknown(&mut self, color: Color) {
         self.prev_unknown[color_index(color)] = true;
-    }
-
-    /// True when `color`'s display is running in reading `r`.
-    pub fn runs(&self, config: &Config, r: &ClockTimes, color: Color) -> bool {
-        r.status.running() && r.running_side() == Some(self.side_of(config, color))
     }
 
     /// Records a confirmed ply's `%clk` and returns its `%emt` by clock arithmetic.

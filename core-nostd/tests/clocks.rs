@@ -472,3 +472,71 @@ fn a_ply_whose_press_was_hidden_takes_its_clk_from_the_next_press_that_shows_it(
     let _ = pos;
     assert_eq!(confirmed(&sim), want);
 }
+
+/// The clock stopped after a one-move game whose press came before the board showed the
+/// move: the stopped clock is no arbiter setting up the clock (a press was made), so it
+/// does not relearn the displays, and the press's reading is read with the displays it was
+/// made with.
+#[test]
+fn a_clock_stopped_after_an_early_press_keeps_the_press_clk() {
+    let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(5460, ClockSide::Left);
+    sim.clock.as_mut().expect("a clock").black = 900;
+    sim.send_clock();
+    sim.start_clock();
+    sim.wait(200);
+    sim.lift(shakmaty::Square::E2);
+    press_once(&mut sim, 0);
+    let white = displays(&sim).0;
+    sim.put(shakmaty::Square::E4, common::piece(Color::White, shakmaty::Role::Pawn));
+    sim.now += 100;
+    sim.clock.as_mut().expect("a clock").running = None;
+    sim.send_clock();
+    sim.wait(3000);
+    assert_eq!(confirmed(&sim), vec![("e2e4".to_string(), Some(white))]);
+}
+
+/// A player who forgot to press, whose move the reply on the board confirmed, presses
+/// late: with one ply (the reply) on the board, that late press is still the forgetful
+/// player's, and must not turn the displays round. The reply's own press follows.
+#[test]
+fn a_late_press_after_a_forgotten_one_does_not_turn_the_displays_round() {
+    let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(600, ClockSide::Left);
+    sim.start_clock();
+    let mut pos = Chess::default();
+    let mut want = Vec::new();
+    for (i, uci) in ["e2e4", "e7e5"].iter().enumerate() {
+        let mover = pos.turn();
+        pos = sim.play_uci(&pos, uci);
+        sim.wait(300);
+        sim.press(2 + i as u32, 0);
+        want.push((uci.to_string(), Some(mover_display(&sim, mover))));
+        sim.wait(700);
+    }
+    // White plays Nf3 and does not press; Black replies at once.
+    pos = sim.play_uci(&pos, "g1f3");
+    sim.wait(200);
+    pos = sim.play_uci(&pos, "b8c6");
+    sim.wait(1500);
+    // White presses late, then Black.
+    press_once(&mut sim, 0);
+    let white_late = displays(&sim).0;
+    sim.wait(300);
+    press_once(&mut sim, 0);
+    sim.wait(700);
+    let black = displays(&sim).1;
+    for (i, uci) in ["f1c4", "g8f6", "d2d3", "f8c5"].iter().enumerate() {
+        let mover = pos.turn();
+        pos = sim.play_uci(&pos, uci);
+        sim.wait(300);
+        sim.press(2 + i as u32, 0);
+        want.push((uci.to_string(), Some(mover_display(&sim, mover))));
+        sim.wait(700);
+    }
+    let got = confirmed(&sim);
+    assert_eq!(got[2].0, "g1f3");
+    assert!(got[2].1.is_none() || got[2].1 == Some(white_late), "{got:?}");
+    assert_eq!(got[3], ("b8c6".to_string(), Some(black)), "{got:?}");
+    let mut rest = got.clone();
+    rest.drain(2..4);
+    assert_eq!(rest, want);
+}

@@ -147,6 +147,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.reread_for_press(press.by, now_ms, sink);
         // An earlier press still waiting for the board is settled first.
         self.resolve_pending(now_ms, true, sink);
+        self.drop_overtaken_presses(press.by);
         if self.state != GameState::Active {
             return;
         }
@@ -167,12 +168,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// The colour that made a press, when the board leaves no doubt: one provisional ply is
-    /// on the board and no press is waiting for the board. The lever alternates, so the
-    /// press that follows a confirmed ply of one colour is the other's: the mover of that
-    /// one ply.
+    /// on the board, no press is waiting for the board, and the last confirmed ply's own
+    /// press has been seen. The lever alternates, so the press that follows the press of a
+    /// confirmed ply of one colour is the other's: the mover of that one ply. (A ply
+    /// confirmed without its press, by the plies that followed it or by quiet time, may
+    /// still get it: a player who forgot to press presses late, after the reply.)
     fn certain_presser(&self, now: u64) -> Option<Color> {
         let waiting = self.pending_press.iter().any(|p| p.expires >= now);
-        (self.records.len() == self.confirmed + 1 && !waiting).then(|| self.confirmed_pos.turn())
+        let one_ply = self.records.len() == self.confirmed + 1;
+        (one_ply && !waiting && !self.clocks.press_owed()).then(|| self.confirmed_pos.turn())
     }
 
     /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.

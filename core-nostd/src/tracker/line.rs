@@ -162,6 +162,35 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
+    /// Forgets the opponent's presses still waiting for a ply when `by` presses: the lever
+    /// alternates, so such a press ended a ply of the opponent's before the one `by` is
+    /// ending now. When the opponent's last confirmed ply was confirmed without its press
+    /// (by the plies that followed it) and the board, explained to its last square, shows
+    /// no ply of theirs unconfirmed, that press was made late for the confirmed ply (a
+    /// forgotten press, made after the reply); kept, it would take the opponent's next
+    /// move. (A burst's presses can all come before the board shows a ply; a board not
+    /// explained may have lost the report of that ply: those presses wait.)
+    pub(super) fn drop_overtaken_presses(&mut self, by: Color) {
+        if !self.at_tip
+            || self.dirty
+            || self.unexplained_since.is_some()
+            || !self.clocks.last_ply_unpressed(!by)
+        {
+            return;
+        }
+        let mut k = 0;
+        while k < self.pending_press.len() {
+            let p = self.pending_press[k];
+            let has_ply =
+                self.still_bound(p.bound).is_some() || self.ply_for_pending_press(p.press.by, p.at).is_some();
+            if p.press.by != by && !has_ply {
+                self.pending_press.remove(k);
+            } else {
+                k += 1;
+            }
+        }
+    }
+
     /// Keeps a press until the board shows the presser's move (the oldest is dropped when
     /// more are waiting than a burst can hold). When the board shows the presser's ply as
     /// the last of the line at the press, the press is that ply's, whatever the board
@@ -273,9 +302,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // A press confirming the range: its reading shows the clocks as they were when
             // the range ended (a later one may show the mover's next move already).
             let reading = press.map(|p| p.reading).or_else(|| self.clocks.current(now));
+            // The mover's display: a press's reading is read with the sides it was made with.
+            let side = match press {
+                Some(p) if p.by == color => p.side,
+                Some(p) => p.side.other(),
+                None => self.clocks.side_of(&self.config, color),
+            };
             let (clk, emt) = match (press, reading) {
                 (Some(p), _) if press_ply == Some(i) => {
-                    let clk = self.clocks.time_of(&self.config, &p.reading, color);
+                    let clk = p.reading.side(side).time.total_seconds();
                     (Some(clk), self.clocks.account(&self.config, color, move_number, clk, p.jump))
                 }
                 (_, Some(r)) => {
@@ -294,14 +329,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
                         _ => i + 2 < self.records.len(),
                     };
                     let replied = i + 1 < self.records.len();
-                    let ran = self.clocks.runs(&self.config, &r, color)
+                    let ran = r.status.running()
+                        && r.running_side() == Some(side)
                         && press.is_none_or(|p| p.by == color)
                         && (replied || self.clocks.last_ms.abs_diff(seen) > 1000);
                     if moved_again || ran {
                         self.clocks.unknown(color);
                         (None, None)
                     } else {
-                        let clk = self.clocks.time_of(&self.config, &r, color);
+                        let clk = r.side(side).time.total_seconds();
                         (Some(clk), self.clocks.account(&self.config, color, move_number, clk, None))
                     }
                 }
@@ -312,6 +348,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             };
             self.records[i].clk = to16(clk);
             self.records[i].emt = to16(emt);
+            self.clocks.ply_confirmed(color, press.is_some() && press_ply == Some(i));
             let info = MoveInfo {
                 ply: (i + 1) as u16,
                 color,

@@ -428,7 +428,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.confirm_through(upto - 1, None, now_ms, sink);
         }
         if self.state == GameState::Active && upto == self.confirmed + 1 {
-            let press = Press { by, reading, jump: None };
+            let press = Press { by, side, reading, jump: None };
             self.confirm_through(upto, Some(&press), now_ms, sink);
         }
         true
