@@ -167,6 +167,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.add_pending_press(press, now_ms);
     }
 
+    /// True while the first provisional ply's mover has not pressed (their clock runs):
+    /// confirmed now, by the plies that followed, it would get no `%clk`, and the press
+    /// that gives it may still come (a player pressing after the reply). It waits for that
+    /// press, or for the quiet time of unpressed moves.
+    fn press_to_come(&self, now: u64) -> bool {
+        let Some(r) = self.clocks.current(now) else { return false };
+        let mover = self.confirmed_pos.turn();
+        r.status.running() && r.running_side() == Some(self.clocks.side_of(&self.config, mover))
+    }
+
     /// The colour that made a press, when the board leaves no doubt: one provisional ply is
     /// on the board, no press is waiting for the board, and the last confirmed ply's own
     /// press has been seen. The lever alternates, so the press that follows the press of a
@@ -217,7 +227,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 let keep_last = !terminal && self.last_is_king_to_centre();
                 let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
                 self.confirm_through(upto, None, now_ms, sink);
-            } else if prov >= 2 && still >= u64::from(self.config.chain_confirm_ms) {
+            } else if prov >= 2
+                && still >= u64::from(self.config.chain_confirm_ms)
+                && !self.press_to_come(now_ms)
+            {
                 // A forgotten press: the plies that followed prove the earlier ones.
                 self.confirm_through(self.records.len() - 1, None, now_ms, sink);
             }
