@@ -561,3 +561,31 @@ fn late_press_after(wait_ms: u64) {
     rest.drain(2..4);
     assert_eq!(rest, want);
 }
+
+/// A move whose every field update was lost: the board looks untouched, so nothing asks
+/// for a dump, until the press says a move was made. The press asks for one; its dump
+/// shows the move, which the waiting press confirms with its `%clk`, before the reply.
+#[test]
+fn a_press_with_no_move_on_the_board_asks_for_a_dump() {
+    let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(300, ClockSide::Left);
+    sim.start_clock();
+    let mut pos = Chess::default();
+    let mut want = Vec::new();
+    for (i, uci) in ["e2e4", "e7e5"].iter().enumerate() {
+        let mover = pos.turn();
+        pos = sim.play_uci(&pos, uci);
+        sim.wait(300);
+        sim.press(2 + i as u32, 2);
+        want.push((uci.to_string(), Some(mover_display(&sim, mover))));
+        sim.wait(700);
+    }
+    // Nf3, neither square reported.
+    let nf3 = common::parse_uci(&pos, "g1f3");
+    pos.play_unchecked(nf3);
+    sim.board = pos.board().clone();
+    sim.wait(300);
+    press_once(&mut sim, 2);
+    want.push(("g1f3".to_string(), Some(displays(&sim).0)));
+    sim.wait(1000);
+    assert_eq!(confirmed(&sim), want);
+}
