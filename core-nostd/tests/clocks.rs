@@ -563,8 +563,9 @@ fn late_press_after(wait_ms: u64) {
 }
 
 /// A move whose every field update was lost: the board looks untouched, so nothing asks
-/// for a dump, until the press says a move was made. The press asks for one; its dump
-/// shows the move, which the waiting press confirms with its `%clk`, before the reply.
+/// for a dump, until the press says a move was made. A scan period after the press, the
+/// board still showing no move of the presser, the tracker asks for one; its dump shows
+/// the move, which the waiting press confirms with its `%clk`, before the reply.
 #[test]
 fn a_press_with_no_move_on_the_board_asks_for_a_dump() {
     let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(300, ClockSide::Left);

@@ -138,10 +138,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         else {
             return;
         };
-        if self.unexplained_since.is_some() || self.last_ply_by(press.by).is_none() {
-            // The mover says the move is complete but the board does not show a legal one,
-            // or shows none of theirs: a field update may have been lost (or all of the
-            // move's). A dump settles it.
+        if self.unexplained_since.is_some() {
+            // The mover says the move is complete but the board does not show a legal one:
+            // a field update may have been lost. A dump settles it.
             self.request_dump(now_ms, sink);
         }
         // More presses than plies: the board may have been read a ply short.

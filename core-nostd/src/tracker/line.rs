@@ -144,13 +144,18 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
             // The ply the board showed at the press, while it is still in the line.
             let bound = self.still_bound(bound);
-            let Some(upto) = bound.or_else(|| self.ply_for_pending_press(press.by, t)) else {
-                k += 1;
-                continue;
-            };
             // Once the board has been still for a scan period, a scan period after the
             // press (a reading of the presser's move may have been on its way then).
             let stable = u64::from(self.config.press_stable_ms);
+            let Some(upto) = bound.or_else(|| self.ply_for_pending_press(press.by, t)) else {
+                // A scan period after the press the board, at rest, still shows no move of
+                // the presser: its reports may all have been lost. A dump settles it.
+                if now.saturating_sub(t) >= stable {
+                    self.request_dump(now, sink);
+                }
+                k += 1;
+                continue;
+            };
             let settled =
                 now.saturating_sub(self.last_change_ms) >= stable && now.saturating_sub(t) >= stable;
             if (settled || immediate) && self.line_verified(upto, t, now, sink) {
