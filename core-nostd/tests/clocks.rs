@@ -590,3 +590,56 @@ fn a_press_with_no_move_on_the_board_asks_for_a_dump() {
     sim.wait(1000);
     assert_eq!(confirmed(&sim), want);
 }
+
+/// Six plies made and pressed in quick succession while the board's reports were lost
+/// (three not reported at all, then three whose landings were lost: the board cannot be
+/// explained until a dump shows them): each press waits for the board, and each gives its
+/// own ply its `%clk` when the dumps come. (Four waiting presses were kept: the oldest were
+/// forgotten, and a later press of the same player took their plies.)
+#[test]
+fn six_presses_waiting_for_the_board_keep_their_plies() {
+    let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(300, ClockSide::Left);
+    sim.start_clock();
+    let mut pos = Chess::default();
+    let mut want = Vec::new();
+    for (i, uci) in ["e2e4", "e7e5"].iter().enumerate() {
+        let mover = pos.turn();
+        pos = sim.play_uci(&pos, uci);
+        sim.wait(300);
+        sim.press(2 + i as u32, 2);
+        want.push((uci.to_string(), Some(mover_display(&sim, mover))));
+        sim.wait(700);
+    }
+    // No tick between the plies: nothing is decided by time, no dump is answered.
+    for (i, uci) in ["g1f3", "b8c6", "f1c4", "g8f6", "d2d3", "f8c5"].into_iter().enumerate() {
+        let mover = pos.turn();
+        let m = common::parse_uci(&pos, uci);
+        if i < 3 {
+            // Not reported at all.
+            pos.play_unchecked(m);
+            sim.board = pos.board().clone();
+        } else {
+            // The lift reported, the landing lost.
+            sim.lift(m.from().expect("a normal move"));
+            pos.play_unchecked(m);
+            sim.board = pos.board().clone();
+        }
+        sim.now += 150;
+        {
+            let c = sim.clock.as_mut().expect("a clock");
+            if mover == Color::White { c.white -= 1 } else { c.black -= 1 }
+        }
+        press_once(&mut sim, 2);
+        want.push((uci.to_string(), Some(mover_display(&sim, mover))));
+        if i == 2 {
+            // A dump shows the first three; the board is not still long enough for the
+            // presses to be taken before the next lift.
+            sim.now += 20;
+            sim.dump();
+        }
+    }
+    sim.now += 100;
+    sim.dump();
+    sim.wait(2000);
+    assert_eq!(confirmed(&sim), want);
+}
