@@ -110,6 +110,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
         let lag = self.config.slide_settled_ms();
         let mut turn = self.confirmed_pos.turn();
+        // A ply of `color` shown before the press, then the opponent's reply, then one just
+        // after: the press is for the later one only when the opponent pressed for the reply
+        // before it (a reply still waiting for its press was made while `color`'s press was
+        // still to come: two presses in one reading, a late press).
+        let reply_pressed_before =
+            self.pending_press.iter().any(|p| p.press.by != color && p.at < pressed_ms);
         let mut before = None;
         let mut before_seen = None;
         let mut last_before_is_ours = false;
@@ -129,7 +135,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                     }
                 } else if last_before_is_ours {
                     return before;
-                } else if seen <= pressed_ms + lag {
+                } else if seen <= pressed_ms + lag && (before.is_none() || reply_pressed_before) {
                     return Some(i + 1);
                 }
             }
