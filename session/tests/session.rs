@@ -1008,6 +1008,35 @@ fn a_press_between_the_log_and_the_first_clock_reading_gives_its_clk() {
     assert_eq!(clks, shown.iter().map(|&s| Some(s)).collect::<Vec<_>>());
 }
 
+/// The last ply made while the program was down is pressed at the instant its piece lands:
+/// the board logs the press before the landing (it logs a square when it scans it). The
+/// restarted session's readings all show the opponent's clock running.
+#[test]
+fn a_press_logged_before_its_landing_while_down_gives_its_clk() {
+    let mut r = clocked_rig();
+    let mut shown = vec![
+        play_and_press(&mut r, "e2e4", ClockSide::Left),
+        play_and_press(&mut r, "e7e5", ClockSide::Right),
+    ];
+    let saved = journaled(&r);
+    kill(&mut r);
+    r.set("g1", PieceCode::Empty);
+    r.wait(250);
+    r.set("f3", PieceCode::WhiteKnight);
+    r.fw.press_clock(ClockSide::Left, r.now);
+    shown.push(r.fw.clock().expect("a clock").view(ClockSide::Left).display_s);
+    r.wait(2_000);
+    r.fw.take_output();
+    r.resume(&saved);
+    r.connect();
+    r.wait(3_000);
+    shown.push(play_and_press(&mut r, "b8c6", ClockSide::Right));
+    r.wait(3_000);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3", "b8c6"]);
+    let clks: Vec<Option<u32>> = journaled(&r).plies.iter().map(|(_, clk, _)| *clk).collect();
+    assert_eq!(clks, shown.iter().map(|&s| Some(s)).collect::<Vec<_>>());
+}
+
 /// A restart while the board's memory does not reach back to the journal's last position
 /// (a USB board powered off meanwhile): the moves come from the position, and the operator
 /// is told where to check, as after an unplugged cable.
