@@ -162,6 +162,7 @@ class Tile {
       const no = last && last.ply ? `${Math.ceil(last.ply / 2)}${last.ply % 2 ? '.' : '…'} ${last.san}` : '';
       setText(this.info, no);
       this.root.dataset.ply = String(v ? (v.moves.length ? v.moves[v.moves.length - 1].ply : 0) : game.stored.plies);
+      this.root.dataset.provisional = String(v ? v.provisional.length : 0);
       this.root.dataset.result = (v ? v.result : game.stored.result) || '';
     }
     this.renderClocks(game);

@@ -540,6 +540,7 @@ const PLAYER_FIELDS = ['name', 'title', 'elo', 'federation', 'fide_id'];
 
 function pairingRow(board, pairing) {
   const tr = el('tr');
+  tr.dataset.board = String(board);
   const num = el('input');
   num.type = 'number';
   num.min = '1';
