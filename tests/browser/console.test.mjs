@@ -3,6 +3,10 @@
 // (`dgt-relay demo`, simulated boards on pseudo-terminals) that run.sh starts. Every action
 // is clicked in the console; what it did is then read from the relay's own API.
 //
+// The feed contract is checked here too: every websocket frame the relay sends during these
+// tests (a whole subscriber and one subscribed to a single board) and every JSON answer the
+// pages and the test get are validated against host/schema/*.schema.json.
+//
 // run.sh passes RELAY_URL, RELAY_TOKEN (the admin token it gave the relay) and TRF_FILE (a
 // FIDE TRF report whose round 1 pairs the boards). Screenshots go to ARTIFACTS.
 
@@ -13,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import Ajv2020Module from 'ajv/dist/2020.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const RELAY_URL = (process.env.RELAY_URL || '').replace(/\/$/, '');
@@ -20,6 +25,7 @@ const TOKEN = process.env.RELAY_TOKEN || '';
 const TRF_FILE = process.env.TRF_FILE || path.join(HERE, '../../host/tests/data/bbp-issue7.trf');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const ARTIFACTS = process.env.ARTIFACTS || path.join(HERE, 'artifacts');
+const SCHEMA_DIR = path.join(HERE, '../../host/schema');
 const DESKTOP = { width: 1400, height: 1000 };
 const PHONE = { width: 390, height: 844 };
 
@@ -49,8 +55,26 @@ async function api(route) {
   const headers = route.startsWith('/api/admin') ? { authorization: `Bearer ${TOKEN}` } : {};
   const r = await fetch(RELAY_URL + route, { headers });
   assert.equal(r.status, 200, `GET ${route}`);
-  return r.json();
+  const body = await r.json();
+  answers.push({ method: 'GET', url: RELAY_URL + route, status: r.status, body });
+  return body;
 }
+
+/** JSON answers seen (from the test and the pages), for the contract check. */
+const answers = [];
+
+/** A raw feed connection that keeps every frame it gets. `boards`: subscribe to those only. */
+function recordFeed(boards) {
+  const frames = [];
+  const ws = new WebSocket(RELAY_URL.replace(/^http/, 'ws') + '/ws');
+  ws.addEventListener('open', () => {
+    if (boards) ws.send(JSON.stringify({ type: 'subscribe', boards }));
+  });
+  ws.addEventListener('message', (ev) => frames.push(JSON.parse(ev.data)));
+  return { frames, close: () => ws.close() };
+}
+let feedAll;
+let feedOne;
 
 const adminBoard = async (n) => (await api('/api/admin/boards')).boards.find((b) => b.board === n);
 
@@ -82,6 +106,8 @@ let browser;
 let userDataDir;
 
 before(async () => {
+  feedAll = recordFeed(null);
+  feedOne = recordFeed([3]);
   userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dgt-relay-console-'));
   browser = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
@@ -92,6 +118,8 @@ before(async () => {
 });
 
 after(async () => {
+  feedAll.close();
+  feedOne.close();
   if (browser) await browser.close();
   if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
 });
@@ -107,6 +135,12 @@ async function newPage() {
     if (m.type() === 'error' && !/status of (401|422)/.test(m.text())) page.errors.push(m.text());
   });
   page.on('request', (r) => page.urls.push(r.url()));
+  page.on('response', async (r) => {
+    if (!/\/(api|health)/.test(new URL(r.url()).pathname)) return;
+    if (!(r.headers()['content-type'] || '').startsWith('application/json')) return;
+    const body = await r.json().catch(() => undefined);
+    if (body !== undefined) answers.push({ method: r.request().method(), url: r.url(), status: r.status(), body });
+  });
   return page;
 }
 
@@ -369,6 +403,81 @@ test('spectators: step through a game (buttons and arrow keys) and flip the boar
   report('live_game_phone_overflow_px', overflow);
   assert.ok(overflow <= 0, `the game view fits a phone's width (${overflow} px too wide)`);
   assert.deepEqual(page.errors, []);
+});
+
+
+// ------------------------------------------------------------------------------------------
+// The feed contract.
+
+/** The api.schema.json definition for an answer, by route and status. */
+function answerSchema(a) {
+  const u = new URL(a.url);
+  const p = u.pathname;
+  if (a.status >= 400) return 'error';
+  const routes = [
+    ['GET', /^\/health$/, 'health'],
+    ['GET', /^\/api\/push$/, 'push'],
+    ['GET', /^\/api\/boards$/, 'boards'],
+    ['GET', /^\/api\/boards\/\d+$/, 'board'],
+    ['GET', /^\/api\/event$/, 'event'],
+    ['GET', /^\/api\/rounds\/\d+$/, 'round'],
+    ['GET', /^\/api\/games\/\d+\/\d+$/, 'game'],
+    ['GET', /^\/api\/admin\/boards$/, 'admin_boards'],
+    ['POST', /^\/api\/admin\/boards\/\d+\/correct$/, u.searchParams.get('dry_run') === '1' ? 'correct_dry_run' : 'ok'],
+    ['POST', /^\/api\/admin\/alerts\/\d+\/ack$/, 'alert_ack'],
+    ['POST', /^\/api\/admin\/pairings\/trf$/, 'trf'],
+    ['POST', /^\/api\/admin\/pairings$/, 'pairings'],
+    ['POST', /^\/api\/admin\//, 'ok'],
+  ];
+  const hit = routes.find(([m, re]) => m === a.method && re.test(p));
+  return hit ? hit[2] : null;
+}
+
+test('contract: every feed frame and API answer seen matches host/schema; moves and alerts carry times', async () => {
+  // What was seen, kept for whoever has to change the schema.
+  fs.writeFileSync(path.join(ARTIFACTS, 'contract-seen.json'), JSON.stringify({ frames: feedAll.frames.concat(feedOne.frames), answers }));
+  const Ajv2020 = Ajv2020Module.default || Ajv2020Module;
+  const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true });
+  const feedSchema = JSON.parse(fs.readFileSync(path.join(SCHEMA_DIR, 'feed.schema.json'), 'utf8'));
+  ajv.addSchema(feedSchema);
+  ajv.addSchema(JSON.parse(fs.readFileSync(path.join(SCHEMA_DIR, 'api.schema.json'), 'utf8')));
+  const frame = ajv.getSchema(feedSchema.$id);
+  assert.equal(frame({ v: 1, type: 'move', seq: 1, board: 1, state: 'confirmed' }), false, 'the schema refuses a move without its move');
+  await api('/health');
+  await api('/api/push');
+  await api('/api/rounds/1');
+  await api('/api/boards');
+  const types = new Set();
+  for (const f of feedAll.frames.concat(feedOne.frames)) {
+    assert.ok(frame(f), `${JSON.stringify(f).slice(0, 300)}: ${ajv.errorsText(frame.errors)}`);
+    types.add(f.type);
+    if (f.type === 'move') assert.ok(f.move.at > 0, 'a move has its time');
+    if (f.type === 'alert') assert.ok(f.alert.at > 0 && f.alert.id > 0, 'an alert has its id and time');
+  }
+  for (const t of ['snapshot', 'move', 'clock', 'alert', 'alert_ack', 'board', 'result']) assert.ok(types.has(t), `a ${t} frame was seen and checked`);
+  const checked = new Map();
+  for (const a of answers) {
+    const name = answerSchema(a);
+    assert.ok(name, `no schema for ${a.method} ${a.url}`);
+    const validate = ajv.getSchema(`urn:dgt-relay:schema:api#/$defs/${name}`);
+    assert.ok(validate(a.body), `${a.method} ${a.url} (${name}): ${ajv.errorsText(validate.errors)}`);
+    checked.set(name, (checked.get(name) || 0) + 1);
+  }
+  for (const name of ['health', 'push', 'boards', 'event', 'round', 'game', 'admin_boards', 'correct_dry_run', 'alert_ack', 'trf', 'pairings', 'ok', 'error']) {
+    assert.ok(checked.has(name), `a ${name} answer was seen and checked`);
+  }
+  // A subscription to one board numbers its own deltas: from its snapshot on, without a gap.
+  const one = feedOne.frames;
+  const snap = one.findLastIndex((f) => f.type === 'snapshot');
+  assert.ok(snap >= 0 && one[snap].boards.every((b) => b.board === 3), 'a snapshot of board 3 only');
+  let seq = one[snap].seq;
+  const deltas = one.slice(snap + 1).filter((f) => typeof f.seq === 'number');
+  assert.ok(deltas.length > 0, 'board 3 had deltas');
+  for (const d of deltas) {
+    assert.equal(d.seq, ++seq, 'gap-free');
+    assert.ok(d.board === 3 || d.board === null || d.type === 'board', `only board 3 (got ${d.type} of ${d.board})`);
+  }
+  report('contract', { frames: feedAll.frames.length + feedOne.frames.length, frame_types: [...types].sort(), answers: Object.fromEntries(checked) });
 });
 
 // ------------------------------------------------------------------------------------------
