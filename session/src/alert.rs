@@ -30,6 +30,9 @@ pub enum AlertCode {
     PositionRecovered,
     /// Moves made while the board was away were reconstructed from its position alone.
     MovesReconstructed,
+    /// The board reached its position by more than one order of moves and did not show
+    /// which: the moves from a ply on are kept unconfirmed.
+    MoveOrderUnknown,
     /// A journaled game could not be resumed.
     Resume,
     /// The game reached the tracker's ply capacity.
@@ -71,6 +74,7 @@ impl AlertCode {
             AlertCode::PositionMismatch => "position_mismatch",
             AlertCode::PositionRecovered => "position_recovered",
             AlertCode::MovesReconstructed => "moves_reconstructed",
+            AlertCode::MoveOrderUnknown => "move_order_unknown",
             AlertCode::Resume => "resume",
             AlertCode::Capacity => "capacity",
             AlertCode::BatteryLow => "battery_low",
@@ -124,6 +128,7 @@ mod tests {
         for code in [
             AlertCode::NotResponding,
             AlertCode::MovesReconstructed,
+            AlertCode::MoveOrderUnknown,
             AlertCode::ClockBatteryOk,
             AlertCode::ResultFromBoard,
         ] {

@@ -728,6 +728,16 @@ impl BoardSession {
                 }
             }
             Event::RequestBoardDump => self.request_dump(),
+            Event::MoveOrderUnknown { ply } => self.alert(Alert::new(
+                AlertCode::MoveOrderUnknown,
+                AlertLevel::Warning,
+                format!(
+                    "Board {}: the board reached its position by more than one order of moves and did not show \
+                     which; the moves from ply {ply} are kept unconfirmed until the board tells them apart. Check \
+                     them against the scoresheets and enter them if needed.",
+                    self.number
+                ),
+            )),
             Event::CapacityFull => self.alert(Alert::new(
                 AlertCode::Capacity,
                 AlertLevel::Error,

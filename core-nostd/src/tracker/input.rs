@@ -1,11 +1,12 @@
 //! Input handling: decoded messages and the passage of time, routed to start/end
 //! detection, board matching and finality.
 
-use dgt_protocol::{BoardDump, Bwtime, ClockTimes, FieldUpdate, Message};
-use shakmaty::{Bitboard, Position};
+use dgt_protocol::{BoardDump, Bwtime, ClockSide, ClockTimes, FieldUpdate, Message};
+use shakmaty::{Bitboard, Color, Position};
 
 use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, SAME_SCAN_MS, Tracker, remember};
 use crate::board::placement_hash;
+use crate::clock::Flip;
 use crate::event::{EndReason, Event, EventSink, GameResult};
 
 impl<const PLIES: usize> Tracker<PLIES> {
@@ -25,10 +26,22 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.board_heard(now_ms);
         let first = !self.phys.known;
         self.last_dump_ms = Some(now_ms);
+        let corrected = if first { Bitboard::EMPTY } else { self.phys.differing(dump) };
+        // Since when those squares' updates may have been lost: their last reports.
+        let lost_since = corrected.into_iter().map(|sq| self.phys.changed_ms(sq)).min();
+        self.dump_leaves = self.plies_a_dump_leaves(corrected);
         if self.phys.load(dump, now_ms) || first {
             self.board_changed(now_ms, true, sink);
         } else if self.dirty || self.unexplained_since.is_some() {
             self.deep_eval(now_ms, sink);
+        }
+        if let Some(since) = lost_since
+            && self.state == GameState::Active
+        {
+            self.reorder_after_lost_updates(corrected, since, now_ms, sink);
+        }
+        if self.state == GameState::Active {
+            self.bind_presses_to_dump(now_ms);
         }
     }
 
@@ -51,6 +64,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         self.note_shown(now_ms);
         if self.phys.set(update.square, update.piece(), now_ms) {
+            self.dump_leaves = None;
             if self.at_tip {
                 self.touched_off_tip = Bitboard::EMPTY;
             }
@@ -74,11 +88,18 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
             return;
         }
+        let high = times.high_side();
+        if let Some(was) = self.lever.replace(high)
+            && was != high
+            && times.status.running()
+        {
+            self.last_press_ms[usize::from(was == ClockSide::Right)] = Some(now_ms);
+        }
         let in_game = self.state == GameState::Active;
         let to_move = self.confirmed_pos.turn();
         // A resumed game learns the clock's sides as a new one does: from its first readings.
         let plies = self.confirmed.saturating_sub(self.resumed_at);
-        let press = self.clocks.reading(&self.config, times, now_ms, in_game, to_move, plies);
+        let flips = self.clocks.reading(&self.config, times, now_ms, in_game, to_move, plies);
         let state = self.clocks.state(&self.config);
         if state != self.last_clock_state {
             self.last_clock_state = state;
@@ -107,19 +128,41 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.end_game(result, EndReason::FlagFall, sink);
             return;
         }
-        let Some(press) = press else { return };
+        if flips.by_rise_only {
+            if self.dirty {
+                self.deep_eval(now_ms, sink);
+            }
+            if self.records.len() < self.confirmed + 2 {
+                return;
+            }
+        }
+        let single = flips.list.len() == 1;
+        for flip in &flips.list {
+            if self.state != GameState::Active {
+                return;
+            }
+            self.clock_pressed(flip, single, now_ms, sink);
+        }
+    }
+
+    /// A press the clock showed: given its colour, it confirms the presser's plies, or
+    /// waits for the board to show them.
+    fn clock_pressed<S: EventSink + ?Sized>(&mut self, flip: &Flip, single: bool, now_ms: u64, sink: &mut S) {
         if self.dirty {
             self.deep_eval(now_ms, sink);
         }
-        if self.unexplained_since.is_some() {
-            // The mover says the move is complete but the board does not show a legal one:
-            // a field update may have been lost. A dump settles it.
-            self.request_dump(now_ms, sink);
-        }
+        let plies = self.confirmed.saturating_sub(self.resumed_at);
+        let certain = if single { self.certain_presser(now_ms) } else { None };
+        let Some(press) =
+            self.clocks.attribute(&self.config, flip, certain, self.confirmed_pos.turn(), plies)
+        else {
+            return;
+        };
         // More presses than plies: the board may have been read a ply short.
         self.reread_for_press(press.by, now_ms, sink);
         // An earlier press still waiting for the board is settled first.
         self.resolve_pending(now_ms, true, sink);
+        self.drop_overtaken_presses(press.by);
         if self.state != GameState::Active {
             return;
         }
@@ -137,14 +180,46 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         self.add_pending_press(press, now_ms);
+        // The mover says the move is complete, but the board does not show it as the line's
+        // last ply, or shows a ply that may be part of a longer move: a field update may
+        // have been lost, or the hands are still at work. A dump taken now settles it,
+        // whatever the rate limit (once a press).
+        self.dumped_since(now_ms, now_ms, sink);
+    }
+
+    /// True while the first provisional ply's mover has not pressed (their clock runs):
+    /// confirmed now, by the plies that followed, it would get no `%clk`, and the press
+    /// that gives it may still come (a player pressing after the reply). It waits for that
+    /// press, or for the quiet time of unpressed moves.
+    fn press_to_come(&self, now: u64) -> bool {
+        let Some(r) = self.clocks.current(now) else { return false };
+        let mover = self.confirmed_pos.turn();
+        r.status.running() && r.running_side() == Some(self.clocks.side_of(&self.config, mover))
+    }
+
+    /// The colour that made a press, when the board leaves no doubt: one provisional ply is
+    /// on the board, no press is waiting for the board, and the last confirmed ply's own
+    /// press has been seen. The lever alternates, so the press that follows the press of a
+    /// confirmed ply of one colour is the other's: the mover of that one ply. (A ply
+    /// confirmed without its press, by the plies that followed it or by quiet time, may
+    /// still get it: a player who forgot to press presses late, after the reply.)
+    fn certain_presser(&self, now: u64) -> Option<Color> {
+        let waiting = self.pending_press.iter().any(|p| p.expires >= now);
+        let one_ply = self.records.len() == self.confirmed + 1;
+        (one_ply && !waiting && !self.clocks.press_owed()).then(|| self.confirmed_pos.turn())
     }
 
     /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.
     pub fn tick<S: EventSink + ?Sized>(&mut self, now_ms: u64, sink: &mut S) {
-        if self.state != GameState::Active
-            || self.away_since.is_some()
-            || self.tick_board_result(now_ms, sink)
-        {
+        if self.state != GameState::Active || self.away_since.is_some() {
+            return;
+        }
+        // A move pressed just before the kings went to the centre stands once its piece has
+        // stayed where it landed (see `pressed_ply_stands`), signal or not.
+        if self.centre_since.is_some() {
+            self.resolve_pending(now_ms, false, sink);
+        }
+        if self.state != GameState::Active || self.tick_board_result(now_ms, sink) {
             return;
         }
         let still = now_ms.saturating_sub(self.last_change_ms);
@@ -162,8 +237,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let running = self.clock_running(now_ms) && !terminal;
             let quiet = if running { self.config.unpressed_ms } else { self.config.quiet_ms };
             // Only unpressed plies under a running clock can be a takeback: without a
-            // clock, legal plies that bring back an earlier position are a repetition.
+            // clock, legal plies that bring back an earlier position are a repetition, and
+            // so are plies both players pressed for (see `both_pressed_since`).
             if running
+                && !self.both_pressed_since(self.seen_ms[0].saturating_sub(SAME_SCAN_MS))
                 && let Some(j) = self.undone_by_provisional()
                 && still >= u64::from(self.config.chain_confirm_ms)
             {
@@ -177,7 +254,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 let keep_last = !terminal && self.last_is_king_to_centre();
                 let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
                 self.confirm_through(upto, None, now_ms, sink);
-            } else if prov >= 2 && still >= u64::from(self.config.chain_confirm_ms) {
+            } else if prov >= 2
+                && still >= u64::from(self.config.chain_confirm_ms)
+                && !self.press_to_come(now_ms)
+            {
                 // A forgotten press: the plies that followed prove the earlier ones.
                 self.confirm_through(self.records.len() - 1, None, now_ms, sink);
             }
@@ -197,11 +277,20 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
+    /// True when both players pressed the clock at or after `since` (the lever went down on
+    /// each side while the clock ran): the clock says the game went on, whatever the board
+    /// shows. A takeback is made with the clock left alone; the same position brought back
+    /// by plies both players pressed for is a repetition.
+    fn both_pressed_since(&self, since: u64) -> bool {
+        self.last_press_ms.iter().all(|t| t.is_some_and(|t| t >= since))
+    }
+
     /// A message came from the board: an outage ([`Tracker::board_away`]) is over. What the
     /// board showed before it is old news, so stillness counts from now; presses waiting
     /// for the board get back the time it was away.
     fn board_heard(&mut self, now: u64) {
         let Some(since) = self.away_since.take() else { return };
+        self.back_from_outage = true;
         let gone = now.saturating_sub(since);
         self.last_change_ms = self.last_change_ms.max(now);
         for p in self.pending_press.iter_mut() {
@@ -260,11 +349,22 @@ impl<const PLIES: usize> Tracker<PLIES> {
         now: u64,
         sink: &mut S,
     ) -> bool {
+        if self.first_hidden().is_some_and(|h| h < upto) {
+            // One of several move orders: a dump may show the board moved on in a way only
+            // one of them allows; nothing confirms the plies meanwhile.
+            self.dumped_since(since, now, sink);
+            return false;
+        }
         let n = upto.saturating_sub(self.confirmed).min(MAX_PROVISIONAL);
-        if !self.joint[..n].contains(&true) || self.last_dump_ms.is_some_and(|t| t >= since) {
+        !self.joint[..n].contains(&true) || self.dumped_since(since, now, sink)
+    }
+
+    /// True when a dump arrived at or after `since`; otherwise asks for one, once per
+    /// `since` (a press asks at once, whatever the rate limit).
+    pub(super) fn dumped_since<S: EventSink + ?Sized>(&mut self, since: u64, now: u64, sink: &mut S) -> bool {
+        if self.last_dump_ms.is_some_and(|t| t >= since) {
             return true;
         }
-        // Once per `since` (a press asks at once, whatever the rate limit).
         if self.last_dump_request.is_none_or(|t| t < since) {
             self.last_dump_request = Some(now);
             sink.event(Event::RequestBoardDump);

@@ -96,29 +96,52 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// Index one past the ply a press by `color` at `pressed_ms` completes, for a press
-    /// that came before the board showed the move: the first ply of `color` the board
-    /// showed at or just after the press (its report can lag the press by a scan: a burst),
-    /// else the last one before it (the board showed it, then a hand adjusting it at the
-    /// press), else one shown later. (Not simply the last: by the time the board settles,
-    /// the presser may have made their next move.)
-    fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
+    /// that came before the board showed the move. When the line as the board showed it
+    /// before the press ends with a ply of `color`, the press is that ply's: the presser
+    /// said the move on the board was done (a ply of theirs shown later is their next
+    /// move, made once the opponent replied). Otherwise the first ply of `color` the board
+    /// showed at or just after the press (its report can lag the press by a scan: a
+    /// burst), else the last one before it (the board showed it, then a hand adjusting it
+    /// at the press). When the board showed a ply is when it began showing the reading the
+    /// line took it from (see `shown_at`). A ply of `color` first shown later than that is
+    /// no ply of this press:
+    /// a move whose reports were lost is shown by the dump the press asks for, and a
+    /// player does not press for a move they make seconds later.
+    pub(super) fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
         let lag = self.config.slide_settled_ms();
         let mut turn = self.confirmed_pos.turn();
-        let (mut before, mut later) = (None, None);
+        // A ply of `color` shown before the press, then the opponent's reply, then one just
+        // after: the press is for the later one only when the opponent pressed for the reply
+        // before it (a reply still waiting for its press was made while `color`'s press was
+        // still to come: two presses in one reading, a late press).
+        let reply_pressed_before =
+            self.pending_press.iter().any(|p| p.press.by != color && p.at < pressed_ms);
+        let mut before = None;
+        let mut before_seen = None;
+        let mut last_before_is_ours = false;
         for i in self.confirmed..self.records.len() {
+            let seen = self.shown_at(i);
+            if seen < pressed_ms {
+                last_before_is_ours = turn == color;
+            }
             if turn == color {
-                let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
                 if seen < pressed_ms {
-                    before = Some(i + 1);
-                } else if seen <= pressed_ms + lag {
+                    // Plies a search found in one reading were all shown at once: the
+                    // board does not say which of the presser's was pressed for. Presses
+                    // are taken oldest first, each for the first of them not yet taken.
+                    if before_seen != Some(seen) {
+                        before = Some(i + 1);
+                        before_seen = Some(seen);
+                    }
+                } else if last_before_is_ours {
+                    return before;
+                } else if seen <= pressed_ms + lag && (before.is_none() || reply_pressed_before) {
                     return Some(i + 1);
-                } else if later.is_none() {
-                    later = Some(i + 1);
                 }
             }
             turn = !turn;
         }
-        before.or(later)
+        before
     }
 
     /// Applies presses that came before the board showed the move, oldest first, once the
@@ -132,23 +155,78 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.pending_press.remove(k);
                 continue;
             }
-            if !self.at_tip || self.dirty {
-                return;
-            }
             // The ply the board showed at the press, while it is still in the line.
             let bound = self.still_bound(bound);
+            let stable = u64::from(self.config.press_stable_ms);
+            let on_board = self.at_tip && !self.dirty;
             let Some(upto) = bound.or_else(|| self.ply_for_pending_press(press.by, t)) else {
+                // A scan period after the press the board, at rest, still shows no move of
+                // the presser: its reports may all have been lost. A dump settles it.
+                if on_board && now.saturating_sub(t) >= stable {
+                    self.request_dump(now, sink);
+                }
                 k += 1;
                 continue;
             };
             // Once the board has been still for a scan period, a scan period after the
-            // press (a reading of the presser's move may have been on its way then).
-            let stable = u64::from(self.config.press_stable_ms);
-            let settled =
-                now.saturating_sub(self.last_change_ms) >= stable && now.saturating_sub(t) >= stable;
-            if (settled || immediate) && self.line_verified(upto, t, now, sink) {
+            // press (a reading of the presser's move may have been on its way then); or,
+            // for the ply the board showed as the last at the press, once its piece has
+            // stayed where it landed for that long, whatever the hands do elsewhere (see
+            // `pressed_ply_stands`).
+            let settled = on_board
+                && now.saturating_sub(self.last_change_ms) >= stable
+                && now.saturating_sub(t) >= stable;
+            let stands = bound == Some(upto)
+                && now.saturating_sub(t) >= stable
+                && self.pressed_ply_stands(upto, now)
+                && (on_board || self.dumped_since(t, now, sink));
+            // A ply that may be the first part of a longer move (a slide, castling with the
+            // rook first) is taken from a dump taken after the press (the reports of the rest
+            // may have been lost: the king's, in castling king first), or, without one, once
+            // the board has been still after the press for as long as the rest of a slide
+            // takes to be reported.
+            let settled_ms = self.config.slide_settled_ms();
+            let shown = !self.ply_may_slide_on(upto)
+                || self.dumped_since(t, now, sink)
+                || (now.saturating_sub(self.last_change_ms) >= settled_ms
+                    && now.saturating_sub(t) >= settled_ms);
+            if (settled || (on_board && immediate) || stands)
+                && shown
+                && self.line_verified(upto, t, now, sink)
+            {
                 self.pending_press.remove(k);
+                // Earlier presses still waiting are for the earlier plies: each first.
+                k = self.confirm_earlier_presses(k, upto, now, sink);
                 self.confirm_through(upto, Some(&press), now, sink);
+            } else {
+                k += 1;
+            }
+        }
+    }
+
+    /// Forgets the opponent's presses still waiting for a ply when `by` presses: the lever
+    /// alternates, so such a press ended a ply of the opponent's before the one `by` is
+    /// ending now. When the opponent's last confirmed ply was confirmed without its press
+    /// (by the plies that followed it) and the board, explained to its last square, shows
+    /// no ply of theirs unconfirmed, that press was made late for the confirmed ply (a
+    /// forgotten press, made after the reply); kept, it would take the opponent's next
+    /// move. (A burst's presses can all come before the board shows a ply; a board not
+    /// explained may have lost the report of that ply: those presses wait.)
+    pub(super) fn drop_overtaken_presses(&mut self, by: Color) {
+        if !self.at_tip
+            || self.dirty
+            || self.unexplained_since.is_some()
+            || !self.clocks.last_ply_unpressed(!by)
+        {
+            return;
+        }
+        let mut k = 0;
+        while k < self.pending_press.len() {
+            let p = self.pending_press[k];
+            let has_ply =
+                self.still_bound(p.bound).is_some() || self.ply_for_pending_press(p.press.by, p.at).is_some();
+            if p.press.by != by && !has_ply {
+                self.pending_press.remove(k);
             } else {
                 k += 1;
             }
@@ -172,15 +250,18 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// A square changed: a press bound to a ply whose piece landed on it, made less than a
-    /// scan period ago, is no longer bound. The board showed that ply at the press only
-    /// because the report of the hand moving on (a slide going further, its landing report
-    /// lost) had not come yet.
+    /// scan period ago, is no longer bound while that ply is still the last of the line.
+    /// The board showed that ply at the press only because the report of the hand moving
+    /// on (a slide going further, its landing report lost) had not come yet. Once the
+    /// opponent's ply followed, the piece leaving is the presser's next move (Bd8-c7,
+    /// press, Rf3, Bc7-b6 within a scan period at blitz pace).
     pub(super) fn unbind_presses_at(&mut self, square: Square, now: u64) {
         let window = u64::from(self.config.press_stable_ms);
         for k in 0..self.pending_press.len() {
             let p = self.pending_press[k];
             let Some(upto) = self.still_bound(p.bound) else { continue };
-            if now.saturating_sub(p.at) > window {
+            // Once a ply followed it, its piece leaving is the presser's next move.
+            if now.saturating_sub(p.at) > window || upto != self.records.len() {
                 continue;
             }
             let Some(before) = self.position_at(upto - 1) else { continue };
@@ -206,11 +287,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// the last one a waiting press was bound to (the board showed it when the mover said
     /// the move was done).
     pub(super) fn pressed_plies(&self) -> usize {
-        self.pending_press
+        let pressed = self
+            .pending_press
             .iter()
             .filter_map(|p| self.still_bound(p.bound))
             .max()
-            .map_or(0, |b| b - self.confirmed)
+            .map_or(0, |b| b - self.confirmed);
+        pressed.min(self.dump_kept_plies()).min(self.plies_before_hidden())
     }
 
     /// True when a press may confirm the provisional plies up to `upto` at once: the
@@ -233,6 +316,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let pos = &self.confirmed_pos;
         self.records[self.confirmed].to_move(pos).is_some_and(|m| !may_slide_on(pos, m))
+    }
+
+    /// True when ply `upto` (index one past it) could be part of a longer move under way
+    /// (see `may_slide_on`).
+    pub(super) fn ply_may_slide_on(&self, upto: usize) -> bool {
+        let Some(pos) = self.position_at(upto - 1) else { return false };
+        self.records[upto - 1].to_move(&pos).is_some_and(|m| may_slide_on(&pos, m))
     }
 
     /// Confirms provisional plies until `upto` are confirmed.
@@ -266,9 +356,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // A press confirming the range: its reading shows the clocks as they were when
             // the range ended (a later one may show the mover's next move already).
             let reading = press.map(|p| p.reading).or_else(|| self.clocks.current(now));
+            // The mover's display: a press's reading is read with the sides it was made with.
+            let side = match press {
+                Some(p) if p.by == color => p.side,
+                Some(p) => p.side.other(),
+                None => self.clocks.side_of(&self.config, color),
+            };
             let (clk, emt) = match (press, reading) {
                 (Some(p), _) if press_ply == Some(i) => {
-                    let clk = self.clocks.time_of(&self.config, &p.reading, color);
+                    let clk = p.reading.side(side).time.total_seconds();
                     (Some(clk), self.clocks.account(&self.config, color, move_number, clk, p.jump))
                 }
                 (_, Some(r)) => {
@@ -278,17 +374,24 @@ impl<const PLIES: usize> Tracker<PLIES> {
                     // has not run since the move: stopped at their press, started by the
                     // press now confirming, or still running from before the move (no reply
                     // on the board) and read within a second of it. Otherwise it is not
-                    // knowable, and none is written rather than a wrong one.
-                    let moved_again = i + 2 < self.records.len();
+                    // knowable, and none is written rather than a wrong one. A press's
+                    // reading shows the clock at the press: the mover has moved again when
+                    // a ply of theirs came before the pressed one, whatever the board shows
+                    // by now.
+                    let moved_again = match (press, press_ply) {
+                        (Some(_), Some(pressed)) => i + 2 <= pressed,
+                        _ => i + 2 < self.records.len(),
+                    };
                     let replied = i + 1 < self.records.len();
-                    let ran = self.clocks.runs(&self.config, &r, color)
+                    let ran = r.status.running()
+                        && r.running_side() == Some(side)
                         && press.is_none_or(|p| p.by == color)
                         && (replied || self.clocks.last_ms.abs_diff(seen) > 1000);
                     if moved_again || ran {
                         self.clocks.unknown(color);
                         (None, None)
                     } else {
-                        let clk = self.clocks.time_of(&self.config, &r, color);
+                        let clk = r.side(side).time.total_seconds();
                         (Some(clk), self.clocks.account(&self.config, color, move_number, clk, None))
                     }
                 }
@@ -299,6 +402,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             };
             self.records[i].clk = to16(clk);
             self.records[i].emt = to16(emt);
+            self.clocks.ply_confirmed(color, press.is_some() && press_ply == Some(i));
             let info = MoveInfo {
                 ply: (i + 1) as u16,
                 color,
