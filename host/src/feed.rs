@@ -1380,6 +1380,60 @@ async fn send(ws: &mut WebSocket, msg: Message, limits: ClientLimits) -> bool {
 mod tests {
     use super::*;
 
+    /// Every alert code, by a match that stops compiling when a code is added.
+    fn every_alert_code() -> Vec<AlertCode> {
+        use AlertCode::*;
+        let all = [
+            NotResponding,
+            BoardBack,
+            PositionMismatch,
+            PositionRecovered,
+            MovesReconstructed,
+            MoveOrderUnknown,
+            Resume,
+            Capacity,
+            BatteryLow,
+            BatteryOk,
+            ClockLost,
+            ClockBack,
+            ClockBatteryLow,
+            ClockBatteryOk,
+            ClockPaused,
+            ClockRunning,
+            ClockCommand,
+            ResultFromBoard,
+            Storage,
+            Push,
+        ];
+        for code in all {
+            match code {
+                NotResponding | BoardBack | PositionMismatch | PositionRecovered | MovesReconstructed
+                | MoveOrderUnknown | Resume | Capacity | BatteryLow | BatteryOk | ClockLost | ClockBack
+                | ClockBatteryLow | ClockBatteryOk | ClockPaused | ClockRunning | ClockCommand
+                | ResultFromBoard | Storage | Push => {}
+            }
+        }
+        all.to_vec()
+    }
+
+    #[test]
+    fn the_feed_schema_lists_every_alert_code() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../schema/feed.schema.json")).unwrap();
+        let listed: Vec<&str> = schema["$defs"]["alert_code"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let codes: Vec<&str> = every_alert_code().into_iter().map(AlertCode::as_str).collect();
+        let mut a = listed.clone();
+        let mut b = codes.clone();
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b, "host/schema/feed.schema.json $defs.alert_code");
+    }
+
     fn mv(ply: u32, san: &str) -> MoveView {
         MoveView { ply, san: san.into(), uci: String::new(), clk: None, emt: None, at: None }
     }
