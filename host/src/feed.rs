@@ -1455,6 +1455,60 @@ mod tests {
         assert_eq!(v["move"]["san"], "e5");
     }
 
+    fn alert(code: AlertCode, level: AlertLevel) -> Delta {
+        Delta::Alert {
+            board: Some(1),
+            alert: AlertView { code, level, message: code.to_string(), squares: Vec::new() },
+        }
+    }
+
+    #[test]
+    fn a_board_back_resolves_its_not_responding_and_an_ack_is_kept_and_sent_once() {
+        let hub = Hub::new(1);
+        hub.publish(alert(AlertCode::NotResponding, AlertLevel::Error));
+        hub.publish(alert(AlertCode::NotResponding, AlertLevel::Error));
+        hub.publish(alert(AlertCode::BatteryLow, AlertLevel::Warning));
+        let (_, mut rx) = hub.subscribe();
+        hub.publish(alert(AlertCode::BoardBack, AlertLevel::Info));
+        let frame: serde_json::Value = serde_json::from_str(rx.try_recv().unwrap().json.as_str()).unwrap();
+        let alerts = hub.board(1).unwrap().alerts;
+        let back = alerts[3].id;
+        assert_eq!(frame["alert"]["id"], back);
+        assert_eq!(frame["alert"]["clears"], serde_json::json!([alerts[0].id, alerts[1].id]));
+        assert!(frame["alert"]["at"].as_u64().unwrap() > 0);
+        // Both unplug alerts resolved, the battery still open.
+        let open: Vec<AlertCode> = alerts.iter().filter(|a| a.open()).map(|a| a.code).collect();
+        assert_eq!(open, [AlertCode::BatteryLow]);
+        assert_eq!(
+            (alerts[0].cleared_by, alerts[1].cleared_by, alerts[2].cleared_by),
+            (Some(back), Some(back), None)
+        );
+        // Acknowledged: kept, sent as one `alert_ack`, and a second ack sends nothing.
+        let battery = alerts[2].id;
+        let (board, acked) = hub.ack(battery).unwrap();
+        assert_eq!(board, Some(1));
+        assert!(acked.acked_at.is_some() && !acked.open());
+        let frame: serde_json::Value = serde_json::from_str(rx.try_recv().unwrap().json.as_str()).unwrap();
+        assert_eq!((frame["type"].as_str(), frame["id"].as_u64()), (Some("alert_ack"), Some(battery)));
+        assert_eq!(hub.ack(battery).unwrap().1.acked_at, acked.acked_at);
+        assert!(rx.try_recv().is_err(), "no second alert_ack");
+        assert!(hub.ack(12345).is_none(), "an unknown id");
+        assert!(hub.board(1).unwrap().alerts.iter().all(|a| !a.open()));
+    }
+
+    #[test]
+    fn a_full_alert_list_drops_what_no_longer_needs_the_operator_first() {
+        let hub = Hub::new(1);
+        hub.publish(alert(AlertCode::PositionMismatch, AlertLevel::Warning));
+        let first = hub.board(1).unwrap().alerts[0].id;
+        for _ in 0..MAX_ALERTS {
+            hub.publish(alert(AlertCode::BatteryOk, AlertLevel::Info));
+        }
+        let alerts = hub.board(1).unwrap().alerts;
+        assert_eq!(alerts.len(), MAX_ALERTS);
+        assert_eq!(alerts[0].id, first, "the open mismatch is kept; an info alert went");
+    }
+
     #[test]
     fn moves_retractions_and_takebacks_update_the_view() {
         let hub = Hub::new(2);
