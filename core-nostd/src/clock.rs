@@ -284,6 +284,11 @@ impl Clocks {
         if !self.fixed && (setting || first_reading_before_a_press) {
             self.learn_mapping(config, r, to_move);
         }
+        // The lever moved while the board was away: a press nobody saw. Which colour made
+        // the next one does not follow from the presses seen (see `press_owed`).
+        if in_game && after_outage && flipped {
+            self.owed = true;
+        }
         let mut flips = Flips::default();
         if let Some(prev) = prev
             && in_game
