@@ -74,6 +74,16 @@ pub enum BoardInput {
     Attach(Attached),
     /// An operator command, answered when done.
     Admin(AdminCommand, oneshot::Sender<Result<(), AdminError>>),
+    /// A correction checked, not made (`?dry_run=1`): the corrected moves, or why the
+    /// correction would be refused.
+    CheckCorrection {
+        /// First ply replaced.
+        from_ply: u32,
+        /// The moves, UCI.
+        moves: Vec<String>,
+        /// The answer.
+        reply: oneshot::Sender<Result<Vec<(MoveView, String)>, AdminError>>,
+    },
 }
 
 impl std::fmt::Debug for BoardInput {
@@ -81,6 +91,9 @@ impl std::fmt::Debug for BoardInput {
         match self {
             BoardInput::Attach(a) => f.debug_tuple("Attach").field(a).finish(),
             BoardInput::Admin(c, _) => f.debug_tuple("Admin").field(c).finish(),
+            BoardInput::CheckCorrection { from_ply, moves, .. } => {
+                f.debug_struct("CheckCorrection").field("from_ply", from_ply).field("moves", moves).finish()
+            }
         }
     }
 }
@@ -221,6 +234,9 @@ impl BoardTask {
                     Some(BoardInput::Admin(cmd, reply)) => {
                         let r = self.admin(cmd).await;
                         let _ = reply.send(r);
+                    }
+                    Some(BoardInput::CheckCorrection { from_ply, moves, reply }) => {
+                        let _ = reply.send(self.check_correction(from_ply, &moves));
                     }
                 },
                 n = read_port(&mut self.port, &mut buf) => {
@@ -596,6 +612,20 @@ impl BoardTask {
         } else {
             Err(AdminError::Storage(format!("{} record(s) wait", self.pending.len())))
         }
+    }
+
+    /// A correction as the session would make it, made on nothing: each corrected move
+    /// with the position after it.
+    fn check_correction(
+        &self,
+        from_ply: u32,
+        moves: &[String],
+    ) -> Result<Vec<(MoveView, String)>, AdminError> {
+        if self.game.is_none() {
+            return Err(dgt_session::AdminError::NoGame.into());
+        }
+        let checked = self.session.check_correction(self.now(), from_ply as usize, moves)?;
+        Ok(checked.iter().map(|m| (MoveView::from(m), m.fen.to_string())).collect())
     }
 
     async fn admin(&mut self, cmd: AdminCommand) -> Result<(), AdminError> {

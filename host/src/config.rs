@@ -71,6 +71,9 @@ pub struct Player {
     /// Rating (`WhiteElo`/`BlackElo`), if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elo: Option<u32>,
+    /// FIDE federation (`NOR`), if known: shown on the spectators' page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub federation: Option<String>,
 }
 
 /// White and Black on one board.
@@ -246,6 +249,11 @@ pub fn check_player(p: &Player) -> Result<(), String> {
         && e > 4000
     {
         return Err(format!("rating {e} is over 4000"));
+    }
+    if let Some(f) = &p.federation
+        && (f.is_empty() || f.len() > 3 || !f.chars().all(|c| c.is_ascii_alphabetic()))
+    {
+        return Err(format!("federation {f:?} is not a FIDE federation (three letters, e.g. NOR)"));
     }
     Ok(())
 }

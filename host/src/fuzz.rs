@@ -325,7 +325,14 @@ pub fn ws_messages(data: &[u8]) {
         hub.publish(Delta::Move {
             board,
             state: MoveState::Confirmed,
-            mv: MoveView { ply: 1, san: "e4".into(), uci: "e2e4".into(), clk: Some(1), emt: Some(1) },
+            mv: MoveView {
+                ply: 1,
+                san: "e4".into(),
+                uci: "e2e4".into(),
+                clk: Some(1),
+                emt: Some(1),
+                at: None,
+            },
             fen: None,
         });
     }

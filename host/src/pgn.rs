@@ -193,6 +193,7 @@ mod tests {
                         fide_id: Some(1503014),
                         title: Some("GM".into()),
                         elo: Some(2837),
+                        federation: Some("NOR".into()),
                     },
                     black: Player::default(),
                 },

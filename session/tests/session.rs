@@ -1308,3 +1308,26 @@ fn a_correction_replaces_the_moves_from_a_ply() {
     assert_eq!(r.confirmed(), ["e2e4", "e7e5", "b1c3", "b8c6"]);
     assert_eq!(r.told(mark), []);
 }
+
+#[test]
+fn a_correction_can_be_checked_without_changing_anything() {
+    let mut r = Rig::new(start_position());
+    r.connect();
+    r.play_all(&["e2e4", "e7e5", "g1f3"], 3_000);
+    let moves = |m: &[&str]| m.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mark = r.mark();
+    let checked = r.board.check_correction(r.now, 3, &moves(&["b1c3", "b8c6"])).unwrap();
+    let told: Vec<(u16, String, String)> =
+        checked.iter().map(|m| (m.ply, m.uci.to_string(), m.san.to_string())).collect();
+    assert_eq!(told, [(3, "b1c3".into(), "Nc3".into()), (4, "b8c6".into(), "Nc6".into())]);
+    assert_eq!(checked[1].fen, fen_after(&["e2e4", "e7e5", "b1c3", "b8c6"]));
+    // The same refusals as `correct`.
+    assert_eq!(
+        r.board.check_correction(r.now, 2, &moves(&["e7e5", "e1e3"])),
+        Err(AdminError::Illegal { ply: 3, uci: "e1e3".into() })
+    );
+    assert_eq!(r.board.check_correction(r.now, 5, &moves(&["g1f3"])), Err(AdminError::FromPly { max: 4 }));
+    r.pump();
+    assert_eq!(r.told(mark), []);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3"]);
+}
