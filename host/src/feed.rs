@@ -521,6 +521,8 @@ struct HubInner {
     round: u32,
     boards: BTreeMap<u32, BoardView>,
     relay_alerts: Vec<AlertEntry>,
+    /// Per standing condition (see [`Hub::publish_condition`]), the id of its latest alert.
+    conditions: BTreeMap<&'static str, u64>,
     /// The next alert's id.
     next_alert: u64,
     /// Per board, the clocks as last sent in a delta and when: what a client counting down
@@ -727,6 +729,7 @@ impl Hub {
                 round,
                 boards: BTreeMap::new(),
                 relay_alerts: Vec::new(),
+                conditions: BTreeMap::new(),
                 next_alert: now_ms().max(1),
                 sent_clocks: BTreeMap::new(),
                 private: Private::default(),
@@ -746,15 +749,20 @@ impl Hub {
         Hub::publish_locked(&mut inner, &self.tx, delta, Instant::now())
     }
 
-    /// Publishes a relay-wide alert about a standing condition, named by the alert's code
-    /// (the PGN files cannot be written, then they can). Snapshots keep only a condition's
-    /// latest alert: once it is resolved (an info), clients that connect later are no longer
+    /// Publishes a relay-wide alert about a standing condition named `topic` (the PGN
+    /// files cannot be written, then they can). Snapshots keep only a condition's latest
+    /// alert: once it is resolved (an info), clients that connect later are no longer
     /// greeted by the error, which is then cleared; clients connected meanwhile got both.
-    pub fn publish_condition(&self, alert: AlertView) -> u64 {
+    pub fn publish_condition(&self, topic: &'static str, alert: AlertView) -> u64 {
         let mut inner = self.lock();
-        let code = alert.code;
-        inner.relay_alerts.retain(|a| a.alert.code != code);
-        Hub::publish_locked(&mut inner, &self.tx, Delta::Alert { board: None, alert }, Instant::now())
+        if let Some(old) = inner.conditions.get(topic).copied() {
+            inner.relay_alerts.retain(|a| a.id != old);
+        }
+        let id = inner.next_alert;
+        let seq =
+            Hub::publish_locked(&mut inner, &self.tx, Delta::Alert { board: None, alert }, Instant::now());
+        inner.conditions.insert(topic, id);
+        seq
     }
 
     fn publish_locked(
@@ -1788,10 +1796,11 @@ mod tests {
             squares: Vec::new(),
         };
         hub.publish(Delta::Alert { board: None, alert: alert(AlertLevel::Warning, "journal repaired") });
-        hub.publish_condition(alert(AlertLevel::Error, "cannot write PGN"));
-        let messages = |hub: &Hub| hub.relay_alerts().into_iter().map(|a| a.message).collect::<Vec<_>>();
+        hub.publish_condition("pgn", alert(AlertLevel::Error, "cannot write PGN"));
+        let messages =
+            |hub: &Hub| hub.relay_alerts().into_iter().map(|a| a.alert.message).collect::<Vec<_>>();
         assert_eq!(messages(&hub), ["journal repaired", "cannot write PGN"]);
-        hub.publish_condition(alert(AlertLevel::Info, "PGN written again"));
+        hub.publish_condition("pgn", alert(AlertLevel::Info, "PGN written again"));
         assert_eq!(messages(&hub), ["journal repaired", "PGN written again"]);
         assert_eq!(hub.admin_relay_alerts().len(), 2);
         let frames: Vec<String> =

@@ -132,7 +132,7 @@ impl Relay {
                 ),
             };
             let alert = AlertView { code: AlertCode::Storage, level, message, squares: Vec::new() };
-            report_hub.publish_condition(alert);
+            report_hub.publish_condition("pgn", alert);
         };
         let pgn_writer =
             crate::store::run_pgn_writer(Arc::clone(&store), report, relay.writer_shutdown.listener());
