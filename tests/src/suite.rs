@@ -258,7 +258,7 @@ pub fn run(opts: &SuiteOptions) -> anyhow::Result<SuiteReport> {
 
 /// A slice of the independent emulator's hand scripts through the real relay, on ptys at
 /// each script's own pace: `count` scripts of `dir` and its sub-folders, chosen by
-/// `opts.seed` (so `--seed today` rotates them daily), one board each, all at once.
+/// `opts.seed` (so `--seed today` rotates them daily), on up to `opts.boards` boards at once.
 pub fn run_scripts(dir: &Path, count: usize, opts: &SuiteOptions) -> anyhow::Result<SuiteReport> {
     let all = dgt_hil_sim::script::load_tree(dir)?;
     if all.is_empty() {
@@ -268,7 +268,7 @@ pub fn run_scripts(dir: &Path, count: usize, opts: &SuiteOptions) -> anyhow::Res
     let jobs: Vec<Job> = picked.iter().map(|&i| crate::scripts::job(&all[i])).collect();
     let names: Vec<&str> = picked.iter().map(|&i| all[i].name.as_str()).collect();
     let run_opts = RunOptions {
-        boards: jobs.len(),
+        boards: opts.boards.min(jobs.len()),
         speed: 1.0,
         hand_speed: 1.0,
         dir: opts.dir.join("scripts"),
