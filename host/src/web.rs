@@ -22,6 +22,11 @@
 //! Every response carries a strong `ETag` computed at compile time from the file's bytes and
 //! `Cache-Control: no-cache`: browsers keep a copy but ask each time, and get a bodyless
 //! `304 Not Modified` while the binary is the same. A new binary serves new files at once.
+//!
+//! Kept by hand rather than with tower-http's `ServeDir` or an embedding crate: the files are
+//! a handful of `include_bytes!` constants (the relay is one binary, nothing to install
+//! beside it), and the validator is a hash computed at compile time; `ServeDir` serves from
+//! disk and an embedding crate would add a proc-macro build for what is twenty lines here.
 
 use axum::Router;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
