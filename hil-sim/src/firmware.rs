@@ -235,7 +235,7 @@ pub struct Firmware {
     parser: CommandParser,
     bus_skip: u8,
     bus_parser: BusCommandParser,
-    /// Bus mode: the host addressed this board (so it listens).
+    /// Bus mode: the host reads this board's changes (so it follows the board).
     bus_polled: bool,
     /// Bus mode: the next broadcast ping is ignored.
     ignore_next_ping: bool,
@@ -424,10 +424,16 @@ impl Firmware {
         self.bus_out.drain(..).collect()
     }
 
-    /// True when a host listens: it set an update mode, or (bus mode) it addressed this
-    /// board.
+    /// True when a host listens: it set an update mode, or (bus mode) it reads this
+    /// board's changes.
     pub fn host_listening(&self) -> bool {
-        self.mode.reports_fields() || (self.mode == BoardMode::Bus && self.bus_polled)
+        self.mode.reports_fields() || self.bus_followed()
+    }
+
+    /// True when a host reads this board's changes in bus mode (how a host follows a board
+    /// on a chain; an update mode set there is every board's, before the host knows them).
+    pub fn bus_followed(&self) -> bool {
+        self.mode == BoardMode::Bus && self.bus_polled
     }
 
     fn send(&mut self, msg: Message<'_>) {
@@ -548,11 +554,14 @@ impl Firmware {
             }
             return;
         }
-        self.bus_polled = true;
         match cmd.kind {
             BusCommandKind::SendClock => self.bus_clock(now),
             BusCommandKind::SendBoard => self.bus_board(),
-            BusCommandKind::SendChanges => self.bus_changes(),
+            BusCommandKind::SendChanges => {
+                // A host that reads the changes follows the board.
+                self.bus_polled = true;
+                self.bus_changes();
+            }
             BusCommandKind::RepeatChanges => {
                 let raw = self.last_changes.clone();
                 self.bus_reply(BusData::Update(EeEvents::new(&raw)), 0);
@@ -1045,7 +1054,9 @@ mod tests {
         assert!(!fw.host_listening());
         let got = bus(&mut fw, BusCommandKind::Ping, me, 0);
         assert_eq!(got, [(0, format!("{:?}", BusReply::new(me, BusData::Ping)))]);
-        assert!(fw.host_listening(), "an addressed command means a host polls it");
+        assert!(!fw.host_listening(), "a ping is not yet following the board");
+        changes(&mut fw, me, 0);
+        assert!(fw.host_listening(), "a host that reads the changes follows the board");
         let got = bus(&mut fw, BusCommandKind::SendVersion, me, 0);
         assert_eq!(got, [(0, format!("{:?}", BusReply::new(me, BusData::Version(Some((1, 80))))))]);
         let got = bus(&mut fw, BusCommandKind::SendBoard, me, 0);

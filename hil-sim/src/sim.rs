@@ -147,7 +147,8 @@ impl Default for SimConfig {
 pub enum StartPolicy {
     /// At once.
     Immediately,
-    /// When the host has put the board into an update mode (so it sees every move).
+    /// When the host has put the board into an update mode (so it sees every move); on a
+    /// chain, when the host reads the board's changes in bus mode.
     WhenHostListens,
 }
 
@@ -712,7 +713,13 @@ impl Runner {
         if s.start.is_some() {
             return;
         }
-        if s.policy == StartPolicy::WhenHostListens && !self.fw.host_listening() {
+        let listening = match self.wire {
+            Wire::Own(_) => self.fw.host_listening(),
+            // On a chain, a single-board command puts every board in update mode at once (a
+            // host trying the line as one board): following a board is reading its changes.
+            Wire::Chain(_) => self.fw.bus_followed(),
+        };
+        if s.policy == StartPolicy::WhenHostListens && !listening {
             return;
         }
         s.start = Some(now);

@@ -19,9 +19,9 @@
 //! | bus | virtual line |
 //! |---|---|
 //! | field event in the changes (`SEND_CHANGES`) | `FIELD_UPDATE` (in update modes), in the EEPROM's order |
-//! | time event in the changes (a lever press: the halted side's display) | `BWTIME`: the last clock reading with that display and the lever turned; the clock is read right after |
+//! | time event in the changes (a lever press: the halted side's display) | `BWTIME`: the last clock reading with that display and the lever turned (after a reading of the clock running, presser's side up, when the last one showed it stopped); the clock is read right after |
 //! | power-up (or watchdog) in the changes | nothing for its listing of the pieces (not changes); a board dump is read |
-//! | clock reading (`SEND_CLK`, every [`BusTiming::clock_period_ms`] and after a press) | `BWTIME` when it differs from the last one sent (update-nice), every one in `43` mode |
+//! | clock reading (`SEND_CLK`, every [`BusTiming::clock_period_ms`] and after a press) | `BWTIME` when it differs from the last one sent (update-nice), every one in `43` mode; a running clock's reading whose lever shows a press the changes have not brought yet is held back once (the press comes with the next changes, in its place) |
 //! | board dump (`SEND_BRD`) | `BOARD_DUMP` |
 //! | every EEPROM event the changes brought | the event log (`49`), as the board's own `EE_MOVES` |
 //!
@@ -58,9 +58,11 @@
 //! runs every [`BusTiming::rediscover_ms`] for boards added to the chain.
 //!
 //! # Polling (the latency bound)
-//! Boards take turns, in address order. A turn is: the changes (`SEND_CHANGES`); the clock
-//! when it is due, after a press, or when the session asked (`SEND_CLK`); a dump when the
-//! session asked for one or the board restarted (`SEND_BRD`). One command is on the line at
+//! Boards take turns, in address order. A turn is: the changes (`SEND_CHANGES`); a dump
+//! when the session asked for one or the board restarted (`SEND_BRD`); the clock when it
+//! is due, after a press or a dump, or when the session asked (`SEND_CLK`). The reading
+//! after a dump is sent even when unchanged: a game that dump starts learns White's side
+//! from the lever of its first reading. One command is on the line at
 //! a time (replies share it), each waits [`BusTiming::reply_timeout_ms`] for the start of
 //! its reply ("allow a time-out of say 80 ms"), longer while a reply is arriving. A reply
 //! with a bad checksum is asked again (`REPEAT_CHANGES` for changes, as DGT's header says:
@@ -208,6 +210,10 @@ struct VirtualLine {
     clock_asked: bool,
     /// A clock version query waits for a reading that shows a clock.
     version_query: bool,
+    /// A game may have begun on the board since the last press (the start position
+    /// appeared, or a dump that may start one): the next press is preceded by a reading of
+    /// the clock's start, and readings are not held back.
+    new_game: bool,
 }
 
 impl VirtualLine {
@@ -219,6 +225,7 @@ impl VirtualLine {
             last_sent: None,
             clock_asked: false,
             version_query: false,
+            new_game: true,
         }
     }
 
@@ -234,11 +241,13 @@ impl VirtualLine {
         }
     }
 
-    /// A clock reading: sent as update-nice (or `43`, or an answer to `41`) would.
-    fn times(&mut self, t: ClockTimes, real: bool) {
+    /// A clock reading: sent as update-nice (or `43`, or an answer to `41`) would; `force`
+    /// sends it even when it repeats the last one.
+    fn times(&mut self, t: ClockTimes, real: bool, force: bool) {
         let payload = t.to_payload();
         let send = std::mem::take(&mut self.clock_asked)
-            || (self.mode.clock() && (self.mode == Mode::Update && real || self.last_sent != Some(payload)));
+            || (self.mode.clock()
+                && (force || self.mode == Mode::Update && real || self.last_sent != Some(payload)));
         if send {
             self.last_sent = Some(payload);
             self.send(&Message::Bwtime(Bwtime::Times(t)));
@@ -272,13 +281,20 @@ struct Board {
     want_dump: bool,
     want_clock: bool,
     next_clock: u64,
+    /// The last reading sent (read, or made from a logged press).
     last_times: Option<ClockTimes>,
+    /// A reading of the running clock was held back: its lever showed a press the changes
+    /// had not logged yet (see [`BusPoller::clock`]).
+    held: bool,
     /// Every EEPROM event the changes brought, for the event log.
     log: VecDeque<EeEvent>,
     log_bytes: usize,
     /// The log holds a power-up (or a dump's listing standing for one).
     anchored: bool,
     line: Option<VirtualLine>,
+    /// Its line was closed by the caller while the board is still there: offered again
+    /// from this time.
+    reoffer: Option<u64>,
 }
 
 impl Board {
@@ -298,10 +314,12 @@ impl Board {
             want_clock: true,
             next_clock: now,
             last_times: None,
+            held: false,
             log: VecDeque::new(),
             log_bytes: 0,
             anchored: false,
             line: None,
+            reoffer: None,
         }
     }
 
@@ -472,6 +490,11 @@ impl BusPoller {
 
     /// When [`BusPoller::poll`] should next be called.
     pub fn next_deadline(&self) -> u64 {
+        let reoffer = self.boards.values().filter_map(|b| b.reoffer).min().unwrap_or(u64::MAX);
+        self.line_deadline().min(reoffer)
+    }
+
+    fn line_deadline(&self) -> u64 {
         if let Some(f) = &self.in_flight {
             let due = self.decoder.bytes_due() as u64;
             if due > 0 {
@@ -540,6 +563,20 @@ impl BusPoller {
         }
     }
 
+    /// The caller closed the virtual line of the board at `address` at `now` (its session
+    /// gave the port back while the board is still on the chain): a new line is offered
+    /// a second later ([`BusEvent::Found`] again).
+    pub fn line_closed(&mut self, now: u64, address: u16) {
+        if let Some(b) = self.boards.get_mut(&address)
+            && b.announced
+        {
+            b.announced = false;
+            b.line = None;
+            b.fresh = true;
+            b.reoffer = Some(now + 1_000);
+        }
+    }
+
     /// Bytes read from the line at `now`.
     pub fn on_bytes(&mut self, now: u64, bytes: &[u8]) {
         self.last_rx = now;
@@ -583,8 +620,16 @@ impl BusPoller {
 
     /// Runs what is due at `now`: timeouts, the end of a broadcast window, the next command.
     pub fn poll(&mut self, now: u64) {
+        let due: Vec<u16> =
+            self.boards.values().filter(|b| b.reoffer.is_some_and(|t| t <= now)).map(|b| b.address).collect();
+        for address in due {
+            if let Some(b) = self.boards.get_mut(&address) {
+                b.reoffer = None;
+            }
+            self.announce(address);
+        }
         if let Some(f) = self.in_flight
-            && now >= self.next_deadline()
+            && now >= self.line_deadline()
         {
             self.in_flight = None;
             self.decoder.reset();
@@ -738,8 +783,8 @@ impl BusPoller {
         self.stats.max_cycle_ms = self.stats.max_cycle_ms.max(took);
     }
 
-    /// A board's turn: its version if unknown, the changes, the clock when due, a dump
-    /// when wanted (more may be added as replies come).
+    /// A board's turn: its version if unknown, the changes, a dump when wanted, the clock
+    /// when due (more may be added as replies come).
     fn plan(&self, address: u16, now: u64) -> Turn {
         let mut todo = VecDeque::new();
         if let Some(b) = self.boards.get(&address) {
@@ -747,30 +792,33 @@ impl BusPoller {
                 todo.push_back(BusCommandKind::SendVersion);
             }
             todo.push_back(BusCommandKind::SendChanges);
-            if b.want_clock || now >= b.next_clock {
-                todo.push_back(BusCommandKind::SendClock);
-            }
             if b.want_dump {
                 todo.push_back(BusCommandKind::SendBoard);
+            }
+            if b.want_clock || now >= b.next_clock {
+                todo.push_back(BusCommandKind::SendClock);
             }
         }
         Turn { address, todo, retries: 0 }
     }
 
+    /// Adds a command to the turn of the board at `address`: a dump before the clock (the
+    /// reading after a dump is the first the session sees of a game that dump starts; it
+    /// tells White's side from the lever), the clock last.
     fn add_to_turn(&mut self, address: u16, kind: BusCommandKind) {
         if let Some(t) = self.turn.as_mut()
             && t.address == address
             && !t.todo.contains(&kind)
         {
-            // The clock before a dump: a dump after the press shows the move that press ended.
-            match (kind, t.todo.iter().position(|k| *k == BusCommandKind::SendBoard)) {
-                (BusCommandKind::SendClock, Some(i)) => t.todo.insert(i, kind),
+            match (kind, t.todo.iter().position(|k| *k == BusCommandKind::SendClock)) {
+                (BusCommandKind::SendBoard, Some(i)) => t.todo.insert(i, kind),
                 _ => t.todo.push_back(kind),
             }
         }
     }
 
     fn write(&mut self, cmd: BusCommand) {
+        tracing::trace!(?cmd.kind, address = cmd.address, "bus command");
         match cmd.to_bytes() {
             Ok(bytes) => {
                 self.out.extend_from_slice(&bytes);
@@ -794,6 +842,7 @@ impl BusPoller {
     // ----- replies -------------------------------------------------------------------
 
     fn reply(&mut self, now: u64, r: OwnedReply) {
+        tracing::trace!(address = r.address, kind = r.kind, "bus reply");
         // Broadcast answers, collected in their window.
         if let Phase::Window { kind, new, .. } = &mut self.phase {
             let expected = match kind {
@@ -944,6 +993,7 @@ impl BusPoller {
         }
         b.last_changes.clone_from(&raw);
         let forward = !b.fresh && b.line.is_some();
+        tracing::trace!(address, bytes = raw.len(), forward, mode = ?b.line.as_ref().map(|l| l.mode), "changes");
         if !repeat {
             // The first packet since the board was found is what it logged before.
             b.fresh = false;
@@ -968,19 +1018,12 @@ impl BusPoller {
                 EeEvent::Time { side, time } => {
                     listing = false;
                     press = true;
-                    if let Some(mut t) = b.last_times {
-                        // The halted side shows the logged time; the lever is down on its side.
-                        match side {
-                            ClockSide::Left => t.left.time = time,
-                            ClockSide::Right => t.right.time = time,
-                        }
-                        if t.status.right_high() != (side == ClockSide::Left) {
-                            t.status.0 ^= 0x1A;
-                        }
-                        b.last_times = Some(t);
-                        if let Some(line) = b.line.as_mut() {
-                            line.times(t, false);
-                        }
+                    tracing::trace!(address, ?side, ?time, "press in the changes");
+                    if let (Some(base), Some(line)) =
+                        (b.last_times.filter(|t| !t.status.no_clock()), b.line.as_mut())
+                    {
+                        b.last_times = Some(press_readings(base, side, time, line));
+                        b.held = false;
                     }
                 }
                 EeEvent::PowerUp | EeEvent::WatchdogAction => {
@@ -988,6 +1031,13 @@ impl BusPoller {
                     doubt = true;
                 }
                 EeEvent::Malformed { .. } => doubt = true,
+                EeEvent::BeginPos | EeEvent::BeginPosRotated | EeEvent::FourRows => {
+                    // A game may begin: its clock is new to the session.
+                    listing = false;
+                    if let Some(line) = b.line.as_mut() {
+                        line.new_game = true;
+                    }
+                }
                 _ => listing = false,
             }
         }
@@ -998,12 +1048,12 @@ impl BusPoller {
         }
         b.want_clock |= press;
         b.want_dump |= doubt;
-        if press || b.want_clock || now >= b.next_clock {
-            self.add_to_turn(address, BusCommandKind::SendClock);
-        }
-        let want_dump = self.boards.get(&address).is_some_and(|b| b.want_dump);
+        let (want_dump, want_clock) = (b.want_dump, b.want_clock || now >= b.next_clock);
         if want_dump {
             self.add_to_turn(address, BusCommandKind::SendBoard);
+        }
+        if want_clock {
+            self.add_to_turn(address, BusCommandKind::SendClock);
         }
     }
 
@@ -1013,13 +1063,31 @@ impl BusPoller {
         b.want_clock = false;
         b.next_clock = now + timing.clock_period_ms;
         let Bwtime::Times(t) = t else { return };
+        tracing::trace!(address, status = t.status.0, left = ?t.left.time, right = ?t.right.time, "clock reading");
+        // A running clock whose lever is not where the last reading sent left it was pressed
+        // since the changes were read: that press is in the board's log, and comes with the
+        // next changes in its place among the moves. This reading, from ahead of them, is
+        // held back once (the log may have skipped a press in very fast play: then the next
+        // one goes out).
+        let ahead = t.status.running()
+            && !t.status.no_clock()
+            && b.line.as_ref().is_some_and(|l| !l.new_game)
+            && b.last_times.is_some_and(|l| l.status.running() && l.high_side() != t.high_side());
+        if ahead && !b.held {
+            tracing::trace!(address, "clock reading ahead of the changes; held");
+            b.held = true;
+            b.want_clock = true;
+            return;
+        }
+        b.held = false;
         b.last_times = Some(t);
         if let Some(line) = b.line.as_mut() {
-            line.times(t, true);
+            line.times(t, true, false);
         }
     }
 
     fn dump(&mut self, address: u16, d: BoardDump) {
+        tracing::trace!(address, raw = ?d.raw, "dump");
         let Some(b) = self.boards.get_mut(&address) else { return };
         b.want_dump = false;
         if !b.anchored {
@@ -1034,8 +1102,64 @@ impl BusPoller {
         }
         if let Some(line) = b.line.as_mut() {
             line.send(&Message::BoardDump(d));
+            // The next reading goes out even if unchanged: a game this dump starts learns
+            // White's side from the lever of its first reading, which must not be a press.
+            line.last_sent = None;
+            line.new_game = true;
+        }
+        b.want_clock = true;
+        self.add_to_turn(address, BusCommandKind::SendClock);
+    }
+}
+
+/// The readings a single board would have sent around a lever press the changes logged
+/// (`side`'s display showed `time` as it stopped), built on the last reading `base`; sends
+/// them on `line` and returns the last.
+///
+/// The press reading is `base` with the presser's display at the logged time and the lever
+/// down on the presser's side (the clock is read right after, which brings the other
+/// display up to date).
+///
+/// A press is the side to move stopping its own running clock: a single board would have
+/// sent a reading of that (the clock running, the presser's side up) before the press.
+/// When the last reading does not show it, or when a game may have begun since the last
+/// press, that reading goes first, even if it repeats the last one: the tracker learns
+/// White's side from the lever of a game's first running reading, which must not be a
+/// press, and the last reading may have come before the session saw the game begin (a start
+/// position is taken once it stood still). A new game's clock shows no flag of the previous
+/// game's.
+fn press_readings(
+    base: ClockTimes,
+    side: ClockSide,
+    time: dgt_protocol::ClockTime,
+    line: &mut VirtualLine,
+) -> ClockTimes {
+    // D1 (which side is up), with D3/D4 turned with it as the clock turns them.
+    let lever_up = |t: &mut ClockTimes, up: ClockSide| {
+        if t.high_side() != up {
+            t.status.0 ^= 0x1A;
+        }
+    };
+    let mut t = base;
+    let new_game = std::mem::take(&mut line.new_game);
+    if new_game {
+        for s in [&mut t.left, &mut t.right] {
+            s.flags.flag = false;
+            s.flags.final_flag = false;
         }
     }
+    if new_game || !t.status.running() || t.high_side() != side {
+        t.status.0 |= 0x01;
+        lever_up(&mut t, side);
+        line.times(t, false, true);
+    }
+    match side {
+        ClockSide::Left => t.left.time = time,
+        ClockSide::Right => t.right.time = time,
+    }
+    lever_up(&mut t, side.other());
+    line.times(t, false, false);
+    t
 }
 
 /// A reply, owned (the decoder's buffer is borrowed).

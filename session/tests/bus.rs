@@ -369,3 +369,46 @@ fn garbage_on_the_line_loses_no_board_and_no_move() {
     let ucis: Vec<String> = c.confirmed(FIRST).into_iter().map(|(u, _)| u).collect();
     assert_eq!(ucis, ["d2d4", "d7d5"], "{stats:?}");
 }
+
+/// A planned game (the simulator's hands, clean) on one board of a chain of three, from
+/// the scenario's own setup: every move and every `%clk` as the ground truth has them.
+#[test]
+fn a_planned_game_comes_out_exact_with_its_clock_times() {
+    use dgt_hil_sim::hands::{PlanOptions, plan_game};
+    use dgt_hil_sim::offline::apply_action;
+    use dgt_hil_sim::scenario::board_codes;
+    let pgn = "[Event \"t\"]\n[TimeControl \"300+2\"]\n[Result \"*\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 *\n";
+    let game = &dgt_hil_sim::pgn::parse_games(pgn)[0];
+    let scenario = plan_game(game, &PlanOptions { start_delay_ms: 1_000, ..PlanOptions::default() });
+    let truth = scenario.truth.clone().expect("truth");
+    let mut c = Chain::new(3);
+    c.run(6_000);
+    // The scenario starts now on board FIRST, as the simulator starts it when the relay
+    // polls the board.
+    let start = c.now();
+    let setup = scenario.setup.clone();
+    let white = setup.clock.as_ref().map_or(ClockSide::Left, |k| k.white_side);
+    {
+        let fw = c.fw(FIRST);
+        fw.set_position(board_codes(&setup.position, setup.orientation), start);
+        if let Some(k) = &setup.clock {
+            fw.attach_clock(Some(Dgt3000::new(k.time_control.clone(), k.first_side, start)));
+        }
+        fw.rephase_scan(start);
+    }
+    for a in &scenario.actions {
+        while c.now() < start + a.at_ms {
+            c.step();
+        }
+        let now = c.now();
+        apply_action(c.fw(FIRST), &a.action, now, setup.orientation, white);
+    }
+    c.run(5_000);
+    let got = c.confirmed(FIRST);
+    let want: Vec<(String, Option<u32>)> = truth
+        .moves
+        .iter()
+        .map(|m| (m.uci.clone(), if m.color == "white" { m.white_clock_s } else { m.black_clock_s }))
+        .collect();
+    assert_eq!(got, want);
+}

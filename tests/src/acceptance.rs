@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use dgt_hil_sim::hands::{GameEnd, PlanOptions, Profile, plan_game};
 use dgt_hil_sim::pgn::SourceGame;
-use dgt_hil_sim::{BoardConfig, GroundTruth, Scenario, SimConfig, StartPolicy, spawn_fleet};
+use dgt_hil_sim::{
+    BoardConfig, GroundTruth, Scenario, SimBoard, SimChain, SimConfig, StartPolicy, spawn_fleet,
+};
 
 use crate::feed::{FeedGame, Recorder};
 use crate::offline::{Pace, outage_windows, press_unseen};
@@ -172,6 +174,8 @@ pub struct RunResult {
     pub clean_exit: bool,
     /// The relay log's tail when something went wrong.
     pub log_tail: String,
+    /// Anything else worth printing (the chain's line counters).
+    pub notes: Vec<String>,
 }
 
 fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
@@ -187,26 +191,65 @@ fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// Runs `jobs` on `opts.boards` simulated boards against one relay process.
+/// The simulated boards of a batch, as [`run`] makes them.
+fn template(opts: &RunOptions) -> SimConfig {
+    SimConfig {
+        board: BoardConfig::with_serial(opts.first_serial),
+        speed: opts.speed,
+        hand_speed: opts.hand_speed,
+        ..SimConfig::default()
+    }
+}
+
+/// Runs `jobs` on `opts.boards` simulated boards, each on its own pty, against one relay
+/// process.
 pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let started = Instant::now();
     let _ = std::fs::remove_dir_all(&opts.dir);
     std::fs::create_dir_all(&opts.dir)?;
     let n = opts.boards.clamp(1, jobs.len().max(1));
-    let template = SimConfig {
-        board: BoardConfig::with_serial(opts.first_serial),
-        speed: opts.speed,
-        hand_speed: opts.hand_speed,
-        ..SimConfig::default()
-    };
     let links = opts.dir.join("links");
-    let boards = spawn_fleet(n, &template, Some(&links)).context("spawning simulated boards")?;
+    let boards = spawn_fleet(n, &template(opts), Some(&links)).context("spawning simulated boards")?;
+    let mut ports = Vec::new();
+    for b in &boards {
+        ports.push("--port".into());
+        ports.push(b.path().display().to_string());
+    }
+    run_on(jobs, opts, &boards, ports, started)
+}
+
+/// Runs `jobs` on `opts.boards` simulated boards daisy-chained on one pty in DGT's bus
+/// mode, against one relay process given the chain with `--port` (the relay detects the
+/// chain) or, with `force_bus`, `--bus`.
+pub fn run_chain(jobs: Vec<Job>, opts: &RunOptions, force_bus: bool) -> anyhow::Result<RunResult> {
+    let started = Instant::now();
+    let _ = std::fs::remove_dir_all(&opts.dir);
+    std::fs::create_dir_all(&opts.dir)?;
+    let n = opts.boards.clamp(1, jobs.len().max(1));
+    let chain = SimChain::spawn(n, &template(opts), Some(&opts.dir.join("chain")))
+        .context("spawning the chain of simulated boards")?;
+    let flag = if force_bus { "--bus" } else { "--port" };
+    let ports = vec![flag.to_owned(), chain.path().display().to_string()];
+    let mut result = run_on(jobs, opts, chain.boards(), ports, started)?;
+    let line = chain.stats();
+    result.notes.push(format!(
+        "line: {} transmissions, {} collided, {} bytes to the relay, {} from it",
+        line.transmissions, line.collisions, line.bytes, line.host_bytes
+    ));
+    Ok(result)
+}
+
+fn run_on(
+    jobs: Vec<Job>,
+    opts: &RunOptions,
+    boards: &[SimBoard],
+    ports: Vec<String>,
+    started: Instant,
+) -> anyhow::Result<RunResult> {
+    let n = boards.len();
     let mut args: Vec<String> =
         vec!["run".into(), "--data".into(), opts.dir.join("data").display().to_string()];
-    for b in &boards {
-        args.push("--port".into());
-        args.push(b.path().display().to_string());
-    }
+    args.extend(ports);
     let mut relay = Relay::start(&opts.relay_bin, &opts.dir, &args)?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
     let recorder = Recorder::start_logged(rt.handle(), relay.addr, Some(&opts.dir.join("feed-frames.log")))?;
@@ -372,7 +415,6 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let feed_problems = recorder.with(|s| s.problems.clone());
     let log_tail = relay.log_tail();
     let clean_exit = relay.terminate().is_some_and(|s| s.success());
-    drop(boards);
     drop(rt);
     let jobs = Arc::try_unwrap(jobs).map_err(|_| anyhow::anyhow!("jobs still shared"))?;
     Ok(RunResult {
@@ -384,6 +426,7 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
         wall: started.elapsed(),
         clean_exit,
         log_tail,
+        notes: Vec::new(),
     })
 }
 
