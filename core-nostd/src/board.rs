@@ -67,6 +67,17 @@ impl PhysBoard {
         changed
     }
 
+    /// The game squares a dump shows otherwise than this board.
+    pub fn differing(&self, dump: &BoardDump) -> Bitboard {
+        let mut d = Bitboard::EMPTY;
+        for sq in DgtSquare::ALL {
+            if self.raw[usize::from(sq.index())] != dump.piece(sq).code() {
+                d.add(sq.to_square(self.orientation));
+            }
+        }
+        d
+    }
+
     /// When a game square last changed.
     pub fn changed_ms(&self, sq: Square) -> u64 {
         self.changed_ms[usize::from(DgtSquare::from_square(sq, self.orientation).index())]

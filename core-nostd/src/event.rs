@@ -182,6 +182,14 @@ pub enum Event {
         /// Why.
         reason: EndReason,
     },
+    /// The board reached its position by more than one order of moves and never showed
+    /// which: the provisional moves from ply `ply` on are one of them, kept unconfirmed
+    /// until a later reading tells them apart or the operator corrects the game. The
+    /// operator should check them against the scoresheets.
+    MoveOrderUnknown {
+        /// The first ply whose order is unknown (1-based).
+        ply: u16,
+    },
     /// The tracker is unsure of the board: please send a board-dump request (`0x42`).
     RequestBoardDump,
     /// The move list is full: no more plies can be recorded in this game.

@@ -6,10 +6,11 @@
 //! tracker's [`Tracker::write_pgn`] is one caller (its own confirmed moves); a host that
 //! publishes only what it journaled is another (its journal's moves, as SAN text).
 //!
-//! The rules kept here: the Seven Tag Roster first and in order, then `Board`, the
-//! caller's extra tags, `TimeControl`, `WhiteClock`/`BlackClock`, the live `Clock`,
-//! `UTCDate`/`UTCTime`, `Mode`, `Variant`, `SetUp`/`FEN`, `Termination`, `PlyCount`; tag
-//! values escaped; move numbers, and `N...` for Black after a comment or at the start;
+//! The rules kept here: the Seven Tag Roster first and in order, then every other tag
+//! (`Board`, the caller's extra tags, `TimeControl`, `WhiteClock`/`BlackClock`, the live
+//! `Clock`, `UTCDate`/`UTCTime`, `Mode`, `Variant`, `SetUp`/`FEN`, `Termination`,
+//! `PlyCount`) in ASCII order by tag name, sorted as they are written without allocating;
+//! `TimeControl` (`?` if unknown) whenever a move carries `%clk`; tag values escaped; move numbers, and `N...` for Black after a comment or at the start;
 //! one comment per move `{[%clk 1:59:01] [%emt 0:00:59]}`; lines under 80 characters;
 //! the result at the end; a blank line after the tags and after the game.
 
@@ -98,8 +99,9 @@ pub struct GameText<'a> {
     pub initial_clocks: [Option<u32>; 2],
     /// The clocks now, for the live `Clock` tag (`W/1:34:56`); `None` writes no tag.
     pub live_clock: Option<ClockState>,
-    /// More tags (name, value), written after `Board` in this order (players' titles and
-    /// FIDE ids...). Names must be letters, digits and `_`; others are left out.
+    /// More tags (name, value): players' titles and FIDE ids, `GameId`... Written among the
+    /// writer's own in ASCII order by name. Names must be letters, digits and `_`, and not
+    /// a roster or an own tag name given a value; others are left out.
     pub extra_tags: &'a [(&'a str, &'a str)],
 }
 
@@ -157,6 +159,77 @@ fn valid_tag_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// The Seven Tag Roster, in its order (standard 8.1.1).
+pub const SEVEN_TAG_ROSTER: [&str; 7] = ["Event", "Site", "Date", "Round", "White", "Black", "Result"];
+
+/// A tag value as the writer holds it until its turn comes.
+enum Value<'a> {
+    /// Caller's text, escaped.
+    Text(&'a str),
+    /// The writer's own text, written as is.
+    Plain(&'a str),
+    /// `h:mm:ss`.
+    Hms(u32),
+    /// A count.
+    Count(usize),
+    /// A time control in the standard's form.
+    Tc(TimeControl),
+    /// The start position's FEN.
+    Fen(&'a Chess),
+    /// The live clock (`W/1:34:56`).
+    Clock(heapless::String<24>),
+}
+
+impl fmt::Display for Value<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Text(s) => Escaped(s).fmt(f),
+            Value::Plain(s) => f.write_str(s),
+            Value::Hms(t) => Hms(*t).fmt(f),
+            Value::Count(n) => n.fmt(f),
+            Value::Tc(tc) => tc.fmt(f),
+            Value::Fen(pos) => Fen::from_position(*pos, EnPassantMode::Legal).fmt(f),
+            Value::Clock(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Writes the tags after the roster in ASCII order by tag name (standard 8.1.1), without
+/// allocating: each round picks the smallest name above the last one written, so a name
+/// given twice is written once (the writer's own tags first, then `extra` in its order).
+fn write_sorted_tags<W: Write>(
+    w: &mut W,
+    own: &[Option<(&str, Value<'_>)>],
+    extra: &[(&str, &str)],
+) -> fmt::Result {
+    let extra = extra.iter().filter(|(n, _)| valid_tag_name(n) && !SEVEN_TAG_ROSTER.contains(n));
+    let mut last: Option<&str> = None;
+    loop {
+        let mut best: Option<(&str, Either<'_, '_>)> = None;
+        let own = own.iter().flatten().map(|(n, v)| (*n, Either::Own(v)));
+        for (name, value) in own.chain(extra.clone().map(|(n, v)| (*n, Either::Extra(v)))) {
+            if last.is_some_and(|l| name <= l) {
+                continue;
+            }
+            if best.as_ref().is_none_or(|(b, _)| name < *b) {
+                best = Some((name, value));
+            }
+        }
+        let Some((name, value)) = best else { return Ok(()) };
+        match value {
+            Either::Own(v) => tag(w, name, v)?,
+            Either::Extra(v) => tag(w, name, Escaped(v))?,
+        }
+        last = Some(name);
+    }
+}
+
+/// A tag value of the writer's or of the caller's.
+enum Either<'v, 'a> {
+    Own(&'v Value<'a>),
+    Extra(&'v str),
+}
+
 /// Writes the live `Clock` tag value: `W/1:34:56` while White's clock runs, `B/…` while
 /// Black's does, `N/…` when stopped (the time of `to_move`). Writes nothing when that time
 /// is unknown.
@@ -209,72 +282,58 @@ impl<W: Write> Wrapper<'_, W> {
 
 /// Writes one game in the export format: tags, a blank line, the movetext, a blank line.
 ///
+/// Tags: the Seven Tag Roster first and in order, then every other tag in ASCII order by
+/// tag name (standard 8.1.1). `TimeControl` is written whenever it is known, and as `?`
+/// when it is not but a move carries `%clk` (2001 supplement, section 7).
+///
 /// `moves` are the plies from `game.start`, in order; their count is the `PlyCount` and,
-/// with the start's side to move, says whose time a stopped live clock shows.
+/// with the start's side to move, says whose time a stopped live clock shows. The iterator
+/// is cloned once to see whether any ply carries a clock.
 pub fn write_game<W, I, S>(header: &PgnHeader<'_>, game: &GameText<'_>, moves: I, w: &mut W) -> fmt::Result
 where
     W: Write,
     I: IntoIterator<Item = PgnPly<S>>,
-    I::IntoIter: ExactSizeIterator,
+    I::IntoIter: ExactSizeIterator + Clone,
     S: fmt::Display,
 {
     let moves = moves.into_iter();
     let plies = moves.len();
     let result = game.result.map_or("*", GameResult::as_pgn);
-    tag(w, "Event", Escaped(header.event))?;
-    tag(w, "Site", Escaped(header.site))?;
-    tag(w, "Date", Escaped(header.date))?;
-    tag(w, "Round", Escaped(header.round))?;
-    tag(w, "White", Escaped(header.white))?;
-    tag(w, "Black", Escaped(header.black))?;
-    tag(w, "Result", result)?;
-    if let Some(b) = header.board {
-        tag(w, "Board", Escaped(b))?;
-    }
-    for (name, value) in game.extra_tags.iter().filter(|(n, _)| valid_tag_name(n)) {
+    let roster = [header.event, header.site, header.date, header.round, header.white, header.black];
+    for (name, value) in SEVEN_TAG_ROSTER.iter().zip(roster) {
         tag(w, name, Escaped(value))?;
     }
-    match (header.time_control, game.time_control) {
-        (Some(tc), _) => tag(w, "TimeControl", Escaped(tc))?,
-        (None, Some(tc)) => tag(w, "TimeControl", tc)?,
-        (None, None) => {}
-    }
-    if let Some(t) = game.initial_clocks[0] {
-        tag(w, "WhiteClock", Hms(t))?;
-    }
-    if let Some(t) = game.initial_clocks[1] {
-        tag(w, "BlackClock", Hms(t))?;
-    }
+    tag(w, "Result", result)?;
+    let time_control = match (header.time_control, game.time_control) {
+        (Some(tc), _) => Some(Value::Text(tc)),
+        (None, Some(tc)) => Some(Value::Tc(tc)),
+        (None, None) if moves.clone().any(|p| p.clk.is_some()) => Some(Value::Plain("?")),
+        (None, None) => None,
+    };
+    let mut clock: heapless::String<24> = heapless::String::new();
     if game.result.is_none()
         && let Some(c) = &game.live_clock
     {
         let to_move = if plies.is_multiple_of(2) { game.start.turn() } else { !game.start.turn() };
-        let mut s: heapless::String<24> = heapless::String::new();
-        write_clock_value(c, to_move, &mut s)?;
-        if !s.is_empty() {
-            tag(w, "Clock", s.as_str())?;
-        }
+        write_clock_value(c, to_move, &mut clock)?;
     }
-    if let Some(d) = header.utc_date {
-        tag(w, "UTCDate", Escaped(d))?;
-    }
-    if let Some(t) = header.utc_time {
-        tag(w, "UTCTime", Escaped(t))?;
-    }
-    if let Some(m) = header.mode {
-        tag(w, "Mode", Escaped(m))?;
-    }
-    if let Some(v) = game.variant {
-        tag(w, "Variant", Escaped(v))?;
-    }
-    if game.set_up {
-        tag(w, "SetUp", "1")?;
-        tag(w, "FEN", Fen::from_position(game.start, EnPassantMode::Legal))?;
-    }
-    if let (Some(_), Some(t)) = (game.result, game.termination) {
-        tag(w, "Termination", Escaped(t))?;
-    }
-    tag(w, "PlyCount", plies)?;
+    let over = game.result.is_some();
+    let own = [
+        header.board.map(|b| ("Board", Value::Text(b))),
+        time_control.map(|tc| ("TimeControl", tc)),
+        game.initial_clocks[0].map(|t| ("WhiteClock", Value::Hms(t))),
+        game.initial_clocks[1].map(|t| ("BlackClock", Value::Hms(t))),
+        (!clock.is_empty()).then(|| ("Clock", Value::Clock(clock))),
+        header.utc_date.map(|d| ("UTCDate", Value::Text(d))),
+        header.utc_time.map(|t| ("UTCTime", Value::Text(t))),
+        header.mode.map(|m| ("Mode", Value::Text(m))),
+        game.variant.map(|v| ("Variant", Value::Text(v))),
+        game.set_up.then_some(("SetUp", Value::Plain("1"))),
+        game.set_up.then_some(("FEN", Value::Fen(game.start))),
+        game.termination.filter(|_| over).map(|t| ("Termination", Value::Text(t))),
+        Some(("PlyCount", Value::Count(plies))),
+    ];
+    write_sorted_tags(w, &own, game.extra_tags)?;
     w.write_char('\n')?;
     write_movetext(game.start, moves, game.result, w)?;
     w.write_str("\n\n")
@@ -316,6 +375,7 @@ where
 }
 
 /// The confirmed plies of a tracker, replayed from its start position.
+#[derive(Clone)]
 struct ConfirmedPlies<'t, const PLIES: usize> {
     tracker: &'t Tracker<PLIES>,
     pos: Chess,
@@ -366,7 +426,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             variant: matches!(self.kind, StartKind::Chess960(_)).then_some("Chess960"),
             result: self.result.map(|(r, _)| r),
             termination: self.result.map(|(_, reason)| reason.termination()),
-            time_control: self.config.time_control,
+            time_control: self.config.time_control.or_else(|| self.inferred_time_control()),
             initial_clocks: self.clocks.initial,
             live_clock: (self.state == GameState::Active && self.clocks.last.is_some())
                 .then(|| self.clocks()),
@@ -375,9 +435,74 @@ impl<const PLIES: usize> Tracker<PLIES> {
         write_game(header, &game, self.confirmed_plies(), w)
     }
 
+    /// The time control the clock showed, when none is configured: both sides' starting
+    /// time (the same for both) and the increment seen at presses (`300+3`). `None` before
+    /// the clock was read or pressed.
+    pub fn inferred_time_control(&self) -> Option<TimeControl> {
+        let [Some(white), Some(black)] = self.clocks.initial else { return None };
+        if white != black || white == 0 || self.clocks.presses == 0 {
+            return None;
+        }
+        Some(TimeControl::fischer(white, self.clocks.increment(&self.config, 1)))
+    }
+
     /// Writes the movetext (confirmed moves, comments, result) wrapped under 80 characters,
     /// without a trailing newline.
     pub fn write_movetext<W: Write>(&self, w: &mut W) -> fmt::Result {
         write_movetext(&self.start, self.confirmed_plies(), self.result.map(|(r, _)| r), w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tags(text: &str) -> heapless::Vec<&str, 32> {
+        text.lines().filter_map(|l| l.strip_prefix('[')).filter_map(|l| l.split(' ').next()).collect()
+    }
+
+    #[test]
+    fn tags_after_the_roster_are_in_ascii_order_once_each() {
+        let start = Chess::default();
+        let extra = [
+            ("WhiteFideId", "1"),
+            ("Annotator", "x"),
+            ("Board", "99"),
+            ("Event", "dup"),
+            ("bad name", "x"),
+            ("ZZ", "\"q\""),
+            ("Annotator", "second"),
+        ];
+        let game = GameText { extra_tags: &extra, ..GameText::new(&start) };
+        let header = PgnHeader { board: Some("4"), ..PgnHeader::default() };
+        let plies = [PgnPly { san: "e4", clk: Some(10), emt: None }];
+        let mut out: heapless::String<1024> = heapless::String::new();
+        write_game(&header, &game, plies, &mut out).unwrap();
+        assert_eq!(
+            &tags(&out)[..],
+            [
+                "Event",
+                "Site",
+                "Date",
+                "Round",
+                "White",
+                "Black",
+                "Result",
+                "Annotator",
+                "Board",
+                "Mode",
+                "PlyCount",
+                "TimeControl",
+                "WhiteFideId",
+                "ZZ"
+            ]
+        );
+        // The writer's own tag wins over an extra of the same name, the first extra over a
+        // later one; values are escaped; an unknown time control with %clk is `?`.
+        assert!(out.contains("[Board \"4\"]\n"));
+        assert!(out.contains("[Annotator \"x\"]\n"));
+        assert!(out.contains("[ZZ \"\\\"q\\\"\"]\n"));
+        assert!(out.contains("[TimeControl \"?\"]\n"));
+        assert!(out.ends_with("\n\n1. e4 {[%clk 0:00:10]} *\n\n"), "{out}");
     }
 }

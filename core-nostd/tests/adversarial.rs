@@ -449,6 +449,32 @@ fn kings_in_centre_king_step_next_to_the_centre_is_pressed_then_gesture() {
     check_stream(&s, &["e3f3"]);
 }
 
+/// The last move, Qc4-c2, is pressed right after the queen lands (it could still slide on to
+/// c1, so the press waits for the board), the clock is stopped 40 ms later and the kings
+/// are lifted and put in the centre (0-1) before the board was ever still for a scan period.
+/// The queen stayed on c2 all along: the pressed move stands, and the gesture is no move.
+#[test]
+fn the_last_pressed_move_stands_when_the_kings_go_to_the_centre_at_once() {
+    let (mut s, _) = from_fen("8/1Q3ppk/8/7P/2q5/1p4P1/5P1K/8 b - - 0 42", Config::default(), Some(300));
+    s.wait(1000);
+    s.step_ms = 30;
+    s.slide(Square::C4, Square::C2);
+    s.press(2, 0);
+    s.now += 40;
+    if let Some(c) = &mut s.clock {
+        c.running = None;
+    }
+    s.send_clock();
+    s.now += 150;
+    let white_king = s.lift(Square::H2);
+    let black_king = s.lift(Square::H7);
+    s.put(Square::E5, black_king);
+    s.put(Square::D4, white_king);
+    s.wait(3000);
+    assert_eq!(s.tracker.result(), Some((GameResult::BlackWins, EndReason::KingsInCentre)));
+    check_stream(&s, &["c4c2"]);
+}
+
 // ----- rotation and clock sides ------------------------------------------------------------------
 
 #[test]
@@ -570,6 +596,35 @@ fn takeback_of_two_plies_in_forward_order_without_presses() {
     check_stream(&s, &["d2d4", "d7d5", "c2c4"]);
 }
 
+/// The game 1. e4 e5 2. Be2 Be7 3. Bc4 Bc5 4. Be2 Be7: the last two plies bring back the
+/// position after 2...Be7, and both players pressed for them, but the presses could not
+/// confirm them (each came right after a bishop landed where it could still slide on, and
+/// waited for a still board longer than this configuration keeps a press). The clock says
+/// the game went on: a repetition, not a takeback of 3. Bc4 Bc5.
+#[test]
+fn a_repetition_both_players_pressed_for_is_not_a_takeback() {
+    let cfg = Config { press_window_ms: 100, ..Config::default() };
+    let mut s = Sim::started(cfg, Orientation::Normal).with_clock(300, ClockSide::Left);
+    s.start_clock();
+    let mut pos = Chess::default();
+    for u in ["e2e4", "e7e5", "f1e2", "f8e7", "e2c4", "e7c5"] {
+        pos = s.play_uci(&pos, u);
+        s.wait(700);
+        s.press(2, 0);
+        s.wait(100);
+    }
+    assert_eq!(s.confirmed_events().len(), 6, "{:?}", s.move_log());
+    for u in ["c4e2", "c5e7"] {
+        pos = s.play_uci(&pos, u);
+        s.wait(100);
+        s.press(1, 0);
+        s.wait(300);
+    }
+    s.wait(6000);
+    assert_eq!(s.count(|e| matches!(e, Event::Takeback { .. })), 0, "{:?}", s.move_log());
+    check_stream(&s, &["e2e4", "e7e5", "f1e2", "f8e7", "e2c4", "e7c5", "c4e2", "c5e7"]);
+}
+
 #[test]
 fn a_real_repetition_with_presses_is_kept() {
     let mut s = clocked(Orientation::Normal, ClockSide::Left);
@@ -628,7 +683,7 @@ fn a_capture_with_the_victim_off_first_and_the_rook_passing_keeps_the_line() {
     s.wait(3_000);
     assert_eq!(all_confirmed(&s), ["h7h6", "e2e4"]);
     check_stream(&s, &["h7h6", "e2e4"]);
-    assert_eq!(s.count(|e| matches!(e, Event::MoveRetracted { ply: 1, .. })), 0, "{:?}", s.events);
+    assert_eq!(s.count(|e| matches!(e, Event::MoveRetracted { ply: 1, .. })), 0, "{:?}", s.move_log());
 }
 
 // ----- several plies in one scan, without a clock -------------------------------------------

@@ -133,9 +133,9 @@ fn three_presses_for_a_board_two_plies_reach_mean_three_plies() {
     // The third press before the board has been still for a scan period (the harness's
     // case pressed 170 ms after the landing was reported).
     let s = bishop_twice_with_reply_between(150);
-    assert_eq!(s.confirmed_events(), ["d2d4", "d7d5", "c1d2", "e7e6", "d2f4"], "{:?}", s.events);
+    assert_eq!(s.confirmed_events(), ["d2d4", "d7d5", "c1d2", "e7e6", "d2f4"], "{:?}", s.move_log());
     // Each ply has its own press's time.
-    assert_eq!(&s.confirmed_clks()[2..], [Some(295), Some(297), Some(294)], "{:?}", s.events);
+    assert_eq!(&s.confirmed_clks()[2..], [Some(295), Some(297), Some(294)], "{:?}", s.move_log());
 }
 
 /// The board stood at e4 f5 Qh5+, then Black's king was knocked from e8 onto f7 (where the
@@ -384,4 +384,94 @@ fn a_capture_read_as_an_exchange_while_held_is_replaced_by_its_landing() {
     s.wait(3000);
     let confirmed = s.confirmed_events();
     assert_eq!(&confirmed[11..], ["f5d4", "d1d4"], "{:?}", s.events);
+}
+
+/// Blitz: Black's bishop goes f8-e7 with a press, White replies Nf3 at once, and the bishop
+/// goes on e7-d6 (Black's next move) within a scan period of Black's press; then White
+/// plays c2-c4 with ...a6 premoved before White's press. Black's first press was for Be7,
+/// the ply the board showed last before it: the bishop leaving e7 after White's reply is a
+/// new move, not the rest of a slide. Paired with Bd6 instead, Black's press for Bd6 is
+/// left over, the presses outnumber the plies, and the board was read one ply longer
+/// (c3 a6 c4).
+#[test]
+fn a_piece_moved_again_after_the_reply_is_a_new_ply_not_the_rest_of_a_slide() {
+    let mut s = common::clocked(Orientation::Normal, ClockSide::Left);
+    common::play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e6", "d2d4"]);
+    s.step_ms = 10;
+    s.slide(Square::F8, Square::E7);
+    s.press(1, 0);
+    s.slide(Square::G1, Square::F3);
+    s.slide(Square::E7, Square::D6);
+    s.wait(40);
+    s.press(1, 0);
+    s.wait(20);
+    s.press(1, 0);
+    s.slide(Square::C2, Square::C4);
+    s.slide(Square::A7, Square::A6);
+    s.press(1, 0);
+    s.press(1, 0);
+    s.wait(3000);
+    let played = ["e2e4", "e7e6", "d2d4", "f8e7", "g1f3", "e7d6", "c2c4", "a7a6"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+}
+
+/// White presses by mistake before moving, then two seconds later plays Nb1-c3, takes it
+/// back after 300 ms and plays Nf3; Black replies Nc6 and presses. The early press was not
+/// for a ply shown seconds after it: Nc3, which stood long enough for a press waiting on it,
+/// is withdrawn, never confirmed.
+#[test]
+fn a_press_is_not_for_a_ply_shown_seconds_after_it() {
+    let mut s = common::clocked(Orientation::Normal, ClockSide::Left);
+    common::play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
+    s.wait(500);
+    s.press(1, 0);
+    s.wait(2000);
+    s.slide(Square::B1, Square::C3);
+    s.wait(300);
+    s.slide(Square::C3, Square::B1);
+    s.slide(Square::G1, Square::F3);
+    s.wait(500);
+    s.slide(Square::B8, Square::C6);
+    s.wait(100);
+    s.press(1, 0);
+    s.wait(3000);
+    let all = s.confirmed_events();
+    assert!(!all.contains(&"b1c3".to_string()), "{:?}", s.move_log());
+    assert_eq!(all, ["e2e4", "e7e5", "g1f3", "b8c6"], "{:?}", s.move_log());
+}
+
+/// The game 1. e4 c6 2. d4 d5, then exd5 cxd5 Bd3 at blitz pace with a press after each,
+/// all three pressed before the board's scan reports them; the dumps the presses ask for
+/// show them first. The board shows the tip less the e4 and c6 pawns, then a bishop on d3:
+/// read once the hands are done, long after the presses. Each press still takes its own ply:
+/// the board began showing them when it left the tip, not when the line took them.
+#[test]
+fn plies_read_once_the_hands_are_done_keep_the_presses_made_before() {
+    let mut s = common::clocked(Orientation::Normal, ClockSide::Left);
+    common::play_pressed(&mut s, &Chess::default(), &["e2e4", "c7c6", "d2d4", "d7d5"]);
+    s.wait(1000);
+    s.step_ms = 16;
+    s.put_unreported(Square::D5, None);
+    s.put_unreported(Square::E4, None);
+    s.put_unreported(Square::D5, piece(W, Role::Pawn));
+    s.put_unreported(Square::D5, None);
+    s.put_unreported(Square::C6, None);
+    s.put_unreported(Square::D5, piece(B, Role::Pawn));
+    s.press(4, 2);
+    s.wait(16);
+    s.press(3, 2);
+    s.wait(16);
+    s.put_unreported(Square::F1, None);
+    s.put_unreported(Square::D3, piece(W, Role::Bishop));
+    s.press(1, 2);
+    s.wait(30);
+    s.step_ms = 0;
+    for sq in [Square::C6, Square::E4, Square::D3, Square::F1] {
+        let p = s.board.piece_at(sq);
+        s.put(sq, p);
+    }
+    s.wait(2000);
+    let played = ["e2e4", "c7c6", "d2d4", "d7d5", "e4d5", "c6d5", "f1d3"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+    assert!(s.confirmed_clks().iter().all(Option::is_some), "{:?}", s.move_log());
 }

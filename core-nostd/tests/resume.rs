@@ -225,7 +225,10 @@ fn an_operator_position_resumes_with_its_start_and_numbers() {
     assert_eq!(t.orientation(), Orientation::Rotated);
     let mut text = String::new();
     t.write_pgn(&PgnHeader::default(), &mut text).expect("pgn");
-    assert!(text.contains("[SetUp \"1\"]\n[FEN \"8/8/2k5/8/8/5K2/4P3/8 b - - 0 30\"]\n"), "{text}");
+    // ASCII order by tag name: FEN, then SetUp.
+    assert!(text.contains("[FEN \"8/8/2k5/8/8/5K2/4P3/8 b - - 0 30\"]\n"), "{text}");
+    assert!(text.contains("[SetUp \"1\"]\n"), "{text}");
+    assert!(text.find("[FEN").expect("FEN") < text.find("[SetUp").expect("SetUp"), "{text}");
     assert!(text.contains("[PlyCount \"2\"]"), "{text}");
     let movetext = text.split("\n\n").nth(1).expect("movetext").replace('\n', " ");
     assert_eq!(

@@ -503,6 +503,8 @@ fn magic_piece_result() {
     let mut s = clocked(Orientation::Normal, ClockSide::Left);
     play_pressed(&mut s, &Chess::default(), &["e2e4"]);
     s.put_code(Square::D4, PieceCode::MagicDraw);
+    // The signal stands for the quiet time first (a corrupted byte is put right sooner).
+    s.wait(2_000);
     assert_eq!(s.tracker.result(), Some((GameResult::Draw, EndReason::MagicPiece)));
     assert_eq!(confirmed(&s), ["e2e4"]);
 }
@@ -623,6 +625,22 @@ fn tracker_for_600_plies_fits_in_16_kib() {
 }
 
 #[test]
+fn pgn_time_control_is_read_from_the_clock_when_not_configured() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let mut pgn = String::new();
+    s.tracker.write_pgn(&PgnHeader::default(), &mut pgn).expect("pgn");
+    // No press yet: nothing seen of the increment, and no %clk to need a TimeControl.
+    assert!(!pgn.contains("TimeControl"), "{pgn}");
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5", "g1f3", "b8c6"]);
+    pgn.clear();
+    s.tracker.write_pgn(&PgnHeader::default(), &mut pgn).expect("pgn");
+    // Five minutes on both sides at the start, two seconds given at each press.
+    assert!(pgn.contains("[TimeControl \"300+2\"]\n"), "{pgn}");
+    assert!(pgn.contains("[BlackClock \"0:05:00\"]\n"), "{pgn}");
+    assert_eq!(s.tracker.inferred_time_control().map(|tc| tc.to_string()).as_deref(), Some("300+2"));
+}
+
+#[test]
 fn pgn_export_format() {
     let mut s = clocked(Orientation::Normal, ClockSide::Left);
     play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5", "g1f3"]);
@@ -649,15 +667,16 @@ fn pgn_export_format() {
         "[White \"Doe, J\"]",
         "[Black \"Roe, R\"]",
         "[Result \"*\"]",
-        "[Board \"7\"]",
-        "[TimeControl \"300+2\"]",
-        "[WhiteClock \"0:05:00\"]",
+        // Then ASCII order by tag name (standard 8.1.1).
         "[BlackClock \"0:05:00\"]",
+        "[Board \"7\"]",
         "[Clock \"B/0:04:59\"]",
-        "[UTCDate \"2025.11.21\"]",
-        "[UTCTime \"18:00:00\"]",
         "[Mode \"OTB\"]",
         "[PlyCount \"3\"]",
+        "[TimeControl \"300+2\"]",
+        "[UTCDate \"2025.11.21\"]",
+        "[UTCTime \"18:00:00\"]",
+        "[WhiteClock \"0:05:00\"]",
     ];
     let lines: Vec<&str> = pgn.lines().collect();
     assert_eq!(&lines[..expected_tags.len()], &expected_tags[..], "{pgn}");

@@ -68,6 +68,9 @@ pub struct Player {
     /// FIDE title (GM, IM, WGM...), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Rating (`WhiteElo`/`BlackElo`), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elo: Option<u32>,
 }
 
 /// White and Black on one board.
@@ -150,8 +153,21 @@ pub struct Config {
     pub event: EventInfo,
     /// Boards by number.
     pub boards: Vec<BoardConfig>,
-    /// Most websocket subscribers at once.
+    /// Most websocket subscribers at once (lowered at start to fit the file descriptor
+    /// limit, see [`crate::server::FdBudget`]).
     pub max_subscribers: usize,
+    /// The Lichess push (`[lichess]`), when configured.
+    pub lichess: Option<crate::push::LichessSettings>,
+    /// Most open connections at once, HTTP and websocket; `None`: sized at start under the
+    /// file descriptor limit.
+    pub max_connections: Option<usize>,
+    /// Longest wait for a request's head, from the connection's opening or the end of the
+    /// previous response (an idle keep-alive connection is closed after it), milliseconds.
+    pub header_timeout_ms: u64,
+    /// Origins (`https://relay.example.org`) allowed beside the relay's own to open the
+    /// websocket feed and call the admin API from a browser; their hosts are also accepted
+    /// as `Host` when listening on loopback (a reverse proxy on the same machine).
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for Config {
@@ -168,6 +184,10 @@ impl Default for Config {
             event: EventInfo::default(),
             boards: Vec::new(),
             max_subscribers: 2000,
+            lichess: None,
+            max_connections: None,
+            header_timeout_ms: 10_000,
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -187,6 +207,12 @@ struct RawConfig {
     silence_ms: Option<Spanned<u64>>,
     battery_poll_ms: Option<Spanned<u64>>,
     max_subscribers: Option<Spanned<usize>>,
+    max_connections: Option<Spanned<usize>>,
+    header_timeout_ms: Option<Spanned<u64>>,
+    #[serde(default)]
+    allowed_origins: Vec<Spanned<String>>,
+    #[serde(default)]
+    lichess: Option<Spanned<crate::push::LichessSection>>,
     #[serde(default)]
     event: Option<RawEvent>,
     #[serde(default)]
@@ -220,6 +246,11 @@ pub fn check_player(p: &Player) -> Result<(), String> {
         && (t.len() > 8 || !t.chars().all(|c| c.is_ascii_alphabetic()))
     {
         return Err(format!("title {t:?} is not a FIDE title"));
+    }
+    if let Some(e) = p.elo
+        && e > 4000
+    {
+        return Err(format!("rating {e} is over 4000"));
     }
     Ok(())
 }
@@ -273,6 +304,21 @@ pub fn resolve_listen(s: &str) -> Result<SocketAddr, String> {
         .or(addrs.first())
         .copied()
         .ok_or_else(|| format!("listen address {s:?}: host {host:?} resolves to no address"))
+}
+
+/// Checks an allowed origin, `scheme://host[:port]` as browsers send it in `Origin` (no
+/// path), and returns it in lower case.
+pub fn check_origin(o: &str) -> Result<String, String> {
+    let bad = || format!("allowed origin {o:?} is not scheme://host[:port], e.g. https://relay.example.org");
+    let lower = o.trim_end_matches('/').to_ascii_lowercase();
+    let (scheme, authority) = lower.split_once("://").ok_or_else(bad)?;
+    let host_ok = !authority.is_empty()
+        && authority.len() <= 253
+        && authority.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]_".contains(&b));
+    if !matches!(scheme, "http" | "https") || !host_ok {
+        return Err(bad());
+    }
+    Ok(lower)
 }
 
 /// Checks an admin token: 16 to 200 printable ASCII characters.
@@ -345,6 +391,31 @@ impl Config {
                 return Err(at(m.span().start, "max_subscribers must be between 1 and 100000".to_owned()));
             }
             cfg.max_subscribers = m.into_inner();
+        }
+        if let Some(l) = raw.lichess {
+            cfg.lichess = Some(l.get_ref().settings().map_err(|m| at(l.span().start, m))?);
+        }
+        if let Some(m) = raw.max_connections {
+            if !(16..=1_000_000).contains(m.get_ref()) {
+                return Err(at(m.span().start, "max_connections must be between 16 and 1000000".to_owned()));
+            }
+            cfg.max_connections = Some(m.into_inner());
+        }
+        if let Some(t) = raw.header_timeout_ms {
+            if !(1_000..=300_000).contains(t.get_ref()) {
+                return Err(at(
+                    t.span().start,
+                    "header_timeout_ms must be between 1000 and 300000".to_owned(),
+                ));
+            }
+            cfg.header_timeout_ms = t.into_inner();
+        }
+        if raw.allowed_origins.len() > 100 {
+            return Err(ConfigError::Invalid(format!("{name}: more than 100 allowed_origins")));
+        }
+        for o in raw.allowed_origins {
+            let origin = check_origin(o.get_ref()).map_err(|m| at(o.span().start, m))?;
+            cfg.allowed_origins.push(origin);
         }
         if let Some(ev) = raw.event {
             for (what, field, slot) in
@@ -523,6 +594,29 @@ black = { name = "Nepo, Ian" }
         assert!(cfg.listen.ip().is_loopback() && cfg.listen.port() == 9001);
         let e = Config::parse("r.toml", "\nlisten = \"no-such-host.invalid:80\"\n").unwrap_err().to_string();
         assert!(e.starts_with("r.toml:2:") && e.contains("does not resolve"), "{e}");
+    }
+
+    #[test]
+    fn network_limits_and_origins() {
+        let c = Config::parse(
+            "r.toml",
+            "max_connections = 500\nheader_timeout_ms = 3000\nallowed_origins = [\"https://Relay.Example.org/\"]\n",
+        )
+        .unwrap();
+        assert_eq!(c.max_connections, Some(500));
+        assert_eq!(c.header_timeout_ms, 3_000);
+        assert_eq!(c.allowed_origins, ["https://relay.example.org"]);
+        assert_eq!((Config::default().max_connections, Config::default().header_timeout_ms), (None, 10_000));
+        for (bad, says) in [
+            ("max_connections = 3\n", "max_connections"),
+            ("header_timeout_ms = 10\n", "header_timeout_ms"),
+            ("allowed_origins = [\"relay.example.org\"]\n", "allowed origin"),
+            ("allowed_origins = [\"https://a.org/live/\"]\n", "allowed origin"),
+            ("allowed_origins = [\"ftp://a.org\"]\n", "allowed origin"),
+        ] {
+            let e = Config::parse("r.toml", bad).unwrap_err().to_string();
+            assert!(e.starts_with("r.toml:1:") && e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -50,6 +50,7 @@ fn player(game: &SourceGame, side: &str) -> Player {
             .tag(&format!("{side}Title"))
             .filter(|t| t.len() <= 8 && t.chars().all(|c| c.is_ascii_alphabetic()))
             .map(str::to_owned),
+        elo: game.tag(&format!("{side}Elo")).and_then(|v| v.parse().ok()).filter(|&e| e > 0),
     }
 }
 

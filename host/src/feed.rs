@@ -16,6 +16,12 @@
 //! a stop, a time set). With 100 running clocks this removes 100 frames a second per
 //! subscriber, most of the feed's traffic in a real round.
 //!
+//! # What spectators see
+//! The feed, `/api/boards` and `/health` need no token, so they carry no filesystem or
+//! device path: a board's `port` is left out, and alert messages have the data folder,
+//! the boards' ports and other absolute paths replaced ([`Private`]). The hub keeps the
+//! whole state for the operator's views (`/api/admin/boards`).
+//!
 //! # Why the lock covers numbering and sending
 //! [`Hub::publish`] assigns the sequence number, updates the state and sends under one
 //! mutex, and [`Hub::subscribe`] copies the state and creates its receiver under the same
@@ -165,7 +171,9 @@ pub struct BoardView {
     pub board: u32,
     /// The e-board's serial number, once known.
     pub serial: Option<String>,
-    /// The serial port it was last seen on.
+    /// The serial port it was last seen on: in the operator's views only (spectators'
+    /// views leave it out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<String>,
     /// Connection state.
     pub status: BoardStatus,
@@ -274,7 +282,8 @@ pub enum Delta {
         status: BoardStatus,
         /// Serial number.
         serial: Option<String>,
-        /// Port.
+        /// Port (left out of the spectators' feed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         port: Option<String>,
     },
     /// An operator alert; `board` is null for relay-wide alerts.
@@ -412,6 +421,114 @@ struct HubInner {
     /// Per board, the clocks as last sent in a delta and when: what a client counting down
     /// locally started from.
     sent_clocks: BTreeMap<u32, (ClockView, Instant)>,
+    /// Paths spectators must not see.
+    private: Private,
+}
+
+/// Roots of absolute paths that are left out of spectators' views wherever they appear
+/// (a path under another root is left out when the hub was told of it, see
+/// [`Hub::hide_path`], or when it is a board's port).
+const PATH_ROOTS: [&str; 15] = [
+    "/dev/", "/var/", "/home/", "/tmp/", "/etc/", "/srv/", "/opt/", "/mnt/", "/media/", "/run/", "/root/",
+    "/usr/", "/proc/", "/sys/", "/data/",
+];
+
+/// What spectators must not see: the data folder, the boards' device paths and other
+/// absolute paths, replaced in the text of alerts; ports are left out of board views.
+#[derive(Clone, Debug, Default)]
+pub struct Private {
+    /// Known paths and what they are replaced with, longest first.
+    paths: Vec<(String, &'static str)>,
+}
+
+impl Private {
+    /// Hides `path` (replaced by `with`) from now on. Paths shorter than 2 characters are
+    /// ignored; a relative path is hidden where a `/` follows it (`relay-data/round-1/...`).
+    pub fn add(&mut self, path: &str, with: &'static str) {
+        let path = path.trim_end_matches('/');
+        if path.chars().count() < 2 || self.paths.iter().any(|(p, _)| p == path) {
+            return;
+        }
+        self.paths.push((path.to_owned(), with));
+        self.paths.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+    }
+
+    /// `text` with every hidden path replaced.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (path, with) in &self.paths {
+            if path.starts_with('/') {
+                out = out.replace(path.as_str(), with);
+            } else {
+                out = out.replace(&format!("{path}/"), &format!("{with}/"));
+            }
+        }
+        redact_absolute_paths(&out)
+    }
+
+    /// An alert as spectators see it.
+    pub fn alert(&self, a: &AlertView) -> AlertView {
+        AlertView { message: self.redact(&a.message), ..a.clone() }
+    }
+
+    /// A board as spectators see it: no port, alerts redacted.
+    pub fn view(&self, v: &BoardView) -> BoardView {
+        BoardView { port: None, alerts: v.alerts.iter().map(|a| self.alert(a)).collect(), ..v.clone() }
+    }
+
+    /// A delta as spectators see it.
+    fn delta<'a>(&self, d: &'a Delta) -> std::borrow::Cow<'a, Delta> {
+        use std::borrow::Cow;
+        match d {
+            Delta::Status { board, status, serial, port: Some(_) } => Cow::Owned(Delta::Status {
+                board: *board,
+                status: *status,
+                serial: serial.clone(),
+                port: None,
+            }),
+            Delta::Alert { board, alert } => {
+                Cow::Owned(Delta::Alert { board: *board, alert: self.alert(alert) })
+            }
+            Delta::Board { view } => Cow::Owned(Delta::Board { view: Box::new(self.view(view)) }),
+            other => Cow::Borrowed(other),
+        }
+    }
+}
+
+/// Replaces absolute paths under the usual filesystem roots ([`PATH_ROOTS`]) with
+/// `<path>`: from the root to the end of the word (a space, a quote, a bracket, a comma
+/// or a colon followed by a space).
+fn redact_absolute_paths(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < bytes.len() {
+        let starts_word = i == 0
+            || !(bytes[i - 1].is_ascii_alphanumeric() || matches!(bytes[i - 1], b'/' | b'.' | b'_' | b'-'));
+        if bytes[i] == b'/' && starts_word && PATH_ROOTS.iter().any(|r| text[i..].starts_with(r)) {
+            let mut end = i;
+            while end < bytes.len() {
+                let c = bytes[end];
+                let colon_end = c == b':' && bytes.get(end + 1).is_none_or(|n| n.is_ascii_whitespace());
+                if c.is_ascii_whitespace()
+                    || matches!(c, b'"' | b'\'' | b'(' | b')' | b',' | b';' | b'`')
+                    || colon_end
+                {
+                    break;
+                }
+                end += 1;
+            }
+            out.push_str(&text[copied..i]);
+            out.push_str("<path>");
+            copied = end;
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 /// The shared state and the fan-out ring.
@@ -436,6 +553,7 @@ impl Hub {
                 boards: BTreeMap::new(),
                 relay_alerts: VecDeque::new(),
                 sent_clocks: BTreeMap::new(),
+                private: Private::default(),
             }),
             tx: broadcast::channel(RING).0,
         }
@@ -472,6 +590,16 @@ impl Hub {
             },
             _ => {}
         }
+        // A board's port is hidden from spectators wherever it appears.
+        match &delta {
+            Delta::Status { port: Some(p), .. } => inner.private.add(p, "<port>"),
+            Delta::Board { view } => {
+                if let Some(p) = &view.port {
+                    inner.private.add(p, "<port>");
+                }
+            }
+            _ => {}
+        }
         inner.seq += 1;
         let seq = inner.seq;
         let round = inner.round;
@@ -482,8 +610,9 @@ impl Hub {
             }
             inner.relay_alerts.push_back(alert.clone());
         }
+        let public = inner.private.delta(&delta);
         let json =
-            serde_json::to_string(&Envelope { v: FEED_VERSION, seq, delta: &delta }).unwrap_or_else(|e| {
+            serde_json::to_string(&Envelope { v: FEED_VERSION, seq, delta: &public }).unwrap_or_else(|e| {
                 format!(r#"{{"v":{FEED_VERSION},"seq":{seq},"type":"error","message":"{e}"}}"#)
             });
         // No receivers is fine.
@@ -515,26 +644,58 @@ impl Hub {
         None
     }
 
-    /// A snapshot and a receiver that continues exactly after it.
+    /// A snapshot (as spectators see it) and a receiver that continues exactly after it.
     pub fn subscribe(&self) -> (Snapshot, broadcast::Receiver<Arc<Frame>>) {
         let inner = self.lock();
         let rx = self.tx.subscribe();
-        (Snapshot { seq: inner.seq, boards: inner.boards.values().cloned().collect() }, rx)
+        let boards = inner.boards.values().map(|v| inner.private.view(v)).collect();
+        (Snapshot { seq: inner.seq, boards }, rx)
     }
 
-    /// A copy of every board.
+    /// A copy of every board, whole (with ports): the operator's view.
     pub fn boards(&self) -> Vec<BoardView> {
         self.lock().boards.values().cloned().collect()
     }
 
-    /// A copy of one board.
+    /// A copy of one board, whole (with its port): the operator's view.
     pub fn board(&self, n: u32) -> Option<BoardView> {
         self.lock().boards.get(&n).cloned()
     }
 
-    /// Relay-wide alerts (not about one board), oldest first.
+    /// Every board as spectators see it (no port, no paths in alerts).
+    pub fn public_boards(&self) -> Vec<BoardView> {
+        let inner = self.lock();
+        inner.boards.values().map(|v| inner.private.view(v)).collect()
+    }
+
+    /// One board as spectators see it.
+    pub fn public_board(&self, n: u32) -> Option<BoardView> {
+        let inner = self.lock();
+        inner.boards.get(&n).map(|v| inner.private.view(v))
+    }
+
+    /// Relay-wide alerts (not about one board), oldest first, as spectators see them.
     pub fn relay_alerts(&self) -> Vec<AlertView> {
+        let inner = self.lock();
+        inner.relay_alerts.iter().map(|a| inner.private.alert(a)).collect()
+    }
+
+    /// Relay-wide alerts, whole: the operator's view.
+    pub fn admin_relay_alerts(&self) -> Vec<AlertView> {
         self.lock().relay_alerts.iter().cloned().collect()
+    }
+
+    /// Hides a path (the data folder: its form as given and its absolute form) from
+    /// spectators' views from now on; `with` replaces it (`<data folder>`).
+    pub fn hide_path(&self, path: &std::path::Path, with: &'static str) {
+        let mut inner = self.lock();
+        inner.private.add(&path.to_string_lossy(), with);
+        if let Ok(abs) = std::path::absolute(path) {
+            inner.private.add(&abs.to_string_lossy(), with);
+        }
+        if let Ok(canonical) = path.canonicalize() {
+            inner.private.add(&canonical.to_string_lossy(), with);
+        }
     }
 
     /// The current sequence number.
@@ -624,6 +785,17 @@ pub struct ClientLimits {
     pub resync_window: Duration,
     /// Malformed messages tolerated before the client is dropped.
     pub max_errors: usize,
+    /// Snapshots a client may ask for (`subscribe`, `resync`) in a burst...
+    pub snapshot_burst: u32,
+    /// ...and then one every this long (a token bucket per connection).
+    pub snapshot_every: Duration,
+    /// Messages of any kind a client may send in a burst...
+    pub message_burst: u32,
+    /// ...and then one every this long.
+    pub message_every: Duration,
+    /// Messages refused for their rate (`rate_limited`) tolerated within
+    /// [`ClientLimits::resync_window`] before the client is disconnected.
+    pub max_limited: usize,
 }
 
 impl Default for ClientLimits {
@@ -633,7 +805,168 @@ impl Default for ClientLimits {
             max_resyncs: 3,
             resync_window: Duration::from_secs(60),
             max_errors: 20,
+            snapshot_burst: 10,
+            snapshot_every: Duration::from_secs(1),
+            message_burst: 30,
+            message_every: Duration::from_millis(100),
+            max_limited: 20,
         }
+    }
+}
+
+/// A token bucket: `burst` tokens, one more every `every`.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    /// Tokens in thousandths.
+    milli: u64,
+    burst: u64,
+    every: Duration,
+    at: Instant,
+}
+
+impl Bucket {
+    fn new(burst: u32, every: Duration, now: Instant) -> Bucket {
+        let burst = u64::from(burst.max(1)) * 1000;
+        Bucket { milli: burst, burst, every, at: now }
+    }
+
+    /// Takes a token if there is one.
+    fn take(&mut self, now: Instant) -> bool {
+        let every = self.every.as_millis().max(1);
+        let gained = now.saturating_duration_since(self.at).as_millis() * 1000 / every;
+        self.milli = (u128::from(self.milli) + gained).min(u128::from(self.burst)) as u64;
+        self.at = now;
+        if self.milli >= 1000 {
+            self.milli -= 1000;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// A client's message, as the socket gave it.
+#[derive(Clone, Copy, Debug)]
+pub enum ClientInput<'a> {
+    /// A text frame.
+    Text(&'a str),
+    /// A binary frame (refused).
+    Binary,
+}
+
+/// What to do after a client's message.
+#[derive(Debug)]
+pub enum ClientAction {
+    /// Send this frame (a pong, an error).
+    Reply(Message),
+    /// Subscribe again and send a snapshot of the boards in
+    /// [`ClientSession::filter`]; `resync` is its flag.
+    Snapshot {
+        /// Asked for by `resync` (true) or `subscribe` (false).
+        resync: bool,
+    },
+    /// Send this frame, then close the connection.
+    Close(Message, ClientEnd),
+}
+
+/// What one client asked for and how much, independent of its socket: the board filter,
+/// malformed messages and the rate limits. [`serve_client`] runs it on a websocket; the
+/// fuzz targets run it on arbitrary input.
+#[derive(Debug)]
+pub struct ClientSession {
+    limits: ClientLimits,
+    filter: Option<BTreeSet<u32>>,
+    errors: usize,
+    snapshots: Bucket,
+    messages: Bucket,
+    /// When messages were refused for their rate, within the window.
+    limited: VecDeque<Instant>,
+}
+
+impl ClientSession {
+    /// A client that connected at `now`, subscribed to every board.
+    pub fn new(limits: ClientLimits, now: Instant) -> ClientSession {
+        ClientSession {
+            limits,
+            filter: None,
+            errors: 0,
+            snapshots: Bucket::new(limits.snapshot_burst, limits.snapshot_every, now),
+            messages: Bucket::new(limits.message_burst, limits.message_every, now),
+            limited: VecDeque::new(),
+        }
+    }
+
+    /// The boards the client subscribed to (`None`: all).
+    pub fn filter(&self) -> Option<&BTreeSet<u32>> {
+        self.filter.as_ref()
+    }
+
+    fn bad(&mut self, message: &str) -> ClientAction {
+        self.errors += 1;
+        if self.errors > self.limits.max_errors {
+            let f = error_frame("bad_message", "too many malformed messages; disconnected");
+            return ClientAction::Close(f, ClientEnd::TooManyErrors);
+        }
+        ClientAction::Reply(error_frame("bad_message", message))
+    }
+
+    fn rate_limited(&mut self, what: &str, now: Instant) -> ClientAction {
+        while self
+            .limited
+            .front()
+            .is_some_and(|t| now.saturating_duration_since(*t) > self.limits.resync_window)
+        {
+            self.limited.pop_front();
+        }
+        self.limited.push_back(now);
+        if self.limited.len() > self.limits.max_limited {
+            let f = error_frame("rate_limited", "too many requests; disconnected");
+            return ClientAction::Close(f, ClientEnd::RateLimited);
+        }
+        ClientAction::Reply(error_frame("rate_limited", what))
+    }
+
+    /// Handles one message received at `now`.
+    pub fn on_message(&mut self, input: ClientInput<'_>, now: Instant) -> ClientAction {
+        if !self.messages.take(now) {
+            return self.rate_limited("too many messages; at most 10 a second (bursts of 30)", now);
+        }
+        let text = match input {
+            ClientInput::Binary => return self.bad("binary frames are not accepted"),
+            ClientInput::Text(t) => t,
+        };
+        let msg = match serde_json::from_str::<ClientMessage>(text) {
+            Ok(m) => m,
+            Err(e) => return self.bad(&format!("not a valid client message: {e}")),
+        };
+        let resync = match msg {
+            ClientMessage::Ping {} => {
+                return ClientAction::Reply(Message::Text(
+                    format!(r#"{{"v":{FEED_VERSION},"type":"pong"}}"#).into(),
+                ));
+            }
+            ClientMessage::Subscribe { boards: BoardSelection::Some(list) }
+                if list.len() > crate::config::MAX_BOARDS =>
+            {
+                return self.bad("too many boards in one subscription");
+            }
+            ClientMessage::Subscribe { .. } => false,
+            ClientMessage::Resync {} => true,
+        };
+        // A snapshot is the expensive request: its own, slower bucket.
+        if !self.snapshots.take(now) {
+            return self.rate_limited(
+                "too many subscribe/resync requests; at most one a second (bursts of 10)",
+                now,
+            );
+        }
+        if let ClientMessage::Subscribe { boards } = msg {
+            self.filter = match boards {
+                BoardSelection::Unset | BoardSelection::All(AllTag::All) => None,
+                BoardSelection::Some(list) => Some(list.into_iter().collect()),
+            };
+        }
+        ClientAction::Snapshot { resync }
     }
 }
 
@@ -642,7 +975,8 @@ fn error_frame(code: &str, message: &str) -> Message {
     Message::Text(v.to_string().into())
 }
 
-fn snapshot_frame(
+/// The snapshot frame a client gets: the boards of `filter` (all when `None`).
+pub fn snapshot_frame(
     snap: &Snapshot,
     filter: Option<&BTreeSet<u32>>,
     resync: bool,
@@ -672,6 +1006,8 @@ pub enum ClientEnd {
     TooSlow,
     /// Too many malformed messages.
     TooManyErrors,
+    /// Went on sending over its rate limits.
+    RateLimited,
 }
 
 /// Serves one websocket client until it leaves, misbehaves or the relay stops.
@@ -681,10 +1017,9 @@ pub async fn serve_client(
     mut stop: Listener,
     limits: ClientLimits,
 ) -> ClientEnd {
-    let mut filter: Option<BTreeSet<u32>> = None;
+    let mut client = ClientSession::new(limits, Instant::now());
     let (snap, mut rx) = hub.subscribe();
     let mut resyncs: VecDeque<Instant> = VecDeque::new();
-    let mut errors = 0usize;
     let alerts = hub.relay_alerts();
     if !send(&mut ws, snapshot_frame(&snap, None, false, &alerts), limits).await {
         return ClientEnd::TooSlow;
@@ -709,7 +1044,7 @@ pub async fn serve_client(
             }
             frame = rx.recv() => {
                 let lagged = match frame {
-                    Ok(frame) => match send_batch(&mut ws, &mut rx, frame, filter.as_ref(), limits).await {
+                    Ok(frame) => match send_batch(&mut ws, &mut rx, frame, client.filter(), limits).await {
                         Some(lagged) => lagged,
                         None => return ClientEnd::TooSlow,
                     },
@@ -731,52 +1066,30 @@ pub async fn serve_client(
                 tracing::info!(missed, "websocket client lagged, resynchronising");
                 let (snap, new_rx) = hub.subscribe();
                 rx = new_rx;
-                if !send(&mut ws, snapshot_frame(&snap, filter.as_ref(), true, &hub.relay_alerts()), limits).await {
+                if !send(&mut ws, snapshot_frame(&snap, client.filter(), true, &hub.relay_alerts()), limits).await {
                     return ClientEnd::TooSlow;
                 }
             }
             incoming = ws.recv() => {
-                let text = match incoming {
+                let action = match incoming {
                     None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return ClientEnd::Closed,
-                    Some(Ok(Message::Text(t))) => t,
-                    Some(Ok(Message::Binary(_))) => {
-                        errors += 1;
-                        if !send(&mut ws, error_frame("bad_message", "binary frames are not accepted"), limits).await {
-                            return ClientEnd::TooSlow;
-                        }
-                        if errors > limits.max_errors { return ClientEnd::TooManyErrors; }
-                        continue;
-                    }
+                    Some(Ok(Message::Text(t))) => client.on_message(ClientInput::Text(t.as_str()), Instant::now()),
+                    Some(Ok(Message::Binary(_))) => client.on_message(ClientInput::Binary, Instant::now()),
                     Some(Ok(_)) => continue, // ping/pong: answered by the library
                 };
-                let reply = match serde_json::from_str::<ClientMessage>(text.as_str()) {
-                    Err(e) => {
-                        errors += 1;
-                        if errors > limits.max_errors { return ClientEnd::TooManyErrors; }
-                        error_frame("bad_message", &format!("not a valid client message: {e}"))
-                    }
-                    Ok(ClientMessage::Ping {}) => Message::Text(format!(r#"{{"v":{FEED_VERSION},"type":"pong"}}"#).into()),
-                    Ok(ClientMessage::Subscribe { boards }) => {
-                        match boards {
-                            BoardSelection::Unset | BoardSelection::All(AllTag::All) => filter = None,
-                            BoardSelection::Some(list) if list.len() <= crate::config::MAX_BOARDS => {
-                                filter = Some(list.into_iter().collect());
-                            }
-                            BoardSelection::Some(_) => {
-                                errors += 1;
-                                let f = error_frame("bad_message", "too many boards in one subscription");
-                                if !send(&mut ws, f, limits).await { return ClientEnd::TooSlow; }
-                                continue;
-                            }
-                        }
+                let reply = match action {
+                    ClientAction::Reply(m) => m,
+                    ClientAction::Snapshot { resync } => {
                         let (snap, new_rx) = hub.subscribe();
                         rx = new_rx;
-                        snapshot_frame(&snap, filter.as_ref(), false, &hub.relay_alerts())
+                        snapshot_frame(&snap, client.filter(), resync, &hub.relay_alerts())
                     }
-                    Ok(ClientMessage::Resync {}) => {
-                        let (snap, new_rx) = hub.subscribe();
-                        rx = new_rx;
-                        snapshot_frame(&snap, filter.as_ref(), true, &hub.relay_alerts())
+                    ClientAction::Close(m, end) => {
+                        tracing::info!(?end, "websocket client disconnected");
+                        let _ = send(&mut ws, m, limits).await;
+                        let close = Message::Close(Some(CloseFrame { code: 1008, reason: "policy violation".into() }));
+                        let _ = send(&mut ws, close, limits).await;
+                        return end;
                     }
                 };
                 if !send(&mut ws, reply, limits).await { return ClientEnd::TooSlow; }
@@ -971,6 +1284,166 @@ mod tests {
         assert_eq!(hub.clock_at(3, clocks(292, 249, Some(Side::Black)), later), None);
         let seqs: Vec<u64> = std::iter::from_fn(|| rx.try_recv().ok()).map(|f| f.seq).collect();
         assert_eq!(seqs, [1, 2, 3]);
+    }
+
+    fn text(a: &ClientAction) -> serde_json::Value {
+        match a {
+            ClientAction::Reply(Message::Text(t)) | ClientAction::Close(Message::Text(t), _) => {
+                serde_json::from_str(t.as_str()).unwrap()
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn snapshot_requests_are_rate_limited_per_connection_and_a_flood_is_disconnected() {
+        let limits = ClientLimits::default();
+        let t0 = Instant::now();
+        let mut c = ClientSession::new(limits, t0);
+        // The burst, then one a second.
+        for i in 0..limits.snapshot_burst {
+            let a = c.on_message(ClientInput::Text(r#"{"type":"resync"}"#), t0);
+            assert!(matches!(a, ClientAction::Snapshot { resync: true }), "{i}: {a:?}");
+        }
+        let a = c.on_message(ClientInput::Text(r#"{"type":"subscribe","boards":[2]}"#), t0);
+        assert_eq!(text(&a)["code"], "rate_limited");
+        assert_eq!(c.filter(), None, "a refused subscription changes nothing");
+        let t1 = t0 + Duration::from_millis(1_000);
+        assert!(matches!(
+            c.on_message(ClientInput::Text(r#"{"type":"subscribe","boards":[2]}"#), t1),
+            ClientAction::Snapshot { resync: false }
+        ));
+        assert_eq!(c.filter().map(|f| f.iter().copied().collect::<Vec<_>>()), Some(vec![2]));
+        // Pings are cheap: they pass while snapshots are refused.
+        let a = c.on_message(ClientInput::Text(r#"{"type":"resync"}"#), t1);
+        assert_eq!(text(&a)["code"], "rate_limited");
+        let a = c.on_message(ClientInput::Text(r#"{"type":"ping"}"#), t1);
+        assert_eq!(text(&a)["type"], "pong");
+        // Going on over the limit: disconnected after max_limited refusals in the window.
+        let mut end = None;
+        for i in 0..100 {
+            if let ClientAction::Close(_, e) = c.on_message(ClientInput::Text(r#"{"type":"resync"}"#), t1) {
+                end = Some((i, e));
+                break;
+            }
+        }
+        // Two refusals came before the loop.
+        assert_eq!(end, Some((limits.max_limited - 2, ClientEnd::RateLimited)));
+    }
+
+    #[test]
+    fn any_message_flood_is_limited_and_the_rate_recovers() {
+        let limits = ClientLimits::default();
+        let t0 = Instant::now();
+        let mut c = ClientSession::new(limits, t0);
+        let ping = ClientInput::Text(r#"{"type":"ping"}"#);
+        let pongs = (0..40).filter(|_| text(&c.on_message(ping, t0))["type"] == "pong").count();
+        assert_eq!(pongs, limits.message_burst as usize);
+        // A second later, ten more; the refusals were forgotten after the window.
+        let later = t0 + Duration::from_secs(61);
+        let mut c2 = ClientSession::new(limits, t0);
+        for _ in 0..limits.message_burst {
+            c2.on_message(ping, t0);
+        }
+        let pongs = (0..40).filter(|_| text(&c2.on_message(ping, later))["type"] == "pong").count();
+        assert_eq!(pongs, limits.message_burst as usize, "a full bucket after a quiet minute");
+        // 10 a second sustained.
+        let mut c3 = ClientSession::new(limits, t0);
+        let mut ok = 0;
+        for ms in 0..10_000u64 {
+            if ms % 20 == 0 && text(&c3.on_message(ping, t0 + Duration::from_millis(ms)))["type"] == "pong" {
+                ok += 1;
+            }
+        }
+        assert!((100..=131).contains(&ok), "{ok}");
+    }
+
+    #[test]
+    fn malformed_messages_get_errors_then_a_disconnect() {
+        let limits = ClientLimits { message_burst: 1000, ..ClientLimits::default() };
+        let t0 = Instant::now();
+        let mut c = ClientSession::new(limits, t0);
+        for i in 0..limits.max_errors {
+            let input = if i % 2 == 0 { ClientInput::Binary } else { ClientInput::Text("{") };
+            assert_eq!(text(&c.on_message(input, t0))["code"], "bad_message");
+        }
+        let many: Vec<u32> = (0..=crate::config::MAX_BOARDS as u32).collect();
+        let msg = serde_json::json!({"type":"subscribe","boards": many}).to_string();
+        assert!(matches!(
+            c.on_message(ClientInput::Text(&msg), t0),
+            ClientAction::Close(_, ClientEnd::TooManyErrors)
+        ));
+    }
+
+    #[test]
+    fn spectators_see_no_paths_and_the_operator_does() {
+        let hub = Hub::new(1);
+        hub.hide_path(std::path::Path::new("/srv/relay/data"), "<data folder>");
+        hub.hide_path(std::path::Path::new("relay-data"), "<data folder>");
+        let (_, mut rx) = hub.subscribe();
+        hub.publish(Delta::Status {
+            board: 1,
+            status: BoardStatus::Active,
+            serial: Some("24518".into()),
+            port: Some("/dev/ttyUSB0".into()),
+        });
+        let alert = |message: &str| AlertView {
+            code: AlertCode::Storage,
+            level: AlertLevel::Error,
+            message: message.into(),
+            squares: Vec::new(),
+        };
+        hub.publish(Delta::Alert {
+            board: Some(1),
+            alert: alert(
+                "Cannot write the journal (/srv/relay/data/round-1/game-1.journal: No space left on device).",
+            ),
+        });
+        hub.publish(Delta::Alert {
+            board: None,
+            alert: alert("Cannot write PGN files (relay-data/round-1/games.pgn: Permission denied); board on /dev/ttyUSB0."),
+        });
+        hub.publish(Delta::Alert {
+            board: Some(1),
+            alert: alert("Board 1 (24518) is not responding: I/O error: gone (/media/x y)."),
+        });
+        let mut view = BoardView::new(2, 1);
+        view.port = Some("/home/op/sim/board-2".into());
+        hub.publish(Delta::Board { view: Box::new(view) });
+        let frames: Vec<String> =
+            std::iter::from_fn(|| rx.try_recv().ok()).map(|f| f.json.to_string()).collect();
+        let public = format!(
+            "{}{}{}",
+            frames.join("\n"),
+            serde_json::to_string(&hub.public_boards()).unwrap(),
+            serde_json::to_string(&hub.relay_alerts()).unwrap()
+        );
+        for secret in ["/dev/", "/srv/", "relay-data", "/home/", "/media/", "ttyUSB0", "\"port\""] {
+            assert!(!public.contains(secret), "{secret} in {public}");
+        }
+        assert!(public.contains("<data folder>/round-1/game-1.journal: No space left"), "{public}");
+        assert!(public.contains("I/O error: gone (<path> y)"), "{public}");
+        assert!(public.contains("24518"), "serial numbers are fine");
+        let (snap, _) = hub.subscribe();
+        assert!(!serde_json::to_string(&snap).unwrap().contains("/home/"));
+        // The operator's views keep everything.
+        assert_eq!(hub.board(1).unwrap().port.as_deref(), Some("/dev/ttyUSB0"));
+        assert_eq!(hub.board(2).unwrap().port.as_deref(), Some("/home/op/sim/board-2"));
+        assert!(hub.admin_relay_alerts()[0].message.contains("relay-data/round-1"));
+        assert!(serde_json::to_string(&hub.boards()).unwrap().contains("/srv/relay/data"));
+    }
+
+    #[test]
+    fn absolute_paths_are_found_in_words_only() {
+        assert_eq!(redact_absolute_paths("open /dev/ttyUSB0: busy"), "open <path>: busy");
+        assert_eq!(redact_absolute_paths("/var/lib/x:1: bad"), "<path>: bad");
+        assert_eq!(redact_absolute_paths("\"/tmp/a b\""), "\"<path> b\"");
+        assert_eq!(
+            redact_absolute_paths("I/O error; POST /api/admin/boards/1/result"),
+            "I/O error; POST /api/admin/boards/1/result"
+        );
+        assert_eq!(redact_absolute_paths("a/dev/x and /dev"), "a/dev/x and /dev");
+        assert_eq!(redact_absolute_paths("é /home/é/x"), "é <path>");
     }
 
     #[test]

@@ -3,20 +3,26 @@
 //! Data flows one way: serial bytes ([`port`]) -> the board's `dgt-session` (decoder,
 //! tracker, reconciliation, health), carried out by its task ([`board`]) -> fan-out: the
 //! journal and PGN files ([`store`] of [`record`]s, [`pgn`]), the websocket feed ([`feed`])
-//! and HTTP ([`http`], operator commands in [`admin`]). [`relay`] wires them together,
-//! [`config`] reads the settings and [`shutdown`] stops everything.
+//! and HTTP ([`http`] on [`server`], operator commands in [`admin`]). [`relay`] wires them together,
+//! [`config`] reads the settings and [`shutdown`] stops everything. [`fuzz`] holds the fuzz
+//! targets (arbitrary bytes into each input of the relay).
 
 pub mod admin;
 pub mod board;
 pub mod config;
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod export;
 pub mod feed;
+pub mod fuzz;
 pub mod http;
 pub mod pgn;
 pub mod port;
+pub mod push;
 pub mod record;
 pub mod relay;
+pub mod server;
 pub mod shutdown;
 pub mod store;
+pub mod trf;
 pub mod web;

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use axum::serve::ListenerExt;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use dgt_relay::config::Config;
 use dgt_relay::relay::Relay;
@@ -54,6 +53,12 @@ enum Cmd {
         /// every Bluetooth RFCOMM port.
         #[arg(long)]
         discover: bool,
+        /// Pairings from a FIDE TRF-16 report (Swiss-Manager, Vega, JaVaFo, bbpPairings).
+        #[arg(long, value_name = "FILE", requires = "round")]
+        trf: Option<PathBuf>,
+        /// The round of the TRF report to relay.
+        #[arg(long, value_name = "N", requires = "trf", value_parser = clap::value_parser!(u32).range(1..=999))]
+        round: Option<u32>,
         #[command(flatten)]
         common: Common,
     },
@@ -124,11 +129,18 @@ fn main() -> anyhow::Result<()> {
             println!("{}: ok ({} boards, round {})", file.display(), c.boards.len(), c.event.round);
             Ok(())
         }
-        Cmd::Run { config, ports, bus, discover, common } => {
+        Cmd::Run { config, ports, bus, discover, trf, round, common } => {
             let mut cfg = match &config {
                 Some(path) => Config::load(path)?,
                 None => Config::default(),
             };
+            if let (Some(path), Some(round)) = (trf, round) {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+                let boards = dgt_relay::trf::apply_to_config(&mut cfg, &text, round)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                tracing::info!(round, boards = boards.len(), "pairings from {}", path.display());
+            }
             cfg.ports.extend(ports);
             cfg.bus.extend(bus);
             cfg.discover |= discover;
@@ -217,8 +229,50 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
     // First of all, so that a signal during start-up is a clean stop too, not a kill.
     let mut signals = StopSignals::new().context("cannot install the signal handlers")?;
     let generated = cfg.ensure_token()?;
+    // Connections and subscribers under the file descriptor limit, with room kept for the
+    // ports, journals and PGN files.
+    let (limit, raised_from) = dgt_relay::server::fd_limit();
+    #[cfg(feature = "demo")]
+    let demo_boards = demo.as_ref().map_or(0, |(_, o)| o.boards as usize);
+    #[cfg(not(feature = "demo"))]
+    let demo_boards = 0;
+    let boards = cfg.boards.len().max(cfg.ports.len()).max(demo_boards);
+    let budget = dgt_relay::server::FdBudget::plan(
+        limit,
+        raised_from,
+        boards,
+        cfg.max_connections,
+        cfg.max_subscribers,
+    );
+    if cfg.max_connections.is_some_and(|c| c > budget.max_connections) {
+        tracing::warn!(
+            configured = cfg.max_connections,
+            max_connections = budget.max_connections,
+            limit,
+            "max_connections lowered to fit the file descriptor limit"
+        );
+    }
+    if cfg.max_subscribers > budget.max_subscribers {
+        tracing::warn!(
+            configured = cfg.max_subscribers,
+            max_subscribers = budget.max_subscribers,
+            limit,
+            "max_subscribers lowered to fit the file descriptor limit (raise it with LimitNOFILE= or ulimit -n)"
+        );
+    }
+    tracing::info!(
+        limit,
+        raised_from,
+        kept_for_ports_and_files = budget.reserve,
+        max_connections = budget.max_connections,
+        max_subscribers = budget.max_subscribers,
+        header_timeout_ms = cfg.header_timeout_ms,
+        "file descriptors shared out"
+    );
+    cfg.max_subscribers = budget.max_subscribers;
     let relay =
         Relay::start(&cfg).with_context(|| format!("cannot open the data folder {}", cfg.data.display()))?;
+    relay.hub.hide_path(&cfg.data, "<data folder>");
     // Bound here, served on the feed runtime (a socket belongs to the runtime that first
     // polls it).
     let listener = std::net::TcpListener::bind(cfg.listen)
@@ -251,8 +305,9 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
         relay.discover();
     }
     let base = format!("http://{addr}");
-    println!("dgt-relay: open the live page at {base}/live/");
-    println!("  listening on     {base}");
+    // The first line is a contract (API.md): scripts read the address from it.
+    println!("dgt-relay listening on {base}");
+    println!("  live page:       {base}/live/   <- open this");
     println!("  websocket feed:  ws://{addr}/ws");
     println!("  boards (JSON):   {base}/api/boards");
     println!("  round PGN:       {base}/pgn/{}", cfg.event.round);
@@ -268,18 +323,19 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
 
-    let app = dgt_relay::http::router(Arc::clone(&relay));
-    let mut stop = relay.shutdown().listener();
+    let access = dgt_relay::http::Access::new(addr, cfg.allowed_origins.clone());
+    let app = dgt_relay::http::router(Arc::clone(&relay), access);
+    let limits = dgt_relay::server::ServerLimits {
+        max_connections: budget.max_connections,
+        header_timeout: std::time::Duration::from_millis(cfg.header_timeout_ms),
+        ..Default::default()
+    };
+    let conns = dgt_relay::server::Connections::new(limits.max_connections);
+    let stop = relay.shutdown().listener();
     let server = feed.spawn(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        // TCP_NODELAY: feed frames are small and latency matters; without it a frame
-        // written while an earlier one is unacknowledged waits (Nagle) for the ACK.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-        });
-        axum::serve(listener, app).with_graceful_shutdown(async move { stop.wait().await }).await
+        dgt_relay::server::serve(listener, app, limits, conns, stop).await;
+        Ok::<(), std::io::Error>(())
     });
     let signal = signals.recv().await;
     tracing::info!(signal, "shutting down");

@@ -57,6 +57,8 @@ pub struct Relay {
     writer_shutdown: Shutdown,
     tasks: Mutex<JoinSet<()>>,
     writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The Lichess push and its status.
+    pub push: Arc<crate::push::PushState>,
     next_port_id: Arc<AtomicU64>,
     /// The relay's clock, the time every session is given.
     epoch: Epoch,
@@ -96,6 +98,7 @@ impl Relay {
             writer_shutdown: Shutdown::new(),
             tasks: Mutex::new(JoinSet::new()),
             writer: Mutex::new(None),
+            push: Arc::default(),
             next_port_id: Arc::new(AtomicU64::new(1)),
             epoch: Epoch::now(),
             session: dgt_session::SessionConfig {
@@ -121,12 +124,28 @@ impl Relay {
             let alert = AlertView { code: AlertCode::Storage, level, message, squares: Vec::new() };
             report_hub.publish(Delta::Alert { board: None, alert });
         };
-        let writer = tokio::spawn(crate::store::run_pgn_writer(
+        let pgn_writer =
+            crate::store::run_pgn_writer(Arc::clone(&store), report, relay.writer_shutdown.listener());
+        // tournament.json and round-N/index.json beside the PGN files, stopped with them.
+        let export = crate::export::run_export(
             Arc::clone(&store),
-            report,
+            relay.tournament.clone(),
             relay.writer_shutdown.listener(),
-        ));
+        );
+        let writer = tokio::spawn(async move {
+            tokio::join!(pgn_writer, export);
+        });
         *relay.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
+        if let Some(lichess) = &config.lichess {
+            // Stopped with the PGN writer, so the last moves are pushed too.
+            relay.push.start(
+                lichess.clone(),
+                Arc::clone(&store),
+                relay.tournament.clone(),
+                Arc::clone(&hub),
+                relay.writer_shutdown.listener(),
+            );
+        }
         relay.recover(games);
         Ok(relay)
     }
@@ -323,6 +342,7 @@ impl Relay {
         if let Some(w) = writer {
             let _ = w.await;
         }
+        self.push.join().await;
     }
 }
 

@@ -134,6 +134,8 @@ pub struct Store {
     root: PathBuf,
     texts: Mutex<Texts>,
     notify: Notify,
+    /// Counts PGN changes, for readers other than the file writer (the Lichess push).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Store {
@@ -180,6 +182,7 @@ impl Store {
             root: root.to_owned(),
             texts: Mutex::new(Texts { games: BTreeMap::new(), dirty: BTreeSet::new() }),
             notify: Notify::new(),
+            changes: tokio::sync::watch::channel(0).0,
         };
         Ok((store, games))
     }
@@ -237,6 +240,12 @@ impl Store {
         t.dirty.insert((round, board));
         drop(t);
         self.notify.notify_one();
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// Wakes on every PGN change (changes made meanwhile are seen as one).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// A game's PGN.

@@ -30,6 +30,9 @@ pub enum AlertCode {
     PositionRecovered,
     /// Moves made while the board was away were reconstructed from its position alone.
     MovesReconstructed,
+    /// The board reached its position by more than one order of moves and did not show
+    /// which: the moves from a ply on are kept unconfirmed.
+    MoveOrderUnknown,
     /// A journaled game could not be resumed.
     Resume,
     /// The game reached the tracker's ply capacity.
@@ -52,8 +55,14 @@ pub enum AlertCode {
     ClockRunning,
     /// A clock command was not acknowledged.
     ClockCommand,
+    /// The game was ended by a result shown on the board (a magic piece, the kings in the
+    /// centre): what the board showed, and how to undo it if it was a misreading.
+    ResultFromBoard,
     /// The journal or the PGN files cannot be written (raised by the host).
     Storage,
+    /// Lichess refused a pushed game or the push, or pushing keeps failing (raised by the
+    /// host's Lichess push).
+    Push,
 }
 
 impl AlertCode {
@@ -65,6 +74,7 @@ impl AlertCode {
             AlertCode::PositionMismatch => "position_mismatch",
             AlertCode::PositionRecovered => "position_recovered",
             AlertCode::MovesReconstructed => "moves_reconstructed",
+            AlertCode::MoveOrderUnknown => "move_order_unknown",
             AlertCode::Resume => "resume",
             AlertCode::Capacity => "capacity",
             AlertCode::BatteryLow => "battery_low",
@@ -76,7 +86,9 @@ impl AlertCode {
             AlertCode::ClockPaused => "clock_paused",
             AlertCode::ClockRunning => "clock_running",
             AlertCode::ClockCommand => "clock_command",
+            AlertCode::ResultFromBoard => "result_from_board",
             AlertCode::Storage => "storage",
+            AlertCode::Push => "push",
         }
     }
 }
@@ -113,7 +125,13 @@ mod tests {
 
     #[test]
     fn codes_serialise_as_the_strings_clients_match_on() {
-        for code in [AlertCode::NotResponding, AlertCode::MovesReconstructed, AlertCode::ClockBatteryOk] {
+        for code in [
+            AlertCode::NotResponding,
+            AlertCode::MovesReconstructed,
+            AlertCode::MoveOrderUnknown,
+            AlertCode::ClockBatteryOk,
+            AlertCode::ResultFromBoard,
+        ] {
             assert_eq!(serde_json::to_string(&code).unwrap(), format!("\"{}\"", code.as_str()));
             assert_eq!(serde_json::from_str::<AlertCode>(&format!("\"{code}\"")).unwrap(), code);
         }

@@ -722,8 +722,22 @@ impl BoardSession {
                     g.result = Some(result);
                 }
                 self.effects.push_back(Effect::GameEnded { result, reason });
+                if matches!(reason, EndReason::MagicPiece | EndReason::KingsInCentre) {
+                    let alert = self.result_from_board(result, reason);
+                    self.alert(alert);
+                }
             }
             Event::RequestBoardDump => self.request_dump(),
+            Event::MoveOrderUnknown { ply } => self.alert(Alert::new(
+                AlertCode::MoveOrderUnknown,
+                AlertLevel::Warning,
+                format!(
+                    "Board {}: the board reached its position by more than one order of moves and did not show \
+                     which; the moves from ply {ply} are kept unconfirmed until the board tells them apart. Check \
+                     them against the scoresheets and enter them if needed.",
+                    self.number
+                ),
+            )),
             Event::CapacityFull => self.alert(Alert::new(
                 AlertCode::Capacity,
                 AlertLevel::Error,
@@ -733,6 +747,43 @@ impl BoardSession {
                 ),
             )),
         }
+    }
+
+    /// The alert for a game ended by a signal on the board: what the board showed (the
+    /// squares of the magic piece or the kings) and how to undo it when it was a misreading
+    /// (a corrupted byte on the line, a knocked king).
+    fn result_from_board(&self, result: GameResult, reason: EndReason) -> Alert {
+        let n = self.number;
+        let dump = self.tracker.board();
+        let orientation = self.tracker.orientation();
+        let mut squares = Vec::new();
+        let mut shown = Vec::new();
+        for sq in dgt_protocol::DgtSquare::ALL {
+            let code = dump.piece(sq);
+            let what = match (reason, code) {
+                (EndReason::MagicPiece, c) if c.is_magic() => format!("a magic piece ({:02X})", c.code()),
+                (EndReason::KingsInCentre, dgt_protocol::PieceCode::WhiteKing) => "the white king".to_owned(),
+                (EndReason::KingsInCentre, dgt_protocol::PieceCode::BlackKing) => "the black king".to_owned(),
+                _ => continue,
+            };
+            let square = sq.to_square(orientation);
+            squares.push(square);
+            shown.push(format!("{what} on {square}"));
+        }
+        let quiet = self.tracker.config().quiet_ms;
+        let mut alert = Alert::new(
+            AlertCode::ResultFromBoard,
+            AlertLevel::Warning,
+            format!(
+                "Board {n}: the board showed {} for {:.1} s, so the game ended {result}. If that was not meant \
+                 (a misread square, a knocked piece), clear the result: POST /api/admin/boards/{n}/result with \
+                 {{\"result\":null}}; the game then goes on from its last confirmed move.",
+                shown.join(" and "),
+                f64::from(quiet) / 1000.0,
+            ),
+        );
+        alert.squares = squares;
+        alert
     }
 
     /// The operator ended the game (`Some`) or cleared its result (`None`).

@@ -15,8 +15,12 @@
 //! asked again after [`BATTERY_MISSES`] unanswered polls on this link.
 //!
 //! # Keep-alive and clock commands (fact sheet 7.3)
-//! `45` every [`LinkTiming::keepalive_ms`]; when a keep-alive falls due and nothing has
-//! arrived for longer than [`LinkTiming::silence_ms`], the link is lost. Clock commands go
+//! `45` every [`LinkTiming::keepalive_ms`]; when a keep-alive falls due and no message has
+//! been decoded for longer than [`LinkTiming::silence_ms`], the link is lost. Only a
+//! message the board sends (an answer, a dump, a field update, clock times, event-log
+//! bytes) counts: bytes the decoder throws away, unknown or malformed messages do not, so a
+//! board that sends nothing but line noise is lost like a silent one (its reason says
+//! "line noise"). Clock commands go
 //! one at a time: the next is sent only after the ack of the previous, a missing ack is
 //! retried after [`LinkTiming::clock_ack_ms`], [`LinkTiming::clock_attempts`] attempts at
 //! most; an error ack is retried once.
@@ -174,7 +178,11 @@ pub struct Link {
     next_handshake_ms: u64,
     next_keepalive_ms: u64,
     next_battery_ms: u64,
+    /// When the last message was decoded (or the port opened).
     last_rx_ms: u64,
+    /// Bytes thrown away (noise, skipped or unknown messages) since the last decoded
+    /// message.
+    junk_since_rx: u64,
     out: Vec<u8>,
     events: VecDeque<LinkEvent>,
 }
@@ -201,6 +209,7 @@ impl Link {
             next_keepalive_ms: now,
             next_battery_ms: now + battery_poll,
             last_rx_ms: now,
+            junk_since_rx: 0,
             out: Vec::new(),
             events: VecDeque::new(),
         };
@@ -297,7 +306,11 @@ impl Link {
         if !self.identified && now >= self.next_handshake_ms {
             if self.handshake_attempts >= self.timing.handshake_attempts {
                 let attempts = self.handshake_attempts;
-                self.lose(format!("no answer to the handshake after {attempts} attempts"));
+                let noise = match self.junk_since_rx {
+                    0 => String::new(),
+                    n => format!(" (only line noise came: {n} bytes that decode to nothing)"),
+                };
+                self.lose(format!("no answer to the handshake after {attempts} attempts{noise}"));
                 return;
             }
             self.handshake_attempts += 1;
@@ -308,7 +321,11 @@ impl Link {
         if self.identified && now >= self.next_keepalive_ms {
             let silent = now.saturating_sub(self.last_rx_ms);
             if silent > self.timing.silence_ms {
-                self.lose(format!("no data for {silent} ms"));
+                let why = match self.junk_since_rx {
+                    0 => format!("no data for {silent} ms"),
+                    n => format!("nothing decodable for {silent} ms, only line noise ({n} bytes)"),
+                };
+                self.lose(why);
                 return;
             }
             self.next_keepalive_ms = now + self.timing.keepalive_ms;
@@ -328,32 +345,33 @@ impl Link {
         if self.lost {
             return;
         }
-        self.last_rx_ms = now;
         let mut got: Vec<Got> = Vec::new();
         let ee = &mut self.ee;
+        // Whether a message came (the board is alive), and the bytes thrown away.
+        let mut heard = false;
+        let mut junk = 0u64;
         self.decoder.feed(bytes, |d| match d {
             Decoded::Message(m) => match m {
-                Message::BoardDump(d) => got.push(Got::Board(Message::BoardDump(d))),
-                Message::FieldUpdate(f) => got.push(Got::Board(Message::FieldUpdate(f))),
-                Message::Bwtime(Bwtime::Times(t)) => got.push(Got::Board(Message::Bwtime(Bwtime::Times(t)))),
-                Message::Bwtime(Bwtime::Ack(a)) => got.push(Got::Ack(a)),
-                Message::Bwtime(Bwtime::Empty | Bwtime::Invalid(_)) => {}
-                Message::SerialNumber(s) => {
-                    got.push(Got::Serial(String::from_utf8_lossy(s).trim().to_owned()))
+                Message::Unknown { payload, .. } => {
+                    junk += payload.len() as u64 + 3;
+                    tracing::trace!(?m, "unknown or malformed message");
                 }
-                Message::Version { major, minor } => got.push(Got::Version(major, minor)),
-                Message::Battery(b) => match b.percent() {
-                    Some(percent) => got.push(Got::Battery {
-                        percent: percent.min(100),
-                        charging: b.charging().unwrap_or(false),
-                    }),
-                    None => tracing::debug!("empty battery status ignored"),
-                },
-                other => tracing::trace!(?other, "message ignored"),
+                Message::None | Message::Bwtime(Bwtime::Invalid(_)) => junk += m.encoded_len() as u64,
+                m => {
+                    heard = true;
+                    Link::take_message(m, &mut got);
+                }
             },
-            Decoded::Noise { len } => got.push(Got::Event(LinkEvent::Noise(len))),
-            Decoded::Skipped { id, total_len } => tracing::debug!(id, total_len, "oversized message skipped"),
+            Decoded::Noise { len } => {
+                junk += len as u64;
+                got.push(Got::Event(LinkEvent::Noise(len)));
+            }
+            Decoded::Skipped { id, total_len } => {
+                junk += u64::from(total_len);
+                tracing::debug!(id, total_len, "oversized message skipped");
+            }
             Decoded::EeMovesStart { total_len } => {
+                heard = true;
                 if ee.is_some() {
                     tracing::debug!("event log cut short by another");
                 }
@@ -365,6 +383,7 @@ impl Link {
                 }
             }
             Decoded::EeEvent(e) => {
+                heard = true;
                 let Some((events, due)) = ee.as_mut() else { return };
                 *due = due.saturating_sub(ee_len(&e));
                 if e != EeEvent::Eof && events.len() < MAX_EE_EVENTS {
@@ -377,6 +396,37 @@ impl Link {
                 }
             }
         });
+        if heard {
+            self.last_rx_ms = now;
+            self.junk_since_rx = 0;
+        }
+        self.junk_since_rx = self.junk_since_rx.saturating_add(junk);
+        self.after_read(now, got);
+    }
+
+    /// A decoded board message, sorted for the link's bookkeeping.
+    fn take_message(m: Message<'_>, got: &mut Vec<Got>) {
+        match m {
+            Message::BoardDump(d) => got.push(Got::Board(Message::BoardDump(d))),
+            Message::FieldUpdate(f) => got.push(Got::Board(Message::FieldUpdate(f))),
+            Message::Bwtime(Bwtime::Times(t)) => got.push(Got::Board(Message::Bwtime(Bwtime::Times(t)))),
+            Message::Bwtime(Bwtime::Ack(a)) => got.push(Got::Ack(a)),
+            Message::Bwtime(Bwtime::Empty | Bwtime::Invalid(_)) => {}
+            Message::SerialNumber(s) => got.push(Got::Serial(String::from_utf8_lossy(s).trim().to_owned())),
+            Message::Version { major, minor } => got.push(Got::Version(major, minor)),
+            Message::Battery(b) => match b.percent() {
+                Some(percent) => got.push(Got::Battery {
+                    percent: percent.min(100),
+                    charging: b.charging().unwrap_or(false),
+                }),
+                None => tracing::debug!("empty battery status ignored"),
+            },
+            other => tracing::trace!(?other, "message ignored"),
+        }
+    }
+
+    /// Carries out what one read produced, in order.
+    fn after_read(&mut self, now: u64, got: Vec<Got>) {
         for g in got {
             match g {
                 Got::Version(major, minor) => self.version = Some((major, minor)),
@@ -413,6 +463,7 @@ impl Link {
             }
         }
         if let Some(noise) = self.decoder.take_noise() {
+            self.junk_since_rx = self.junk_since_rx.saturating_add(noise as u64);
             self.events.push_back(LinkEvent::Noise(noise));
         }
         self.pump_clock(now);

@@ -618,3 +618,68 @@ fn board_messages_before_identification_are_dropped() {
     );
     assert_eq!(link.next_event(), None);
 }
+
+/// Bytes of a bad line: a fixed pseudo-random stream (header bytes included), that decodes
+/// to nothing the link can use.
+fn line_noise(n: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x >> 8) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn a_board_that_sends_only_line_noise_is_lost_after_the_silence_time() {
+    let mut w = Wire::open(Board::new(Clock::Acks, None));
+    let id = w.identified_at();
+    // The board stops answering; the line carries junk every 20 ms from now on.
+    w.board.mute = true;
+    let mut seed = 7;
+    while w.now < 2_000 && w.lost().is_none() {
+        let next = w.now + 20;
+        w.run_until(next);
+        seed += 1;
+        w.board_says(&line_noise(16, seed));
+    }
+    let (at, reason) = w.lost().expect("a board that sends only noise is lost");
+    assert!(reason.contains("line noise"), "{reason}");
+    // As for a silent board: at the first keep-alive past the silence limit.
+    assert!(at > id + FAST.silence_ms && at <= id + FAST.silence_ms + FAST.keepalive_ms, "lost at {at}");
+    assert!(!w.noise().is_empty());
+}
+
+#[test]
+fn line_noise_between_answers_does_not_lose_a_board_that_answers() {
+    let mut w = Wire::open(Board::new(Clock::Acks, None));
+    // Junk every 20 ms between the board's answers to the keep-alives: the answers count.
+    let mut seed = 3;
+    while w.now < 2_000 {
+        let next = w.now + 20;
+        w.run_until(next);
+        seed += 1;
+        w.board_says(&line_noise(16, seed));
+    }
+    assert_eq!(w.lost(), None);
+}
+
+#[test]
+fn a_board_that_answers_the_handshake_with_noise_only_says_so() {
+    let mut board = Board::new(Clock::Acks, None);
+    board.mute = true;
+    let mut w = Wire::open(board);
+    let mut seed = 11;
+    while w.now < 1_000 && w.lost().is_none() {
+        let next = w.now + 20;
+        w.run_until(next);
+        seed += 1;
+        w.board_says(&line_noise(16, seed));
+    }
+    let (_, reason) = w.lost().expect("lost");
+    assert!(reason.starts_with("no answer to the handshake after 3 attempts"), "{reason}");
+    assert!(reason.contains("line noise"), "{reason}");
+}

@@ -856,6 +856,71 @@ fn an_operator_result_ends_the_game_and_clearing_it_goes_on() {
 }
 
 #[test]
+fn a_corrupted_piece_byte_on_the_line_ends_no_game() {
+    let mut r = Rig::new(start_position());
+    r.connect();
+    r.play("e2e4", 3_000);
+    assert_eq!(r.confirmed(), ["e2e4"]);
+    // The recipe: a4 reads 7F (masked 0F: the black-wins magic piece), then 00 at
+    // the board's next scan.
+    let mark = r.mark();
+    r.fw.inject_raw(&[0x8E, 0x00, 0x05, 0x20, 0x7F]);
+    r.pump();
+    r.wait(40);
+    r.fw.inject_raw(&[0x8E, 0x00, 0x05, 0x20, 0x00]);
+    r.pump();
+    r.wait(3_000);
+    assert!(!r.told(mark).iter().any(|e| matches!(e, Effect::GameEnded { .. })), "{:?}", r.told(mark));
+    assert_eq!(r.alerts_of(&[AlertCode::ResultFromBoard]), []);
+    r.play("e7e5", 3_000);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5"]);
+}
+
+#[test]
+fn a_magic_piece_that_stands_ends_the_game_with_an_alert_saying_how_to_undo_it() {
+    let mut r = Rig::new(start_position());
+    r.connect();
+    r.play("e2e4", 3_000);
+    let mark = r.mark();
+    r.set("d4", PieceCode::MagicBlackWins);
+    r.wait(1_000);
+    assert!(!r.told(mark).iter().any(|e| matches!(e, Effect::GameEnded { .. })), "not yet");
+    r.wait(2_000);
+    assert!(
+        r.told(mark)
+            .contains(&Effect::GameEnded { result: GameResult::BlackWins, reason: EndReason::MagicPiece }),
+        "{:?}",
+        r.told(mark)
+    );
+    let a = r.alert(AlertCode::ResultFromBoard);
+    assert_eq!(a.level, AlertLevel::Warning);
+    assert_eq!(a.squares, [Square::D4]);
+    assert!(a.message.contains("magic piece (0F) on d4"), "{}", a.message);
+    assert!(a.message.contains("0-1") && a.message.contains("/api/admin/boards/1/result"), "{}", a.message);
+}
+
+#[test]
+fn kings_in_the_centre_end_the_game_with_an_alert_naming_their_squares() {
+    let mut r = Rig::new(start_position());
+    r.connect();
+    r.play_all(&["e2e4", "e7e5"], 3_000);
+    r.set("e1", PieceCode::Empty);
+    r.wait(200);
+    r.set("d5", PieceCode::WhiteKing);
+    r.wait(200);
+    r.set("e8", PieceCode::Empty);
+    r.wait(200);
+    r.set("d4", PieceCode::BlackKing);
+    r.wait(3_000);
+    assert_eq!(r.board.tracker().result(), Some((GameResult::Draw, EndReason::KingsInCentre)));
+    assert_eq!(r.alerts_of(&[AlertCode::ResultFromBoard]), [AlertCode::ResultFromBoard]);
+    let a = r.alert(AlertCode::ResultFromBoard);
+    assert_eq!(a.squares, [Square::D5, Square::D4]);
+    assert!(a.message.contains("the white king on d5 and the black king on d4"), "{}", a.message);
+    assert!(a.message.contains("1/2-1/2"), "{}", a.message);
+}
+
+#[test]
 fn a_finished_game_stays_finished_after_a_flip_or_a_correction() {
     let mut r = Rig::new(start_position());
     r.connect();

@@ -470,7 +470,8 @@ test('replay: 100 boards with a stream of real moves and clocks: every delta lan
       // not supported
     }
   });
-  // Every board plays the recorded game (moves without FEN: the page derives positions).
+  // Every board plays the recorded game, each move with the FEN the relay sent with it (the
+  // page takes positions from the feed; it plays no chess).
   // Each 50 ms tick: a provisional and a confirmed move on 10 boards in turn and a clock
   // update on all 100 boards, i.e. 200 moves/s and 2,000 clock updates/s: twenty to sixty
   // times a real round's rate (100 boards make about 3 moves and 100 clock changes a second).
@@ -480,14 +481,21 @@ test('replay: 100 boards with a stream of real moves and clocks: every delta lan
     plies === source.moves.length && source.fen
       ? source.fen
       : feed.frames.map((f) => f.msg).filter((m) => m.type === 'move' && m.state === 'confirmed' && m.board === source.board && m.move.ply === lastPly && m.fen).map((m) => m.fen).pop();
+  const fenAfter = new Map(
+    feed.frames
+      .map((f) => f.msg)
+      .filter((m) => m.type === 'move' && m.state === 'confirmed' && m.board === source.board && m.fen)
+      .map((m) => [m.move.ply, m.fen]),
+  );
   let seq = 0;
   const t0 = Date.now();
   for (let i = 0; i < plies; i++) {
     const mv = source.moves[i];
+    const fen = fenAfter.get(mv.ply);
     for (let group = 0; group < 10; group++) {
       for (let n = group * 10 + 1; n <= group * 10 + 10; n++) {
-        ctl.send({ v: 1, seq: ++seq, type: 'move', board: n, state: 'provisional', move: mv });
-        ctl.send({ v: 1, seq: ++seq, type: 'move', board: n, state: 'confirmed', move: mv });
+        ctl.send({ v: 1, seq: ++seq, type: 'move', board: n, state: 'provisional', move: mv, fen });
+        ctl.send({ v: 1, seq: ++seq, type: 'move', board: n, state: 'confirmed', move: mv, fen });
       }
       for (let n = 1; n <= 100; n++) {
         const left = 5400 - i * 10 - group;

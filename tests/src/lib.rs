@@ -7,6 +7,7 @@
 //! - [`feed`]: a recording websocket client.
 //! - [`acceptance`]: corpus games under noise profiles, compared with the ground truth.
 //! - [`captures`]: the three real board captures written into a pty chunk by chunk.
+//! - [`export_format`]: an export-format checker written from the PGN standard.
 //! - [`offline`]: the tracker fed straight from the simulated firmware, no relay, no pty.
 //! - [`scripts`]: an independent emulator's hand scripts as jobs of those harnesses.
 //! - [`interop`]: python-chess, pgn-extract and chess.js on the published PGN.
@@ -14,6 +15,7 @@
 
 pub mod acceptance;
 pub mod captures;
+pub mod export_format;
 pub mod feed;
 pub mod interop;
 pub mod offline;

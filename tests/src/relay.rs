@@ -117,13 +117,7 @@ impl Relay {
         let stdout = child.stdout.take().context("relay stdout")?;
         let mut lines = BufReader::new(stdout).lines();
         let first = lines.next().and_then(Result::ok).unwrap_or_default();
-        // `dgt-relay: open the live page at http://ADDR/live/` (earlier versions: `dgt-relay
-        // listening on http://ADDR`).
-        let addr = first
-            .strip_prefix("dgt-relay: open the live page at http://")
-            .and_then(|rest| rest.strip_suffix("/live/"))
-            .or_else(|| first.strip_prefix("dgt-relay listening on http://"));
-        let Some(addr) = addr else {
+        let Some(addr) = first.strip_prefix("dgt-relay listening on http://") else {
             let _ = child.kill();
             bail!(
                 "unexpected first line {first:?}; stderr: {}",

@@ -237,6 +237,13 @@ pub fn run(opts: &SuiteOptions) -> anyhow::Result<SuiteReport> {
         }
     }
     let rounds: String = result.round_pgns.values().map(String::as_str).collect::<Vec<_>>().join("\n");
+    // Export format (the 1994 standard, the 2001 clock supplement), file by file.
+    let published = result.outcomes.iter().filter_map(|o| o.pgn.as_ref()).chain(result.round_pgns.values());
+    for text in published {
+        if let Err(e) = crate::export_format::check_ok(text) {
+            rep.failures.push(format!("published PGN not in export format:\n{e}"));
+        }
+    }
     let dir = opts.dir.join("published");
     let files = vec![
         acceptance::write_file(&dir, "per-game.pgn", &per_game)?,

@@ -1,7 +1,7 @@
 //! Input handling: decoded messages and the passage of time, routed to start/end
 //! detection, board matching and finality.
 
-use dgt_protocol::{BoardDump, Bwtime, ClockTimes, FieldUpdate, Message};
+use dgt_protocol::{BoardDump, Bwtime, ClockSide, ClockTimes, FieldUpdate, Message};
 use shakmaty::{Bitboard, Position};
 
 use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, SAME_SCAN_MS, Tracker, remember};
@@ -25,10 +25,22 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.board_heard(now_ms);
         let first = !self.phys.known;
         self.last_dump_ms = Some(now_ms);
+        let corrected = if first { Bitboard::EMPTY } else { self.phys.differing(dump) };
+        // Since when those squares' updates may have been lost: their last reports.
+        let lost_since = corrected.into_iter().map(|sq| self.phys.changed_ms(sq)).min();
+        self.dump_leaves = self.plies_a_dump_leaves(corrected);
         if self.phys.load(dump, now_ms) || first {
             self.board_changed(now_ms, true, sink);
         } else if self.dirty || self.unexplained_since.is_some() {
             self.deep_eval(now_ms, sink);
+        }
+        if let Some(since) = lost_since
+            && self.state == GameState::Active
+        {
+            self.reorder_after_lost_updates(corrected, since, now_ms, sink);
+        }
+        if self.state == GameState::Active {
+            self.bind_presses_to_dump(now_ms);
         }
     }
 
@@ -51,6 +63,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         self.note_shown(now_ms);
         if self.phys.set(update.square, update.piece(), now_ms) {
+            self.dump_leaves = None;
             if self.at_tip {
                 self.touched_off_tip = Bitboard::EMPTY;
             }
@@ -73,6 +86,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 sink.event(Event::Clock(state));
             }
             return;
+        }
+        let high = times.high_side();
+        if let Some(was) = self.lever.replace(high)
+            && was != high
+            && times.status.running()
+        {
+            self.last_press_ms[usize::from(was == ClockSide::Right)] = Some(now_ms);
         }
         let in_game = self.state == GameState::Active;
         let to_move = self.confirmed_pos.turn();
@@ -111,11 +131,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.dirty {
             self.deep_eval(now_ms, sink);
         }
-        if self.unexplained_since.is_some() {
-            // The mover says the move is complete but the board does not show a legal one:
-            // a field update may have been lost. A dump settles it.
-            self.request_dump(now_ms, sink);
-        }
         // More presses than plies: the board may have been read a ply short.
         self.reread_for_press(press.by, now_ms, sink);
         // An earlier press still waiting for the board is settled first.
@@ -137,14 +152,24 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         self.add_pending_press(press, now_ms);
+        // The mover says the move is complete, but the board does not show it as the line's
+        // last ply, or shows a ply that may be part of a longer move: a field update may
+        // have been lost, or the hands are still at work. A dump taken now settles it,
+        // whatever the rate limit (once a press).
+        self.dumped_since(now_ms, now_ms, sink);
     }
 
     /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.
     pub fn tick<S: EventSink + ?Sized>(&mut self, now_ms: u64, sink: &mut S) {
-        if self.state != GameState::Active
-            || self.away_since.is_some()
-            || self.tick_board_result(now_ms, sink)
-        {
+        if self.state != GameState::Active || self.away_since.is_some() {
+            return;
+        }
+        // A move pressed just before the kings went to the centre stands once its piece has
+        // stayed where it landed (see `pressed_ply_stands`), signal or not.
+        if self.centre_since.is_some() {
+            self.resolve_pending(now_ms, false, sink);
+        }
+        if self.state != GameState::Active || self.tick_board_result(now_ms, sink) {
             return;
         }
         let still = now_ms.saturating_sub(self.last_change_ms);
@@ -162,8 +187,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let running = self.clock_running(now_ms) && !terminal;
             let quiet = if running { self.config.unpressed_ms } else { self.config.quiet_ms };
             // Only unpressed plies under a running clock can be a takeback: without a
-            // clock, legal plies that bring back an earlier position are a repetition.
+            // clock, legal plies that bring back an earlier position are a repetition, and
+            // so are plies both players pressed for (see `both_pressed_since`).
             if running
+                && !self.both_pressed_since(self.seen_ms[0].saturating_sub(SAME_SCAN_MS))
                 && let Some(j) = self.undone_by_provisional()
                 && still >= u64::from(self.config.chain_confirm_ms)
             {
@@ -197,11 +224,20 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
+    /// True when both players pressed the clock at or after `since` (the lever went down on
+    /// each side while the clock ran): the clock says the game went on, whatever the board
+    /// shows. A takeback is made with the clock left alone; the same position brought back
+    /// by plies both players pressed for is a repetition.
+    fn both_pressed_since(&self, since: u64) -> bool {
+        self.last_press_ms.iter().all(|t| t.is_some_and(|t| t >= since))
+    }
+
     /// A message came from the board: an outage ([`Tracker::board_away`]) is over. What the
     /// board showed before it is old news, so stillness counts from now; presses waiting
     /// for the board get back the time it was away.
     fn board_heard(&mut self, now: u64) {
         let Some(since) = self.away_since.take() else { return };
+        self.back_from_outage = true;
         let gone = now.saturating_sub(since);
         self.last_change_ms = self.last_change_ms.max(now);
         for p in self.pending_press.iter_mut() {
@@ -260,11 +296,22 @@ impl<const PLIES: usize> Tracker<PLIES> {
         now: u64,
         sink: &mut S,
     ) -> bool {
+        if self.first_hidden().is_some_and(|h| h < upto) {
+            // One of several move orders: a dump may show the board moved on in a way only
+            // one of them allows; nothing confirms the plies meanwhile.
+            self.dumped_since(since, now, sink);
+            return false;
+        }
         let n = upto.saturating_sub(self.confirmed).min(MAX_PROVISIONAL);
-        if !self.joint[..n].contains(&true) || self.last_dump_ms.is_some_and(|t| t >= since) {
+        !self.joint[..n].contains(&true) || self.dumped_since(since, now, sink)
+    }
+
+    /// True when a dump arrived at or after `since`; otherwise asks for one, once per
+    /// `since` (a press asks at once, whatever the rate limit).
+    pub(super) fn dumped_since<S: EventSink + ?Sized>(&mut self, since: u64, now: u64, sink: &mut S) -> bool {
+        if self.last_dump_ms.is_some_and(|t| t >= since) {
             return true;
         }
-        // Once per `since` (a press asks at once, whatever the rate limit).
         if self.last_dump_request.is_none_or(|t| t < since) {
             self.last_dump_request = Some(now);
             sink.event(Event::RequestBoardDump);

@@ -91,6 +91,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.unexplained_since = None;
         self.mismatch = None;
         self.pending_press.clear();
+        self.last_press_ms = [None; 2];
+        self.dump_leaves = None;
+        self.order_alerted = None;
         self.full_reported = false;
         self.seen_boards.clear();
         self.shown_boards.clear();
@@ -183,38 +186,36 @@ impl<const PLIES: usize> Tracker<PLIES> {
         Ok(())
     }
 
-    /// Results shown on the board: magic pieces and kings in the centre.
+    /// Results shown on the board: magic pieces and kings in the centre. Either signal
+    /// ends the game once it has stood for the quiet time (what makes an unpressed move
+    /// final): a king knocked onto a centre square next to the other one shows the same
+    /// board until it is put back, and one corrupted byte of a field update reads as a
+    /// magic piece (a king, `05`, with one bit flipped is `0D`) until the square's next
+    /// update. Meanwhile nothing is matched: no legal position has the kings side by side
+    /// or a magic piece. Returns true while a signal is up.
     pub(super) fn check_board_result<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
-        if let Some(sq) = self.phys.magic.first()
-            && let Some(result) = self.phys.magic_code(sq).and_then(board::magic_result)
-        {
-            self.settle_line_at_end(now, false, sink);
-            self.end_game(result, EndReason::MagicPiece, sink);
-            return true;
+        let magic =
+            self.phys.magic.first().and_then(|sq| self.phys.magic_code(sq)).and_then(board::magic_result);
+        let signal = match magic {
+            Some(result) => Some((result, EndReason::MagicPiece)),
+            None => board::kings_in_centre(&self.phys.board).map(|r| (r, EndReason::KingsInCentre)),
+        };
+        let Some((result, reason)) = signal else {
+            self.centre_since = None;
+            return false;
+        };
+        let since = *self.centre_since.get_or_insert(now);
+        if now.saturating_sub(since) >= u64::from(self.config.quiet_ms) {
+            self.centre_since = None;
+            self.settle_line_at_end(since, reason == EndReason::KingsInCentre, sink);
+            self.end_game(result, reason, sink);
         }
-        match board::kings_in_centre(&self.phys.board) {
-            Some(result) => {
-                // The signal ends the game once it has stood for the quiet time (what makes
-                // an unpressed move final): a king knocked onto a centre square next to the
-                // other one shows the same board until it is put back. Meanwhile nothing is
-                // matched: no legal position has the kings side by side.
-                let since = *self.centre_since.get_or_insert(now);
-                if now.saturating_sub(since) >= u64::from(self.config.quiet_ms) {
-                    self.centre_since = None;
-                    self.settle_line_at_end(since, true, sink);
-                    self.end_game(result, EndReason::KingsInCentre, sink);
-                }
-                true
-            }
-            None => {
-                self.centre_since = None;
-                false
-            }
-        }
+        true
     }
 
-    /// While the kings stand in the centre, time may make the signal a result: returns
-    /// true while the signal is up (nothing else is decided then).
+    /// While a result signal stands on the board (kings in the centre, a magic piece), time
+    /// may make it a result: returns true while the signal is up (nothing else is decided
+    /// then).
     pub(super) fn tick_board_result<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
         self.centre_since.is_some() && self.check_board_result(now, sink)
     }
@@ -253,6 +254,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 }
                 pos.play_unchecked(m);
             }
+        }
+        // Plies of an unknown move order are not guessed at the end either: withdrawn, for
+        // the operator to enter (see `first_hidden`).
+        if let Some(h) = self.first_hidden() {
+            self.retract_to(h, sink);
         }
         let prov = self.records.len() - self.confirmed;
         if prov == 0 {

@@ -96,29 +96,39 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// Index one past the ply a press by `color` at `pressed_ms` completes, for a press
-    /// that came before the board showed the move: the first ply of `color` the board
-    /// showed at or just after the press (its report can lag the press by a scan: a burst),
-    /// else the last one before it (the board showed it, then a hand adjusting it at the
-    /// press), else one shown later. (Not simply the last: by the time the board settles,
-    /// the presser may have made their next move.)
-    fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
+    /// that came before the board showed the move. When the line as the board showed it
+    /// before the press ends with a ply of `color`, the press is that ply's: the presser
+    /// said the move on the board was done (a ply of theirs shown later is their next
+    /// move, made once the opponent replied). Otherwise the first ply of `color` the board
+    /// showed at or just after the press (its report can lag the press by a scan: a
+    /// burst), else the last one before it (the board showed it, then a hand adjusting it
+    /// at the press). When the board showed a ply is when it began showing the reading the
+    /// line took it from (see `shown_at`). A ply of `color` first shown later than that is
+    /// no ply of this press:
+    /// a move whose reports were lost is shown by the dump the press asks for, and a
+    /// player does not press for a move they make seconds later.
+    pub(super) fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
         let lag = self.config.slide_settled_ms();
         let mut turn = self.confirmed_pos.turn();
-        let (mut before, mut later) = (None, None);
+        let mut before = None;
+        let mut last_before_is_ours = false;
         for i in self.confirmed..self.records.len() {
+            let seen = self.shown_at(i);
+            if seen < pressed_ms {
+                last_before_is_ours = turn == color;
+            }
             if turn == color {
-                let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
                 if seen < pressed_ms {
                     before = Some(i + 1);
+                } else if last_before_is_ours {
+                    return before;
                 } else if seen <= pressed_ms + lag {
                     return Some(i + 1);
-                } else if later.is_none() {
-                    later = Some(i + 1);
                 }
             }
             turn = !turn;
         }
-        before.or(later)
+        before
     }
 
     /// Applies presses that came before the board showed the move, oldest first, once the
@@ -132,9 +142,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.pending_press.remove(k);
                 continue;
             }
-            if !self.at_tip || self.dirty {
-                return;
-            }
             // The ply the board showed at the press, while it is still in the line.
             let bound = self.still_bound(bound);
             let Some(upto) = bound.or_else(|| self.ply_for_pending_press(press.by, t)) else {
@@ -142,12 +149,36 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 continue;
             };
             // Once the board has been still for a scan period, a scan period after the
-            // press (a reading of the presser's move may have been on its way then).
+            // press (a reading of the presser's move may have been on its way then); or,
+            // for the ply the board showed as the last at the press, once its piece has
+            // stayed where it landed for that long, whatever the hands do elsewhere (see
+            // `pressed_ply_stands`).
             let stable = u64::from(self.config.press_stable_ms);
-            let settled =
-                now.saturating_sub(self.last_change_ms) >= stable && now.saturating_sub(t) >= stable;
-            if (settled || immediate) && self.line_verified(upto, t, now, sink) {
+            let on_board = self.at_tip && !self.dirty;
+            let settled = on_board
+                && now.saturating_sub(self.last_change_ms) >= stable
+                && now.saturating_sub(t) >= stable;
+            let stands = bound == Some(upto)
+                && now.saturating_sub(t) >= stable
+                && self.pressed_ply_stands(upto, now)
+                && (on_board || self.dumped_since(t, now, sink));
+            // A ply that may be the first part of a longer move (a slide, castling with the
+            // rook first) is taken from a dump taken after the press (the reports of the rest
+            // may have been lost: the king's, in castling king first), or, without one, once
+            // the board has been still after the press for as long as the rest of a slide
+            // takes to be reported.
+            let settled_ms = self.config.slide_settled_ms();
+            let shown = !self.ply_may_slide_on(upto)
+                || self.dumped_since(t, now, sink)
+                || (now.saturating_sub(self.last_change_ms) >= settled_ms
+                    && now.saturating_sub(t) >= settled_ms);
+            if (settled || (on_board && immediate) || stands)
+                && shown
+                && self.line_verified(upto, t, now, sink)
+            {
                 self.pending_press.remove(k);
+                // Earlier presses still waiting are for the earlier plies: each first.
+                k = self.confirm_earlier_presses(k, upto, now, sink);
                 self.confirm_through(upto, Some(&press), now, sink);
             } else {
                 k += 1;
@@ -172,15 +203,18 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// A square changed: a press bound to a ply whose piece landed on it, made less than a
-    /// scan period ago, is no longer bound. The board showed that ply at the press only
-    /// because the report of the hand moving on (a slide going further, its landing report
-    /// lost) had not come yet.
+    /// scan period ago, is no longer bound while that ply is still the last of the line.
+    /// The board showed that ply at the press only because the report of the hand moving
+    /// on (a slide going further, its landing report lost) had not come yet. Once the
+    /// opponent's ply followed, the piece leaving is the presser's next move (Bd8-c7,
+    /// press, Rf3, Bc7-b6 within a scan period at blitz pace).
     pub(super) fn unbind_presses_at(&mut self, square: Square, now: u64) {
         let window = u64::from(self.config.press_stable_ms);
         for k in 0..self.pending_press.len() {
             let p = self.pending_press[k];
             let Some(upto) = self.still_bound(p.bound) else { continue };
-            if now.saturating_sub(p.at) > window {
+            // Once a ply followed it, its piece leaving is the presser's next move.
+            if now.saturating_sub(p.at) > window || upto != self.records.len() {
                 continue;
             }
             let Some(before) = self.position_at(upto - 1) else { continue };
@@ -206,11 +240,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// the last one a waiting press was bound to (the board showed it when the mover said
     /// the move was done).
     pub(super) fn pressed_plies(&self) -> usize {
-        self.pending_press
+        let pressed = self
+            .pending_press
             .iter()
             .filter_map(|p| self.still_bound(p.bound))
             .max()
-            .map_or(0, |b| b - self.confirmed)
+            .map_or(0, |b| b - self.confirmed);
+        pressed.min(self.dump_kept_plies()).min(self.plies_before_hidden())
     }
 
     /// True when a press may confirm the provisional plies up to `upto` at once: the
@@ -233,6 +269,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let pos = &self.confirmed_pos;
         self.records[self.confirmed].to_move(pos).is_some_and(|m| !may_slide_on(pos, m))
+    }
+
+    /// True when ply `upto` (index one past it) could be part of a longer move under way
+    /// (see `may_slide_on`).
+    pub(super) fn ply_may_slide_on(&self, upto: usize) -> bool {
+        let Some(pos) = self.position_at(upto - 1) else { return false };
+        self.records[upto - 1].to_move(&pos).is_some_and(|m| may_slide_on(&pos, m))
     }
 
     /// Confirms provisional plies until `upto` are confirmed.

@@ -79,6 +79,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     pub(super) fn on_match<S: EventSink + ?Sized>(&mut self, sink: &mut S) {
         self.dirty = false;
+        self.back_from_outage = false;
         self.at_tip = true;
         remember(&mut self.seen_boards, placement_hash(self.tip.board()));
         self.unexplained_since = None;
@@ -110,7 +111,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         if let Some(m) = one_ply(&self.tip, &target, d) {
-            self.extend(&[m], now, sink);
+            if may_retract && self.reorder_hidden(&target, now, sink) {
+                return;
+            }
+            self.extend_shown(&[m], now, now, false, sink);
             self.on_match(sink);
             return;
         }
@@ -125,7 +129,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             if let Some(m) = found {
                 self.retract_to(self.confirmed + k, sink);
                 if let Some(m) = m {
-                    self.extend(&[m], now, sink);
+                    self.extend_shown(&[m], now, now, false, sink);
                 }
                 self.on_match(sink);
                 return;
@@ -192,9 +196,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 }
                 line => line,
             };
-            if let Some((k, path, _)) = line {
+            if let Some((k, path, tied)) = line {
+                // Moves made while the board was away are the caller's to reconcile.
+                let hidden = tied && !self.back_from_outage;
                 self.retract_to(self.confirmed + k, sink);
-                self.extend(&path, now, sink);
+                // The reading these plies explain began when the board left the tip.
+                self.extend_shown(&path, now, self.tip_left_ms.min(now), hidden, sink);
+                if hidden {
+                    self.alert_hidden_order(sink);
+                }
                 self.on_match(sink);
                 return;
             }
@@ -215,6 +225,76 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.unexplained_since.is_none() {
             self.unexplained_since = Some(now);
         }
+    }
+
+    /// [`Self::extend`], noting that the board began showing the new plies at `shown`, and
+    /// whether they are `hidden`: one of several move orders to the board.
+    pub(super) fn extend_shown<S: EventSink + ?Sized>(
+        &mut self,
+        moves: &[shakmaty::Move],
+        now: u64,
+        shown: u64,
+        hidden: bool,
+        sink: &mut S,
+    ) {
+        let from = self.records.len();
+        self.extend(moves, now, sink);
+        for i in from..self.records.len() {
+            self.shown_ms[i % MAX_PROVISIONAL] = shown;
+            self.hidden[i % MAX_PROVISIONAL] = hidden;
+        }
+    }
+
+    /// The first provisional ply (its index in the record list) of a line taken when
+    /// another line of as many plies, through as many positions the board was seen
+    /// showing, reached the same board: the board never showed which order was played
+    /// (Nf3 Nc6 d3 and d3 Nc6 Nf3 read in one scan). Such plies are not confirmed, by a
+    /// press or by time (see `line_verified`), nor kept because they stood or a press was
+    /// bound to them: a later reading may tell the orders apart (an en passant capture,
+    /// castling rights), and the search from before them takes the line it explains.
+    pub(super) fn first_hidden(&self) -> Option<usize> {
+        (self.confirmed..self.records.len()).find(|&i| self.hidden[i % MAX_PROVISIONAL])
+    }
+
+    /// The board moved on from a line with plies of an unknown order (see `first_hidden`):
+    /// when one line alone from before them explains it now, that line is taken and its
+    /// order is known. Returns true when it was.
+    fn reorder_hidden<S: EventSink + ?Sized>(&mut self, target: &Board, now: u64, sink: &mut S) -> bool {
+        let Some(h) = self.first_hidden() else { return false };
+        let Some((k, path, false)) = self.best_line(target, h - self.confirmed) else { return false };
+        let shown = self.shown_at(h);
+        self.retract_to(self.confirmed + k, sink);
+        for i in h..self.records.len() {
+            self.hidden[i % MAX_PROVISIONAL] = false;
+        }
+        self.extend_shown(&path, now, shown.min(now), false, sink);
+        self.on_match(sink);
+        true
+    }
+
+    /// Tells the operator which ply to check when the move order is unknown (once for
+    /// that ply).
+    fn alert_hidden_order<S: EventSink + ?Sized>(&mut self, sink: &mut S) {
+        let Some(h) = self.first_hidden() else { return };
+        let ply = (h + 1) as u16;
+        if self.order_alerted != Some(ply) {
+            self.order_alerted = Some(ply);
+            sink.event(Event::MoveOrderUnknown { ply });
+        }
+    }
+
+    /// How many provisional plies come before the first one of an unknown order (all when
+    /// none is).
+    pub(super) fn plies_before_hidden(&self) -> usize {
+        self.first_hidden().map_or(self.records.len(), |h| h) - self.confirmed
+    }
+
+    /// When the board began showing provisional ply `i` (its index in the record list):
+    /// when the line took it, or, for plies a search found in a reading the fast path could
+    /// not follow, when the board left the line's previous tip (the search may run only
+    /// once the board has settled, well after the hands made the plies).
+    pub(super) fn shown_at(&self, i: usize) -> u64 {
+        self.shown_ms[i % MAX_PROVISIONAL]
     }
 
     /// How `target` shows the tip with a move under way, if it does: only pieces lifted (a
@@ -386,7 +466,114 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// How many provisional plies there are up to the last one that stood (0: none stood).
     pub(super) fn stood_plies(&self) -> usize {
         let prov = (self.records.len() - self.confirmed).min(MAX_PROVISIONAL);
-        (0..prov).rev().find(|&i| self.stood[i]).map_or(0, |i| i + 1)
+        let stood = (0..prov).rev().find(|&i| self.stood[i]).map_or(0, |i| i + 1);
+        stood.min(self.dump_kept_plies()).min(self.plies_before_hidden())
+    }
+
+    /// The first provisional ply (its index in the record list) that a dump about to be
+    /// loaded contradicts, `corrected` being the squares it shows otherwise than the field
+    /// updates did: a ply read after the last report of such a square (its update was lost
+    /// since), which changed that square or, for a rook move, had its king there
+    /// (castling). Plies that stood, or that a press was bound to, are kept as the board
+    /// showed them only up to there: a dump overrules the field updates before it (castling
+    /// king first with the king's reports lost reads as the rook's move, and a press binds
+    /// to it). Plies read before the square's last report are not in question: a repetition
+    /// Kb2 Kb1 Kb2 whose last lift of b1 was lost keeps the first Kb2.
+    pub(super) fn plies_a_dump_leaves(&self, corrected: Bitboard) -> Option<usize> {
+        if corrected.is_empty() {
+            return None;
+        }
+        let mut pos = self.confirmed_pos.clone();
+        for i in self.confirmed..self.records.len() {
+            let m = self.records[i].to_move(&pos)?;
+            let mut after = pos.clone();
+            after.play_unchecked(m);
+            let mut squares = board_diff(pos.board(), after.board());
+            if m.role() == Role::Rook
+                && let Some(king) = pos.board().king_of(pos.turn())
+            {
+                squares.add(king);
+            }
+            let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+            if (squares & corrected).into_iter().any(|sq| self.phys.changed_ms(sq) < seen) {
+                return Some(i);
+            }
+            pos = after;
+        }
+        None
+    }
+
+    /// After a dump showed `corrected` otherwise than the field updates, whose reports may
+    /// have been lost since `since`: the plies read after that may be in an order the board
+    /// never showed. The positions it was seen showing meanwhile held the stale squares
+    /// (...c5 and b5 read with ...a5 unreported leave the board of ...c5 b5, the only line
+    /// to it then), and the lost change has no time. When the line puts a ply before one
+    /// whose landing the board reported a scan earlier, those plies are read again from the
+    /// dump by the order in which the board reported the landings it did report: one line
+    /// alone is taken (...a5 b5 ...c5: b5 was reported before c5); several are an unknown
+    /// order (see `first_hidden`).
+    pub(super) fn reorder_after_lost_updates<S: EventSink + ?Sized>(
+        &mut self,
+        corrected: Bitboard,
+        since: u64,
+        now: u64,
+        sink: &mut S,
+    ) {
+        if !self.at_tip || self.dirty || self.phys.magic.any() {
+            return;
+        }
+        let Some(from) = (self.confirmed..self.records.len()).find(|&i| self.shown_at(i) > since) else {
+            return;
+        };
+        let n = self.records.len() - from;
+        if !(2..=search::MAX_DEPTH).contains(&n) {
+            return;
+        }
+        let Some(pos) = self.position_at(from) else { return };
+        // When the board reported a ply's landing, if it did since `since`.
+        let reported = |m: shakmaty::Move| {
+            let sq = landing(m);
+            let t = self.phys.changed_ms(sq);
+            (!corrected.contains(sq) && t > since).then_some(t)
+        };
+        let before = |a: shakmaty::Move, b: shakmaty::Move| matches!((reported(a), reported(b)), (Some(a), Some(b)) if a.saturating_add(super::SAME_SCAN_MS) <= b);
+        let mut line = search::Path::new();
+        let mut p = pos.clone();
+        for rec in &self.records[from..] {
+            let Some(m) = rec.to_move(&p) else { return };
+            p.play_unchecked(m);
+            let _ = line.push(m);
+        }
+        let against_reports = (0..line.len()).any(|i| (i + 1..line.len()).any(|j| before(line[j], line[i])));
+        if !against_reports {
+            return;
+        }
+        let target = self.phys.board.clone();
+        let order = |path: &[shakmaty::Move]| path.windows(2).filter(|w| before(w[0], w[1])).count() as u8;
+        let Some(found) = search::find_line_of_length(&pos, &target, n as u8, &|_| false, &order) else {
+            return;
+        };
+        let same = found.path.iter().zip(&self.records[from..]).all(|(m, rec)| rec.same_move(*m));
+        if !same {
+            let shown = self.shown_at(from);
+            self.retract_to(from, sink);
+            self.extend_shown(&found.path, now, shown.min(now), found.tied, sink);
+            self.on_match(sink);
+        } else if found.tied {
+            for i in from..self.records.len() {
+                self.hidden[i % MAX_PROVISIONAL] = true;
+            }
+        }
+        if found.tied {
+            self.alert_hidden_order(sink);
+        }
+    }
+
+    /// How many provisional plies the last dump leaves standing as the field updates showed
+    /// them (all when no dump contradicts them: see `plies_a_dump_leaves`).
+    pub(super) fn dump_kept_plies(&self) -> usize {
+        let prov = self.records.len() - self.confirmed;
+        self.dump_leaves.map_or(prov, |i| i.saturating_sub(self.confirmed).min(prov))
     }
 
     /// True when two lines (provisional plies up to a base, then a path) are the same plies.

@@ -169,6 +169,18 @@ pub struct Tracker<const PLIES: usize> {
     tip: Chess,
     /// When each provisional ply first appeared (index = ply - confirmed).
     seen_ms: [u64; MAX_PROVISIONAL],
+    /// When the board began showing each provisional ply, by ply index modulo
+    /// `MAX_PROVISIONAL` (see `shown_at`).
+    shown_ms: [u64; MAX_PROVISIONAL],
+    /// Which provisional plies, by ply index modulo `MAX_PROVISIONAL`, are one of several
+    /// move orders to the board (see `first_hidden`).
+    hidden: [bool; MAX_PROVISIONAL],
+    /// The ply the operator was last told to check for an unknown move order.
+    order_alerted: Option<u16>,
+    /// The board is back from an outage and no reading has been explained since: the
+    /// moves made meanwhile are reconciled by the caller (the board's event log, or the
+    /// position with the operator told), not kept unconfirmed as an unknown order.
+    back_from_outage: bool,
     /// Which provisional plies were read together with another one from a single reading
     /// (a search of two or more plies): see `line_verified`.
     joint: [bool; MAX_PROVISIONAL],
@@ -203,8 +215,17 @@ pub struct Tracker<const PLIES: usize> {
     last_dump_request: Option<u64>,
     /// When the last dump arrived: the only reading not open to a lost field update.
     last_dump_ms: Option<u64>,
+    /// Until the next field update: the plies before this index are all the last dump left
+    /// standing as the field updates showed them (see `plies_a_dump_leaves`).
+    dump_leaves: Option<usize>,
     /// Presses, oldest first, still waiting for the board to show the move.
     pending_press: heapless::Vec<PendingPress, PENDING_PRESSES>,
+    /// The side whose lever was high at the last clock reading.
+    lever: Option<ClockSide>,
+    /// When each side's player (left, right) last pressed the clock in this game: the
+    /// lever went down on their side while the clock ran. Read from the lever alone, so it
+    /// holds whatever the press bookkeeping made of the reading.
+    last_press_ms: [Option<u64>; 2],
     pub(crate) clocks: Clocks,
     last_clock_state: ClockState,
     armed_orientation: Option<Orientation>,
@@ -214,8 +235,8 @@ pub struct Tracker<const PLIES: usize> {
     /// Since when the link to the board has been gone ([`Tracker::board_away`]), until the
     /// next message from it.
     away_since: Option<u64>,
-    /// Since when the board has shown both kings in the centre, the result signal, until it
-    /// has stood long enough to end the game (see `check_board_result`).
+    /// Since when the board has shown a result signal (both kings in the centre, or a magic
+    /// piece), until it has stood long enough to end the game (see `check_board_result`).
     centre_since: Option<u64>,
 }
 
@@ -241,6 +262,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             confirmed_pos: Chess::default(),
             tip: Chess::default(),
             seen_ms: [0; MAX_PROVISIONAL],
+            shown_ms: [0; MAX_PROVISIONAL],
+            hidden: [false; MAX_PROVISIONAL],
+            order_alerted: None,
+            back_from_outage: false,
             joint: [false; MAX_PROVISIONAL],
             stood: [false; MAX_PROVISIONAL],
             last_confirmed_seen_ms: 0,
@@ -257,7 +282,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             mismatch: None,
             last_dump_request: None,
             last_dump_ms: None,
+            dump_leaves: None,
             pending_press: heapless::Vec::new(),
+            lever: None,
+            last_press_ms: [None; 2],
             clocks: Clocks::new(),
             last_clock_state: ClockState::default(),
             armed_orientation: None,

@@ -2,9 +2,9 @@
 //! plies count the plies, and the board as it stood when they came shows where the pieces
 //! were left. Both can call for a longer line than the shortest one to the board.
 
-use shakmaty::{Board, Color, Position};
+use shakmaty::{Board, Color, Move, Position, Role};
 
-use super::{PendingPress, PressedBoard, Tracker};
+use super::{GameState, PendingPress, PressedBoard, Tracker};
 use crate::board::placement_hash;
 use crate::event::EventSink;
 use crate::search::{self, board_diff};
@@ -55,9 +55,91 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if found.tied {
             return;
         }
+        let shown = self.shown_at(self.confirmed).min(now);
         self.retract_to(self.confirmed, sink);
-        self.extend(&found.path, now, sink);
+        self.extend_shown(&found.path, now, shown, false, sink);
         self.on_match(sink);
+    }
+
+    /// True when the piece ply `upto` (index one past it) moved has stayed where it landed
+    /// for a scan period: every square the ply changed shows what the ply left there and
+    /// has not changed for [`Config::press_stable_ms`](crate::Config::press_stable_ms). A
+    /// move pressed while the board showed it stands then, whatever the hands do elsewhere
+    /// afterwards (the kings-in-centre gesture begun right after the last press, a piece
+    /// knocked, the next move under way): the rest of a slide would have lifted the piece
+    /// from its landing, a king following its rook in castling would have left its square.
+    /// Unless the board shows the line's end, the caller takes the squares from a dump
+    /// taken after the press: a lost field update (the king's lift in castling rook first)
+    /// leaves a square looking unchanged.
+    pub(super) fn pressed_ply_stands(&self, upto: usize, now: u64) -> bool {
+        let Some(before) = self.position_at(upto - 1) else { return false };
+        let Some(m) = self.records.get(upto - 1).and_then(|r| r.to_move(&before)) else { return false };
+        let mut after = before.clone();
+        after.play_unchecked(m);
+        let mut squares = board_diff(before.board(), after.board());
+        // A rook that went where castling puts it: the king may still be on its way.
+        if let Move::Normal { role: Role::Rook, .. } = m
+            && let Some(king) = before.board().king_of(before.turn())
+        {
+            squares.add(king);
+        }
+        let stable = u64::from(self.config.press_stable_ms);
+        squares.into_iter().all(|sq| {
+            self.phys.board.piece_at(sq) == after.board().piece_at(sq)
+                && !self.phys.magic.contains(sq)
+                && now.saturating_sub(self.phys.changed_ms(sq)) >= stable
+        })
+    }
+
+    /// Before a waiting press (the `k`-th, taken out) confirms the plies up to `upto`: the
+    /// presses that came before it and still wait confirm their own plies first, when those
+    /// are among them, so that each ply gets its own press (one press can be ready before
+    /// an earlier one: see `pressed_ply_stands`). Returns where the `k`-th press was.
+    pub(super) fn confirm_earlier_presses<S: EventSink + ?Sized>(
+        &mut self,
+        mut k: usize,
+        upto: usize,
+        now: u64,
+        sink: &mut S,
+    ) -> usize {
+        let mut j = 0;
+        while j < k && self.state == GameState::Active {
+            let p = self.pending_press[j];
+            let ply = self.still_bound(p.bound).or_else(|| self.ply_for_pending_press(p.press.by, p.at));
+            match ply {
+                Some(ply) if ply <= upto => {
+                    self.pending_press.remove(j);
+                    k -= 1;
+                    if ply > self.confirmed {
+                        self.confirm_through(ply, Some(&p.press), now, sink);
+                    }
+                }
+                _ => j += 1,
+            }
+        }
+        k
+    }
+
+    /// A dump arrived at `now`: a press that found the board not showing its move (and
+    /// asked for this dump) is bound to the presser's ply when the dump shows it as the
+    /// line's last, as if the board had shown it at the press (see `add_pending_press`):
+    /// the dump is the board a scan after the press, without the field updates that were
+    /// lost on the way.
+    pub(super) fn bind_presses_to_dump(&mut self, now: u64) {
+        if !self.at_tip || self.dirty {
+            return;
+        }
+        let window = u64::from(self.config.press_stable_ms);
+        let len = self.records.len();
+        for k in 0..self.pending_press.len() {
+            let p = self.pending_press[k];
+            if p.bound.is_some() || p.at > now || now - p.at > window {
+                continue;
+            }
+            if len > self.confirmed && self.last_ply_by(p.press.by) == Some(len) {
+                self.pending_press[k].bound = Some((len, self.records[len - 1].hash));
+            }
+        }
     }
 
     /// Before the board changes, when it has stood for a scan: remembers it if two or more

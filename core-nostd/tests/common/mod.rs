@@ -133,6 +133,15 @@ impl Sim {
         self.tracker.feed_field(u, now, &mut |e| events.push(e));
     }
 
+    /// Changes a square on the board with its field update lost: only a dump shows it.
+    pub fn put_unreported(&mut self, sq: Square, p: Option<Piece>) {
+        self.board.discard_piece_at(sq);
+        if let Some(p) = p {
+            self.board.set_piece_at(sq, p);
+        }
+        self.now += self.step_ms;
+    }
+
     /// Lifts the piece from a square; returns it.
     pub fn lift(&mut self, sq: Square) -> Option<Piece> {
         let p = self.board.piece_at(sq);
@@ -155,6 +164,18 @@ impl Sim {
             let events = &mut self.events;
             self.tracker.tick(now, &mut |e| events.push(e));
             self.answer_dump_requests();
+        }
+    }
+
+    /// Lets time pass like [`Sim::wait`], with the dump requests not answered meanwhile (a
+    /// slow link): the next `wait` answers them.
+    pub fn wait_without_dumps(&mut self, ms: u64) {
+        let end = self.now + ms;
+        while self.now < end {
+            self.now = (self.now + 50).min(end);
+            let now = self.now;
+            let events = &mut self.events;
+            self.tracker.tick(now, &mut |e| events.push(e));
         }
     }
 
@@ -277,6 +298,21 @@ impl Sim {
 
     pub fn result(&self) -> Option<GameResult> {
         self.tracker.result().map(|r| r.0)
+    }
+
+    /// The move events in short: `+5 e7d6` provisional, `=5 e7d6` confirmed, `-5` retracted.
+    pub fn move_log(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::MoveProvisional(m) => Some(format!("+{} {}", m.ply, m.uci)),
+                Event::MoveConfirmed(m) => Some(format!("={} {} {:?}", m.ply, m.uci, m.clk)),
+                Event::MoveRetracted { ply, .. } => Some(format!("-{ply}")),
+                Event::Takeback { to_ply, .. } => Some(format!("takeback to {to_ply}")),
+                Event::RequestBoardDump => Some("dump?".into()),
+                _ => None,
+            })
+            .collect()
     }
 
     pub fn clear_events(&mut self) {

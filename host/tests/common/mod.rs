@@ -54,9 +54,23 @@ impl Relay {
     /// Starts `dgt-relay` with `args` plus a loopback listener on port 0, the test token,
     /// and waits for its address.
     pub fn start(dir: &Path, args: &[&str]) -> Relay {
+        Relay::start_with_fd_limit(dir, args, None)
+    }
+
+    /// [`Relay::start`] with `ulimit -n fd_limit` (soft and hard) when given.
+    pub fn start_with_fd_limit(dir: &Path, args: &[&str], fd_limit: Option<u64>) -> Relay {
         let stderr_path = dir.join(format!("stderr-{}.log", Instant::now().elapsed().as_nanos()));
         let stderr = std::fs::File::create(&stderr_path).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dgt-relay"))
+        let bin = env!("CARGO_BIN_EXE_dgt-relay");
+        let mut command = match fd_limit {
+            Some(n) => {
+                let mut c = Command::new("sh");
+                c.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), bin]);
+                c
+            }
+            None => Command::new(bin),
+        };
+        let mut child = command
             .args(args)
             .args(["--listen", "127.0.0.1:0"])
             .env("DGT_RELAY_TOKEN", TOKEN)

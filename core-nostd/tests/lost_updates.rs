@@ -1,0 +1,155 @@
+//! Field updates lost on the way (the `dropped` hand scripts): the board the tracker holds
+//! is re-read from a dump whenever it cannot explain what the clock says, a dump overrules
+//! the field updates before it, and the game goes on by itself.
+
+mod common;
+
+use common::{clocked, piece, play_pressed};
+use dgt_core::Event;
+use dgt_protocol::{ClockSide, Orientation};
+use shakmaty::{Chess, Color, Position, Role, Square};
+
+const W: Color = Color::White;
+const B: Color = Color::Black;
+
+/// The game 1. e4 Nf6 2. e5 Nd5 3. d4 d6 4. c4 Nb6 at blitz pace (dropped-s1-g000), with
+/// the knight's lift from g8 and the pawn's landing on e5 lost: at those presses the board
+/// does not show the presser's move. Each such press asks for a dump at once (whatever the dump
+/// interval: the last was asked for a fraction of a second before), the dump shows the move,
+/// and the press still confirms it. Asked only at the interval, the dumps came once the
+/// board was more plies ahead than the search reaches, and the game stalled for good.
+#[test]
+fn each_press_the_board_cannot_explain_is_settled_by_a_dump() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4"]);
+    s.step_ms = 20;
+    // 1...Nf6: g8's report lost.
+    s.put_unreported(Square::G8, None);
+    s.put(Square::F6, piece(B, Role::Knight));
+    s.wait(30);
+    s.press(1, 0);
+    s.wait(50);
+    // 2. e5: e5's report lost.
+    s.lift(Square::E4);
+    s.put_unreported(Square::E5, piece(W, Role::Pawn));
+    s.wait(30);
+    s.press(1, 0);
+    s.wait(50);
+    // The rest reported.
+    for (from, to) in [(Square::F6, Square::D5), (Square::D2, Square::D4), (Square::D7, Square::D6)] {
+        s.slide(from, to);
+        s.wait(30);
+        s.press(1, 0);
+        s.wait(50);
+    }
+    s.slide(Square::C2, Square::C4);
+    s.wait(30);
+    s.press(1, 0);
+    s.wait(50);
+    s.slide(Square::D5, Square::B6);
+    s.wait(30);
+    s.press(1, 0);
+    s.wait(3000);
+    let played = ["e2e4", "g8f6", "e4e5", "f6d5", "d2d4", "d7d6", "c2c4", "d5b6"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+    assert_eq!(s.count(|e| matches!(e, Event::PositionMismatch { .. })), 0, "{:?}", s.move_log());
+}
+
+/// The last move, Qc4-c2, with the queen's landing report lost; the mover presses, the clock
+/// is stopped and the kings go to the centre (0-1) at once. The press asks for a dump, the
+/// dump shows Qc2 as the line's last ply: the press is that ply's as if the board had shown
+/// it at the press, and the move stands once the queen has stayed on c2 (the dump and the
+/// board since say so), whatever the kings do.
+#[test]
+fn a_move_a_dump_shows_after_its_press_stands_as_if_the_board_had_shown_it() {
+    let fen = "8/1Q3ppk/8/7P/2q5/1p4P1/5P1K/8 b - - 0 42";
+    let mut s = common::Sim::new(dgt_core::Config::default());
+    let setup = shakmaty::fen::Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
+    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
+    s.board = pos.board().clone();
+    s.dump();
+    let events = &mut s.events;
+    s.tracker
+        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
+        .expect("start");
+    let mut clock = common::SimClock::new(300, 300, ClockSide::Left);
+    clock.high = B;
+    s.clock = Some(clock);
+    s.send_clock();
+    s.start_clock();
+    s.wait(1000);
+    s.step_ms = 30;
+    let queen = s.lift(Square::C4);
+    s.put_unreported(Square::C2, queen);
+    s.press(2, 0);
+    s.wait(20);
+    if let Some(c) = &mut s.clock {
+        c.running = None;
+    }
+    s.send_clock();
+    s.wait(150);
+    let white_king = s.lift(Square::H2);
+    let black_king = s.lift(Square::H7);
+    s.put(Square::E5, black_king);
+    s.put(Square::D4, white_king);
+    s.wait(3000);
+    assert_eq!(s.result(), Some(dgt_core::GameResult::BlackWins), "{:?}", s.move_log());
+    assert_eq!(s.confirmed_events(), ["c4c2"], "{:?}", s.move_log());
+}
+
+/// White castles king first and both of the king's reports are lost: the board shows only
+/// the rook going h1-f1, a legal move, when White presses. A rook going where castling puts
+/// it may be half of castling: the press takes it from a dump, which shows the king on g1,
+/// even when the dump comes later than the board's stillness would confirm the press.
+#[test]
+fn castling_with_the_kings_reports_lost_is_read_from_a_dump() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    let opening = ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5"];
+    play_pressed(&mut s, &Chess::default(), &opening);
+    s.step_ms = 150;
+    s.put_unreported(Square::E1, None);
+    s.put_unreported(Square::G1, piece(W, Role::King));
+    s.slide(Square::H1, Square::F1);
+    s.wait(160);
+    s.press(2, 0);
+    s.wait_without_dumps(400);
+    s.wait(2000);
+    let all = s.confirmed_events();
+    assert!(!all.contains(&"h1f1".to_string()), "{:?}", s.move_log());
+    assert_eq!(all.last().map(String::as_str), Some("e1g1"), "{:?}", s.move_log());
+}
+
+/// No clock. Black plays ...a5 with both of its reports lost, then White b5 and Black ...c5,
+/// reported in that order: with a7 still on the board as far as the field updates go, the
+/// only line to the board is ...c5 b5, against the order the board reported them. A dump
+/// then shows ...a5: the plies are read again by the order the board reported the landings
+/// it did report, ...a5 b5 ...c5, before quiet time confirms them, and White's en passant
+/// capture bxc6 follows from there.
+#[test]
+fn plies_read_with_a_square_gone_stale_are_put_in_the_order_the_board_reported() {
+    let fen = "4k3/p1p5/8/8/1P6/8/8/4K3 b - - 0 40";
+    let mut s = common::Sim::new(dgt_core::Config::default());
+    let setup = shakmaty::fen::Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
+    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
+    s.board = pos.board().clone();
+    s.dump();
+    let events = &mut s.events;
+    s.tracker
+        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
+        .expect("start");
+    s.wait(1000);
+    s.put_unreported(Square::A7, None);
+    s.put_unreported(Square::A5, piece(B, Role::Pawn));
+    s.wait(600);
+    s.slide(Square::B4, Square::B5);
+    s.wait(100);
+    s.slide(Square::C7, Square::C5);
+    s.wait(400);
+    s.dump();
+    s.wait(2500);
+    s.lift(Square::B5);
+    s.put(Square::C6, piece(W, Role::Pawn));
+    s.lift(Square::C5);
+    s.wait(5000);
+    assert_eq!(s.confirmed_events(), ["a7a5", "b4b5", "c7c5", "b5c6"], "{:?}", s.move_log());
+}

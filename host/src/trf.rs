@@ -1,0 +1,602 @@
+//! Pairings from a FIDE Tournament Report File (TRF-16), as Swiss-Manager, Vega, JaVaFo and
+//! bbpPairings write it.
+//!
+//! A report has one `001` line per player, in fixed columns (1-based, FIDE handbook C.04
+//! Annex 2): start rank 5-8, sex 10, title 11-13, name 15-47, FIDE rating 49-52, federation
+//! 54-56, FIDE number 58-68, birth date 70-79, points 81-84, rank 86-89; then for round `r`
+//! a block of ten columns from `92 + 10 (r - 1)`: the opponent's start rank (four columns,
+//! `0000` for none), the colour (`w`, `b`, `-`) two columns after, the result two after
+//! that (`1 = 0 + - W D L H F U Z`, blank while the game is unplayed). Lines may end with
+//! CR (the format's own rule), CR LF or LF. Other line types are kept out of the way.
+//!
+//! A round's pairings are the pairs whose white player's round column names the black
+//! player, and the other way round. Their board order is the one pairing programs publish
+//! (FIDE C.04.2; bbpPairings' `sortResults`): the higher-placed player's score before the
+//! round, highest first; then the other player's score; then the higher-placed player's
+//! start rank, lowest first; where a pair's higher-placed player is the one with more
+//! points, or the smaller start rank among equals. Byes have no board.
+
+use std::fmt;
+
+use crate::config::{MAX_TEXT, Pairing, Player, check_player};
+
+/// The largest report read (bytes).
+pub const MAX_TRF_BYTES: usize = 4 << 20;
+
+/// Why a report was refused, with where.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("TRF line {line}, column {column}: {kind}")]
+pub struct TrfError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (characters).
+    pub column: usize,
+    /// What is wrong.
+    pub kind: TrfErrorKind,
+}
+
+/// What is wrong in a report.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TrfErrorKind {
+    /// A number field holds something else.
+    #[error("{field} {value:?} is not a number")]
+    NotANumber {
+        /// The field.
+        field: &'static str,
+        /// Its text.
+        value: String,
+    },
+    /// Two players have the same start rank.
+    #[error("start rank {0} is given twice")]
+    DuplicateRank(u32),
+    /// A round column names a start rank no player has.
+    #[error("opponent {0} is not a player of this report")]
+    UnknownOpponent(u32),
+    /// A colour other than `w`, `b`, `-`.
+    #[error("colour {0:?} is not w, b or -")]
+    BadColour(char),
+    /// A result other than the format's codes.
+    #[error("result {0:?} is not one of 1 = 0 + - W D L H F U Z")]
+    BadResult(char),
+    /// Two players' columns for a round disagree (A names B but B names someone else, or
+    /// both are White).
+    #[error(
+        "round {round}: player {player}'s opponent {opponent} does not name them back with the other colour"
+    )]
+    Inconsistent {
+        /// The round.
+        round: u32,
+        /// One player's start rank.
+        player: u32,
+        /// The opponent it names.
+        opponent: u32,
+    },
+    /// A field fails the relay's own checks (a name too long, a strange title).
+    #[error("{0}")]
+    Invalid(String),
+    /// The file has no player, is too large, or is not text.
+    #[error("{0}")]
+    File(String),
+    /// The round asked for has no pairing in the report.
+    #[error("round {0} has no pairings in this report")]
+    NoSuchRound(u32),
+}
+
+/// A player's colour in a round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Colour {
+    /// `w`
+    White,
+    /// `b`
+    Black,
+}
+
+/// One round's columns of a player.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RoundEntry {
+    /// The opponent's start rank; `None` for `0000` or blank (a bye, not paired).
+    pub opponent: Option<u32>,
+    /// The scheduled colour; `None` for `-` or blank.
+    pub colour: Option<Colour>,
+    /// The result code, `None` while unplayed.
+    pub result: Option<char>,
+}
+
+impl RoundEntry {
+    /// Points the result is worth (byes as the format's defaults: `H` a half, `F` and `U`
+    /// a win, `Z` nothing), in half points.
+    pub fn half_points(&self) -> u32 {
+        match self.result {
+            Some('1' | '+' | 'W' | 'F' | 'U') => 2,
+            Some('=' | 'D' | 'H') => 1,
+            _ => 0,
+        }
+    }
+}
+
+/// A player of the report.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TrfPlayer {
+    /// Start rank (pairing number), 1..=9999.
+    pub start_rank: u32,
+    /// `m` or `w`/`f`, if given.
+    pub sex: Option<char>,
+    /// FIDE title (`GM`, `WIM`...), if any.
+    pub title: Option<String>,
+    /// "Lastname, Firstname".
+    pub name: String,
+    /// FIDE rating, if rated.
+    pub rating: Option<u32>,
+    /// FIDE federation (`NOR`), if given.
+    pub federation: Option<String>,
+    /// FIDE id, if known.
+    pub fide_id: Option<u64>,
+    /// Tournament points as written (`10.5`).
+    pub points: Option<String>,
+    /// Round columns, round 1 first.
+    pub rounds: Vec<RoundEntry>,
+    /// The line it is on.
+    pub line: usize,
+}
+
+impl TrfPlayer {
+    /// The player as the relay's pairing holds it.
+    pub fn to_player(&self) -> Player {
+        Player { name: self.name.clone(), fide_id: self.fide_id, title: self.title.clone(), elo: self.rating }
+    }
+
+    /// Half points scored in the rounds before `round`.
+    pub fn half_points_before(&self, round: u32) -> u32 {
+        self.rounds.iter().take(round.saturating_sub(1) as usize).map(RoundEntry::half_points).sum()
+    }
+
+    fn round(&self, round: u32) -> Option<&RoundEntry> {
+        self.rounds.get((round as usize).checked_sub(1)?)
+    }
+}
+
+/// A read report.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trf {
+    /// Tournament name (`012`), if given.
+    pub name: Option<String>,
+    /// City (`022`), if given.
+    pub city: Option<String>,
+    /// Players by start rank.
+    pub players: Vec<TrfPlayer>,
+}
+
+/// One board of a round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoardPairing {
+    /// Board number, from 1.
+    pub board: u32,
+    /// White's start rank.
+    pub white_rank: u32,
+    /// Black's start rank.
+    pub black_rank: u32,
+    /// The players.
+    pub pairing: Pairing,
+}
+
+/// Characters `from..=to` (1-based) of a line, trimmed; empty when the line is shorter.
+fn field(chars: &[char], from: usize, to: usize) -> String {
+    let end = to.min(chars.len());
+    if from > end {
+        return String::new();
+    }
+    chars[from - 1..end].iter().collect::<String>().trim().to_owned()
+}
+
+fn number<T: std::str::FromStr>(
+    chars: &[char],
+    line: usize,
+    (from, to): (usize, usize),
+    name: &'static str,
+) -> Result<Option<T>, TrfError> {
+    let text = field(chars, from, to);
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(|_| TrfError {
+        line,
+        column: from,
+        kind: TrfErrorKind::NotANumber { field: name, value: text },
+    })
+}
+
+impl Trf {
+    /// Reads a report.
+    pub fn parse(text: &str) -> Result<Trf, TrfError> {
+        let file_err = |m: &str| TrfError { line: 1, column: 1, kind: TrfErrorKind::File(m.to_owned()) };
+        if text.len() > MAX_TRF_BYTES {
+            return Err(file_err(&format!("the file is over {MAX_TRF_BYTES} bytes")));
+        }
+        let mut trf = Trf::default();
+        // CR alone (the format's rule), CR LF and LF all end a line.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let lines = text.split('\n').flat_map(|l| l.split('\r'));
+        for (i, raw) in lines.enumerate() {
+            let line = i + 1;
+            let chars: Vec<char> = raw.chars().collect();
+            if let Some(c) = chars.iter().position(|c| c.is_control() && *c != '\t') {
+                return Err(TrfError {
+                    line,
+                    column: c + 1,
+                    kind: TrfErrorKind::File("a control character (not a text file?)".into()),
+                });
+            }
+            let kind = field(&chars, 1, 3);
+            match kind.as_str() {
+                "001" => trf.players.push(read_player(&chars, line)?),
+                "012" => trf.name = Some(field(&chars, 5, chars.len())).filter(|s| !s.is_empty()),
+                "022" => trf.city = Some(field(&chars, 5, chars.len())).filter(|s| !s.is_empty()),
+                _ => {}
+            }
+        }
+        if trf.players.is_empty() {
+            return Err(file_err("no player line (001) in the file"));
+        }
+        trf.players.sort_by_key(|p| p.start_rank);
+        for w in trf.players.windows(2) {
+            if w[0].start_rank == w[1].start_rank {
+                return Err(TrfError {
+                    line: w[1].line.max(w[0].line),
+                    column: 5,
+                    kind: TrfErrorKind::DuplicateRank(w[1].start_rank),
+                });
+            }
+        }
+        for p in &trf.players {
+            for (r, e) in p.rounds.iter().enumerate() {
+                if let Some(o) = e.opponent
+                    && trf.player(o).is_none()
+                {
+                    return Err(TrfError {
+                        line: p.line,
+                        column: 92 + 10 * r,
+                        kind: TrfErrorKind::UnknownOpponent(o),
+                    });
+                }
+            }
+        }
+        Ok(trf)
+    }
+
+    /// The player with this start rank.
+    pub fn player(&self, start_rank: u32) -> Option<&TrfPlayer> {
+        self.players.binary_search_by_key(&start_rank, |p| p.start_rank).ok().map(|i| &self.players[i])
+    }
+
+    /// The rounds that have at least one pairing.
+    pub fn rounds(&self) -> u32 {
+        self.players
+            .iter()
+            .filter_map(|p| p.rounds.iter().rposition(|e| e.opponent.is_some()))
+            .max()
+            .map_or(0, |r| r as u32 + 1)
+    }
+
+    /// Round `round`'s boards in the order pairing programs publish them (module docs).
+    pub fn pairings(&self, round: u32) -> Result<Vec<BoardPairing>, TrfError> {
+        let mut pairs: Vec<(&TrfPlayer, &TrfPlayer)> = Vec::new();
+        let column = 92 + 10 * (round as usize).saturating_sub(1);
+        for p in &self.players {
+            let Some(e) = p.round(round) else { continue };
+            let Some(o) = e.opponent else { continue };
+            let inconsistent = || TrfError {
+                line: p.line,
+                column,
+                kind: TrfErrorKind::Inconsistent { round, player: p.start_rank, opponent: o },
+            };
+            let opp = self.player(o).ok_or_else(inconsistent)?;
+            let back = opp.round(round).copied().unwrap_or_default();
+            if back.opponent != Some(p.start_rank) {
+                return Err(inconsistent());
+            }
+            match (e.colour, back.colour) {
+                (Some(Colour::White), Some(Colour::Black)) => pairs.push((p, opp)),
+                (Some(Colour::Black), Some(Colour::White)) => {}
+                _ => return Err(inconsistent()),
+            }
+        }
+        if pairs.is_empty() {
+            return Err(TrfError { line: 1, column, kind: TrfErrorKind::NoSuchRound(round) });
+        }
+        // (score, start rank): the higher-placed player has more points, then the smaller rank.
+        let place = |p: &TrfPlayer| (std::cmp::Reverse(p.half_points_before(round)), p.start_rank);
+        pairs.sort_by_key(|(w, b)| {
+            let (hi, lo) = if place(w) <= place(b) { (w, b) } else { (b, w) };
+            (
+                std::cmp::Reverse(hi.half_points_before(round)),
+                std::cmp::Reverse(lo.half_points_before(round)),
+                hi.start_rank,
+            )
+        });
+        let mut out = Vec::with_capacity(pairs.len());
+        for (i, (w, b)) in pairs.into_iter().enumerate() {
+            let pairing = Pairing { white: w.to_player(), black: b.to_player() };
+            for p in [w, b] {
+                check_player(&p.to_player()).map_err(|m| TrfError {
+                    line: p.line,
+                    column: 15,
+                    kind: TrfErrorKind::Invalid(m),
+                })?;
+            }
+            out.push(BoardPairing {
+                board: i as u32 + 1,
+                white_rank: w.start_rank,
+                black_rank: b.start_rank,
+                pairing,
+            });
+        }
+        Ok(out)
+    }
+}
+
+fn read_player(chars: &[char], line: usize) -> Result<TrfPlayer, TrfError> {
+    let start_rank: u32 = number(chars, line, (5, 8), "start rank")?.ok_or(TrfError {
+        line,
+        column: 5,
+        kind: TrfErrorKind::NotANumber { field: "start rank", value: String::new() },
+    })?;
+    let name = field(chars, 15, 47);
+    if name.chars().count() > MAX_TEXT {
+        return Err(TrfError { line, column: 15, kind: TrfErrorKind::Invalid("name too long".into()) });
+    }
+    let title = match field(chars, 11, 13).to_ascii_lowercase().as_str() {
+        // Older reports abbreviate: g, m, f, c and the women's wg, wm, wf, wc.
+        "g" => "GM".to_owned(),
+        "m" => "IM".to_owned(),
+        "f" => "FM".to_owned(),
+        "c" => "CM".to_owned(),
+        "wg" => "WGM".to_owned(),
+        "wm" => "WIM".to_owned(),
+        "wf" => "WFM".to_owned(),
+        "wc" => "WCM".to_owned(),
+        t => t.to_ascii_uppercase(),
+    };
+    let federation = field(chars, 54, 56);
+    let mut p = TrfPlayer {
+        start_rank,
+        sex: chars.get(9).copied().filter(|c| !c.is_whitespace()),
+        title: (!title.is_empty()).then_some(title),
+        name,
+        rating: number::<u32>(chars, line, (49, 52), "FIDE rating")?.filter(|&r| r > 0),
+        federation: (!federation.is_empty()).then_some(federation),
+        fide_id: number::<u64>(chars, line, (58, 68), "FIDE number")?.filter(|&id| id > 0),
+        points: Some(field(chars, 81, 84)).filter(|s| !s.is_empty()),
+        rounds: Vec::new(),
+        line,
+    };
+    let mut start = 92;
+    while start <= chars.len() {
+        let opponent: Option<u32> = number(chars, line, (start, start + 3), "opponent")?.filter(|&o| o > 0);
+        let colour = match chars.get(start + 4).copied().unwrap_or(' ') {
+            'w' | 'W' => Some(Colour::White),
+            'b' | 'B' => Some(Colour::Black),
+            '-' | ' ' => None,
+            c => return Err(TrfError { line, column: start + 5, kind: TrfErrorKind::BadColour(c) }),
+        };
+        let result = match chars.get(start + 6).copied().unwrap_or(' ') {
+            ' ' => None,
+            c @ ('1' | '=' | '0' | '+' | '-' | 'W' | 'D' | 'L' | 'H' | 'F' | 'U' | 'Z') => Some(c),
+            c => return Err(TrfError { line, column: start + 7, kind: TrfErrorKind::BadResult(c) }),
+        };
+        p.rounds.push(RoundEntry { opponent, colour, result });
+        start += 10;
+    }
+    Ok(p)
+}
+
+impl fmt::Display for BoardPairing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "board {}: {} - {}", self.board, self.pairing.white.name, self.pairing.black.name)
+    }
+}
+
+/// Puts round `round` of the report into a configuration: the event's round, and each
+/// board's pairing (a board's configured serial number stays; boards the report does not
+/// pair keep none).
+pub fn apply_to_config(
+    cfg: &mut crate::config::Config,
+    text: &str,
+    round: u32,
+) -> Result<Vec<BoardPairing>, TrfError> {
+    let boards = Trf::parse(text)?.pairings(round)?;
+    cfg.event.round = round;
+    for b in &mut cfg.boards {
+        b.pairing = Pairing::default();
+    }
+    for bp in &boards {
+        match cfg.boards.iter_mut().find(|b| b.number == bp.board) {
+            Some(b) => b.pairing = bp.pairing.clone(),
+            None => cfg.boards.push(crate::config::BoardConfig {
+                number: bp.board,
+                serial: None,
+                pairing: bp.pairing.clone(),
+            }),
+        }
+    }
+    cfg.boards.sort_by_key(|b| b.number);
+    Ok(boards)
+}
+
+/// Makes round `round` of the report the relay's pairings: the event's round, every board
+/// the report pairs, and no pairing for the boards it does not. Connected boards whose
+/// current game is in that round (or has no moves) take their new players at once.
+pub async fn apply_to_relay(relay: &crate::relay::Relay, round: u32, boards: &[BoardPairing]) -> Vec<String> {
+    let changed: Vec<(u32, Pairing)> = {
+        let mut t = relay.tournament.lock();
+        t.event.round = round;
+        let old: Vec<u32> = t.pairings.keys().copied().collect();
+        t.pairings.clear();
+        for b in boards {
+            t.pairings.insert(b.board, b.pairing.clone());
+        }
+        let mut numbers: Vec<u32> = old.into_iter().chain(boards.iter().map(|b| b.board)).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        numbers.into_iter().map(|n| (n, t.pairings.get(&n).cloned().unwrap_or_default())).collect()
+    };
+    relay.hub.set_round(round);
+    let mut refused = Vec::new();
+    for (n, pairing) in changed {
+        if relay.board(n).is_some()
+            && let Err(e) = relay.admin(n, crate::admin::AdminCommand::Pairing { round, pairing }).await
+        {
+            refused.push(format!("board {n}: {e}"));
+        }
+    }
+    refused
+}
+
+/// `round` of `POST /api/admin/pairings/trf?round=N`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoundQuery {
+    /// The round whose pairings to take.
+    pub round: u32,
+}
+
+/// `POST /api/admin/pairings/trf?round=N`, the body a TRF-16 report: that round's pairings
+/// become the relay's. 422 with the line and column of what is wrong in the report.
+pub async fn admin_upload(
+    axum::extract::State(relay): axum::extract::State<std::sync::Arc<crate::relay::Relay>>,
+    axum::extract::Query(q): axum::extract::Query<RoundQuery>,
+    body: String,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let refuse = |m: String| {
+        (axum::http::StatusCode::UNPROCESSABLE_ENTITY, axum::Json(serde_json::json!({ "error": m })))
+            .into_response()
+    };
+    if !(1..=999).contains(&q.round) {
+        return refuse("round must be between 1 and 999".into());
+    }
+    let boards = match Trf::parse(&body).and_then(|t| t.pairings(q.round)) {
+        Ok(b) => b,
+        Err(e) => return refuse(e.to_string()),
+    };
+    if boards.len() > crate::config::MAX_BOARDS {
+        return refuse("too many boards".into());
+    }
+    tracing::info!(round = q.round, boards = boards.len(), "pairings from a TRF report");
+    let refused = apply_to_relay(&relay, q.round, &boards).await;
+    if !refused.is_empty() {
+        return refuse(refused.join("; "));
+    }
+    let list: Vec<serde_json::Value> = boards
+        .iter()
+        .map(|b| {
+            serde_json::json!({
+                "board": b.board, "white": b.pairing.white.name, "black": b.pairing.black.name,
+            })
+        })
+        .collect();
+    axum::Json(serde_json::json!({ "ok": true, "round": q.round, "boards": list })).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A line in the report's columns: rank, title, name, rating, federation, FIDE id,
+    /// points, then round blocks.
+    fn line(rank: u32, title: &str, name: &str, rating: u32, fed: &str, id: u64, rounds: &[&str]) -> String {
+        let mut l = format!(
+            "001 {rank:>4} m{title:<3} {name:<33} {rating:>4} {fed:<3} {id:>11} 1990/01/01  0.0 {rank:>4}"
+        );
+        for r in rounds {
+            l.push_str("  ");
+            l.push_str(r);
+        }
+        l
+    }
+
+    fn small() -> String {
+        [
+            "012 Club Open".to_owned(),
+            line(1, "GM", "Carlsen, Magnus", 2837, "NOR", 1503014, &["   3 w 1", "   2 b  "]),
+            line(2, "", "Doe, Jane", 1900, "ENG", 0, &["   4 b =", "   1 w  "]),
+            line(3, "IM", "Roe, Richard", 2400, "USA", 2000001, &["   1 b 0", "   4 w  "]),
+            line(4, "", "Poe, Edgar", 0, "", 0, &["   2 w =", "   3 b  "]),
+        ]
+        .join("\r")
+    }
+
+    #[test]
+    fn players_and_a_round_in_board_order() {
+        let trf = Trf::parse(&small()).unwrap();
+        assert_eq!(trf.name.as_deref(), Some("Club Open"));
+        let p = trf.player(1).unwrap();
+        assert_eq!(
+            (p.title.as_deref(), p.name.as_str(), p.rating, p.federation.as_deref(), p.fide_id),
+            (Some("GM"), "Carlsen, Magnus", Some(2837), Some("NOR"), Some(1503014))
+        );
+        assert_eq!(trf.player(4).unwrap().rating, None);
+        let old_style = small().replacen("mIM ", "mm  ", 1).replacen("mGM ", "mwg ", 1);
+        let t = Trf::parse(&old_style).unwrap();
+        assert_eq!(t.player(3).unwrap().title.as_deref(), Some("IM"));
+        assert_eq!(t.player(1).unwrap().title.as_deref(), Some("WGM"));
+        assert_eq!(trf.rounds(), 2);
+        let r2 = trf.pairings(2).unwrap();
+        // Before round 2: 1 has 1 point, 2 and 4 a half, 3 nothing. Board 1 is the pair of
+        // the leader; board 2: 4 (a half) against 3.
+        let order: Vec<(u32, u32)> = r2.iter().map(|b| (b.white_rank, b.black_rank)).collect();
+        assert_eq!(order, [(2, 1), (3, 4)]);
+        assert_eq!(r2[0].pairing.black.elo, Some(2837));
+        let r1 = trf.pairings(1).unwrap();
+        assert_eq!(r1.iter().map(|b| (b.white_rank, b.black_rank)).collect::<Vec<_>>(), [(1, 3), (4, 2)]);
+        // Line endings: LF and CR LF too.
+        assert_eq!(Trf::parse(&small().replace('\r', "\n")).unwrap(), trf);
+        assert_eq!(Trf::parse(&small().replace('\r', "\r\n")).unwrap().pairings(2).unwrap(), r2);
+    }
+
+    #[test]
+    fn bad_reports_name_line_and_column() {
+        let cases = [
+            (small().replacen("   3 w 1", "   3 x 1", 1), 2, 97, "colour 'x'"),
+            (small().replacen("   3 w 1", "   3 w ?", 1), 2, 99, "result '?'"),
+            (small().replacen("   3 w 1", "  3a w 1", 1), 2, 92, "opponent \"3a\""),
+            (small().replacen("   3 w 1", "   9 w 1", 1), 2, 92, "opponent 9"),
+            (small().replacen("001    2", "001    1", 1), 3, 5, "start rank 1 is given twice"),
+            (small().replacen(" 2837 ", " 28x7 ", 1), 2, 49, "FIDE rating"),
+            (small().replacen("   2 b  ", "   3 b  ", 1), 2, 102, "round 2"),
+            ("nothing here".to_owned(), 1, 1, "no player line"),
+        ];
+        for (text, line, column, what) in cases {
+            let e = Trf::parse(&text).and_then(|t| t.pairings(2)).unwrap_err();
+            assert_eq!((e.line, e.column), (line, column), "{what}: {e}");
+            assert!(e.to_string().contains(what), "{what}: {e}");
+            assert!(e.to_string().starts_with(&format!("TRF line {line}, column {column}: ")), "{e}");
+        }
+        let e = Trf::parse(&small()).unwrap().pairings(3).unwrap_err();
+        assert_eq!(e.kind, TrfErrorKind::NoSuchRound(3));
+    }
+
+    #[test]
+    fn a_configuration_takes_the_round() {
+        let mut cfg = crate::config::Config::default();
+        cfg.boards.push(crate::config::BoardConfig {
+            number: 2,
+            serial: Some("777".into()),
+            pairing: Pairing::default(),
+        });
+        cfg.boards.push(crate::config::BoardConfig {
+            number: 5,
+            serial: None,
+            pairing: Pairing {
+                white: Player { name: "Old".into(), ..Player::default() },
+                ..Pairing::default()
+            },
+        });
+        apply_to_config(&mut cfg, &small(), 2).unwrap();
+        assert_eq!(cfg.event.round, 2);
+        let numbers: Vec<u32> = cfg.boards.iter().map(|b| b.number).collect();
+        assert_eq!(numbers, [1, 2, 5]);
+        assert_eq!(cfg.boards[1].serial.as_deref(), Some("777"));
+        assert_eq!(cfg.boards[1].pairing.white.name, "Roe, Richard");
+        assert_eq!(cfg.boards[2].pairing, Pairing::default());
+    }
+}

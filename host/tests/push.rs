@@ -1,0 +1,414 @@
+//! The Lichess push against a stand-in of lila's push endpoint (`lichess/mod.rs`): large
+//! rounds split, refused games alerted with Lichess's text, failures retried with the latest
+//! state; and a whole round played on simulated boards through the real relay reaching it
+//! with every game accepted, with a clean and with a failing server.
+#![allow(clippy::unwrap_used)]
+
+mod broadcaster;
+mod common;
+mod lichess;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dgt_hil_sim::hands::{GameEnd, PlanOptions, plan_game};
+use dgt_hil_sim::pgn::SourceGame;
+use dgt_hil_sim::{SimBoard, StartPolicy};
+use dgt_relay::board::{SharedTournament, Tournament};
+use dgt_relay::config::{Pairing, Player};
+use dgt_relay::feed::{AlertLevel, Hub};
+use dgt_relay::push::{LichessSection, PushState};
+use dgt_relay::record::{GameHeader, GameRecord, JournalMove};
+use dgt_relay::shutdown::Shutdown;
+use dgt_relay::store::Store;
+use lichess::{Fail, StandIn};
+
+const ROUND: &str = "TestRnd1";
+const TOKEN: &str = "lip_standin_token";
+
+fn settings(dir: &std::path::Path, url: &str, timeout_s: u64) -> dgt_relay::push::LichessSettings {
+    let file = dir.join("lichess-token");
+    std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
+    LichessSection {
+        round: ROUND.into(),
+        token_file: Some(file),
+        url: url.into(),
+        timeout_s: Some(timeout_s),
+        relay_round: None,
+    }
+    .settings()
+    .unwrap()
+}
+
+fn record(board: u32, sans: &[&str], result: Option<&str>) -> GameRecord {
+    let mut g = GameRecord::new(GameHeader {
+        round: 1,
+        board,
+        serial: None,
+        event: "Push test".into(),
+        site: "Here".into(),
+        time_control: Some("300+2".into()),
+        utc_date: "2025.11.21".into(),
+        utc_time: "12:00:00".into(),
+        pairing: Pairing {
+            white: Player { name: format!("White {board}"), ..Player::default() },
+            black: Player { name: format!("Black {board}"), ..Player::default() },
+        },
+        start_fen: None,
+        flipped: false,
+    });
+    g.moves = sans
+        .iter()
+        .enumerate()
+        .map(|(i, s)| JournalMove {
+            ply: i as u32 + 1,
+            san: (*s).into(),
+            uci: String::new(),
+            clk: Some(300 - i as u32),
+            emt: Some(3),
+            fen: None,
+        })
+        .collect();
+    g.result = result.map(str::to_owned);
+    g.termination = result.map(|_| "normal".to_owned());
+    g
+}
+
+struct InProcess {
+    store: Arc<Store>,
+    hub: Arc<Hub>,
+    push: Arc<PushState>,
+    stop: Shutdown,
+}
+
+fn start_pusher(dir: &std::path::Path, url: &str, timeout_s: u64) -> InProcess {
+    let (store, _) = Store::open(&dir.join("data")).unwrap();
+    let store = Arc::new(store);
+    let hub = Arc::new(Hub::new(1));
+    let tournament = SharedTournament::new(Tournament::default());
+    let push = Arc::new(PushState::default());
+    let stop = Shutdown::new();
+    push.start(
+        settings(dir, url, timeout_s),
+        Arc::clone(&store),
+        tournament,
+        Arc::clone(&hub),
+        stop.listener(),
+    );
+    InProcess { store, hub, push, stop }
+}
+
+async fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn set(p: &InProcess, g: &GameRecord) {
+    p.store.set_pgn(1, g.header.board, dgt_relay::pgn::write_game(g, None));
+}
+
+#[test]
+fn the_stand_in_validates_as_lichess_does() {
+    let ok = dgt_relay::pgn::write_game(&record(1, &["e4", "e5", "Nf3"], None), None);
+    assert_eq!(lichess::validate(&ok).unwrap().moves, ["e4", "e5", "Nf3"]);
+    // A last king move to a centre square (the DGT result gesture) is dropped.
+    let kings = dgt_relay::pgn::write_game(&record(1, &["e4", "e5", "Kd4"], Some("1-0")), None);
+    assert_eq!(lichess::validate(&kings).unwrap().moves, ["e4", "e5"]);
+    // Anywhere else, or not a king, an illegal move refuses the game.
+    for bad in [&["e4", "Kd4", "Nf3"][..], &["e4", "e5", "Ke3"], &["e4", "e5", "Qd4"]] {
+        let text = dgt_relay::pgn::write_game(&record(1, bad, None), None);
+        assert!(lichess::validate(&text).unwrap_err().1.contains("Illegal move"), "{bad:?}");
+    }
+    let two = format!("{ok}{kings}");
+    assert_eq!(lichess::split(&two).len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_round_is_split_and_refused_games_are_alerted() {
+    let dir = common::tmpdir("push-large");
+    let standin = StandIn::start(ROUND, TOKEN).await;
+    let p = start_pusher(&dir, &standin.url(), 5);
+    for b in 1..=150 {
+        set(&p, &record(b, &["e4", "e5", "Nf3"], None));
+    }
+    wait_for("150 games", Duration::from_secs(20), || standin.games().len() == 150).await;
+    let reqs = standin.requests();
+    assert_eq!(reqs.iter().map(|r| r.games).collect::<Vec<_>>()[..2], [100, 50]);
+    assert!(reqs.windows(2).all(|w| w[1].at - w[0].at >= Duration::from_millis(950)), "{reqs:?}");
+    wait_for("status", Duration::from_secs(5), || p.push.status().games_accepted == 150).await;
+
+    // A game Lichess refuses: an alert with its text, once; accepted again: an info alert.
+    let before = standin.requests().len();
+    let bad = record(8, &["e4", "e5", "Ke3"], None);
+    set(&p, &bad);
+    wait_for("refusal", Duration::from_secs(10), || !standin.refused().is_empty()).await;
+    wait_for("alert", Duration::from_secs(5), || {
+        p.hub
+            .relay_alerts()
+            .iter()
+            .any(|a| a.level == AlertLevel::Error && a.message.contains("Illegal move Ke3"))
+    })
+    .await;
+    let alert = p.hub.relay_alerts().into_iter().find(|a| a.message.contains("Illegal move")).unwrap();
+    assert_eq!(serde_json::to_value(alert.code).unwrap(), "push");
+    assert!(alert.message.contains("board 8"), "{}", alert.message);
+    let status = p.push.status();
+    assert_eq!((status.games_accepted, status.games_refused.len()), (149, 1), "{status:?}");
+    // Both requests of the round went (100 + 50), the second a second after the first.
+    assert_eq!(standin.requests().len(), before + 2);
+    set(&p, &record(8, &["e4", "e5", "Ke2"], None));
+    wait_for("accepted again", Duration::from_secs(10), || {
+        p.hub.relay_alerts().iter().any(|a| a.level == AlertLevel::Info && a.message.contains("accepts"))
+    })
+    .await;
+    assert_eq!(standin.games().values().filter(|g| g.moves.last().is_some_and(|m| m == "Ke2")).count(), 1);
+    let refusals =
+        p.hub.relay_alerts().iter().filter(|a| a.message.contains("Lichess refused round 1.8")).count();
+    assert_eq!(refusals, 1);
+    p.stop.trigger();
+    p.push.join().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_are_retried_with_the_latest_moves_and_nothing_is_lost() {
+    let dir = common::tmpdir("push-fail");
+    let standin = StandIn::start(ROUND, TOKEN).await;
+    standin.fail_next(&[Fail::ServerError, Fail::TooMany, Fail::Stall(Duration::from_secs(3)), Fail::Drop]);
+    let p = start_pusher(&dir, &standin.url(), 1);
+    let line = ["d4", "d5", "c4", "e6", "Nc3", "Nf6", "Bg5", "Be7"];
+    // Moves keep coming while the server fails.
+    for n in 1..=line.len() {
+        set(&p, &record(1, &line[..n], None));
+        set(&p, &record(2, &line[..n.min(4)], None));
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    set(&p, &record(1, &line, Some("1/2-1/2")));
+    wait_for("the final state", Duration::from_secs(60), || {
+        standin.games().values().any(|g| g.moves.len() == line.len() && g.result == "1/2-1/2")
+    })
+    .await;
+    let answered: Vec<u16> = standin.requests().iter().map(|r| r.answered).collect();
+    assert_eq!(answered[..4], [500, 429, 0, 0], "{answered:?}");
+    assert_eq!(answered.last(), Some(&200));
+    let games = standin.games();
+    assert_eq!(games.len(), 2);
+    let by_board = |b: &str| games.values().find(|g| g.tags["Board"] == b).unwrap().clone();
+    assert_eq!(by_board("1").moves, line);
+    assert_eq!(by_board("2").moves, line[..4]);
+    wait_for("status", Duration::from_secs(5), || p.push.status().failures_in_a_row == 0).await;
+    let status = p.push.status();
+    assert!(status.last_success.is_some() && status.last_error.is_some(), "{status:?}");
+    // Three failures in a row raised a warning, the success an info.
+    let alerts = p.hub.relay_alerts();
+    assert!(
+        alerts.iter().any(|a| a.level == AlertLevel::Warning && a.message.contains("fails")),
+        "{alerts:?}"
+    );
+    assert!(alerts.iter().any(|a| a.message.contains("works again")), "{alerts:?}");
+    // Retries waited: no two requests less than a second apart.
+    let reqs = standin.requests();
+    assert!(reqs.windows(2).all(|w| w[1].at - w[0].at >= Duration::from_millis(950)), "{reqs:?}");
+    p.stop.trigger();
+    p.push.join().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_is_an_alert_and_not_retried_in_a_loop() {
+    let dir = common::tmpdir("push-token");
+    let standin = StandIn::start(ROUND, "another-token").await;
+    let p = start_pusher(&dir, &standin.url(), 5);
+    set(&p, &record(1, &["e4"], None));
+    wait_for("alert", Duration::from_secs(10), || {
+        p.hub
+            .relay_alerts()
+            .iter()
+            .any(|a| a.message.contains("refused the push") && a.message.contains("401"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(standin.requests().len(), 1);
+    // The next change tries again.
+    set(&p, &record(1, &["e4", "e5"], None));
+    wait_for("second try", Duration::from_secs(5), || standin.requests().len() == 2).await;
+    p.stop.trigger();
+    p.push.join().await;
+}
+
+/// The first `plies` moves of a sample game, ended by the kings in the centre with `result`.
+fn short_game(g: &SourceGame, plies: usize, result: &str) -> dgt_hil_sim::Scenario {
+    let mut g = g.clone();
+    g.moves.truncate(plies);
+    for m in &mut g.moves {
+        m.clk_s = None;
+        m.emt_s = None;
+    }
+    g.result = result.into();
+    g.tags.insert("Result".into(), result.into());
+    let opts = PlanOptions {
+        end: GameEnd::KingsInCentre,
+        start_delay_ms: 500,
+        default_think_ms: (1_000, 3_000),
+        ..PlanOptions::default()
+    };
+    plan_game(&g, &opts)
+}
+
+fn round_through_the_relay(name: &str, failures: &[Fail]) {
+    const SPEED: f64 = 20.0;
+    let dir = common::tmpdir(name);
+    let standin = StandIn::start_in_thread(ROUND, TOKEN);
+    standin.fail_next(failures);
+    let token_file = dir.join("lichess-token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let config = dir.join("relay.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[event]\nname = \"Push test\"\nround = 1\n\n[lichess]\nround = \"{ROUND}\"\ntoken_file = \"{}\"\n\
+             url = \"{}\"\ntimeout_s = 1\n",
+            token_file.display(),
+            standin.url()
+        ),
+    )
+    .unwrap();
+    let games = common::sample_games();
+    let plan = [(&games[0], 14, "1-0"), (&games[1], 11, "1/2-1/2")];
+    let boards: Vec<SimBoard> =
+        (0..plan.len()).map(|i| common::sim_board(&dir, 20401 + i as u32, SPEED)).collect();
+    let data = dir.join("data");
+    let mut args = vec!["run".to_owned(), "--config".into(), config.display().to_string()];
+    for b in &boards {
+        args.extend(["--port".to_owned(), b.path().display().to_string()]);
+    }
+    args.extend(["--data".to_owned(), data.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let relay = common::Relay::start(&dir, &args);
+    let v = relay.wait_boards("boards active", Duration::from_secs(15), |v| {
+        v.as_array().is_some_and(|a| a.len() == plan.len() && a.iter().all(|b| b["status"] == "active"))
+    });
+    // The relay numbers boards as they connect: board number to the plan's entry.
+    let plan_of = |board: usize| -> (&SourceGame, usize, &str) {
+        let b = v.as_array().unwrap().iter().find(|b| b["board"] == board).unwrap();
+        let serial: usize = b["serial"].as_str().unwrap().parse().unwrap();
+        plan[serial - 20401]
+    };
+    let handles: Vec<_> = boards
+        .iter()
+        .zip(&plan)
+        .map(|(b, (g, plies, result))| {
+            b.start_scenario(short_game(g, *plies, result), StartPolicy::WhenHostListens).unwrap()
+        })
+        .collect();
+    for h in &handles {
+        h.wait(Duration::from_secs(120)).unwrap();
+    }
+    // Every game with its moves and result reaches the broadcast, as the relay's own PGN has it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let got = standin.games();
+        let done = (1..=plan.len()).all(|board| {
+            let (g, plies, result) = plan_of(board);
+            got.values().any(|b| {
+                b.tags.get("Board").map(String::as_str) == Some(&board.to_string())
+                    && b.moves == g.moves[..plies].iter().map(|m| m.san.clone()).collect::<Vec<_>>()
+                    && b.result == result
+            })
+        });
+        if done {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the broadcast has {got:#?}\nrelay: {}", relay.logs());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, round_pgn) = relay.get("/pgn/1");
+    for text in lichess::split(&round_pgn) {
+        let g = lichess::validate(&text).unwrap();
+        assert_eq!(standin.games()[&g.tags["GameId"]].moves, g.moves);
+    }
+    assert!(standin.refused().is_empty());
+    let reqs = standin.requests();
+    assert!(reqs.iter().all(|r| r.games <= 100));
+    assert!(reqs.windows(2).all(|w| w[1].at - w[0].at >= Duration::from_millis(950)), "{reqs:?}");
+    let answered: Vec<u16> = reqs.iter().map(|r| r.answered).collect();
+    assert_eq!(answered.iter().filter(|&&a| a != 200).count(), failures.len(), "{answered:?}");
+    let health = relay.json("/health");
+    let push = &health["push"];
+    assert_eq!(push["enabled"], true, "{health}");
+    let status = relay.json("/api/push");
+    assert_eq!(status["games_accepted"], plan.len(), "{status}");
+    assert!(status["last_success"].is_u64(), "{status}");
+    assert_eq!(status["lichess_round"], ROUND, "{status}");
+    // No kings-in-centre "move" and no provisional move was ever pushed: every version the
+    // broadcast received holds a prefix of its source game's moves, nothing more.
+    for version in standin.history() {
+        let board: usize = version.tags["Board"].parse().unwrap();
+        let (g, plies, _) = plan_of(board);
+        let line: Vec<String> = g.moves[..plies].iter().map(|m| m.san.clone()).collect();
+        assert!(line.starts_with(&version.sent), "board {board} was sent {:?}", version.sent);
+    }
+    let mut relay = relay;
+    assert!(relay.terminate().success());
+    // The data folder too is what the Lichess Broadcaster app uploads, every game accepted.
+    let round_dir = data.join("round-1");
+    assert!(broadcaster::folder_accepted(&round_dir));
+    let uploaded = lichess::split(&broadcaster::upload_text(&round_dir));
+    assert_eq!(uploaded.len(), plan.len());
+    for text in uploaded {
+        lichess::validate(&text).unwrap();
+    }
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(round_dir.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["pairings"].as_array().unwrap().len(), plan.len(), "{index}");
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("tournament.json")).unwrap()).unwrap();
+    assert_eq!(t["rounds"][0]["count"], plan.len(), "{t}");
+    assert_eq!(t["rounds"][0]["live"], 0, "{t}");
+}
+
+#[test]
+fn a_round_on_simulated_boards_reaches_a_clean_server() {
+    round_through_the_relay("push-relay-clean", &[]);
+}
+
+#[test]
+fn a_round_on_simulated_boards_reaches_a_failing_server() {
+    round_through_the_relay(
+        "push-relay-failing",
+        &[
+            Fail::ServerError,
+            Fail::Stall(Duration::from_secs(2)),
+            Fail::TooMany,
+            Fail::Drop,
+            Fail::ServerError,
+        ],
+    );
+}
+
+#[test]
+fn the_lichess_section_is_checked_with_its_line() {
+    let dir = common::tmpdir("push-config");
+    let token = dir.join("t");
+    std::fs::write(&token, "lip_x").unwrap();
+    let ok = format!("[lichess]\nround = \"AbCd1234\"\ntoken_file = \"{}\"\n", token.display());
+    let cfg = dgt_relay::config::Config::parse("relay.toml", &ok).unwrap();
+    let l = cfg.lichess.unwrap();
+    assert_eq!(
+        (l.round.as_str(), l.endpoint.host.as_str(), l.endpoint.https),
+        ("AbCd1234", "lichess.org", true)
+    );
+    let bad = format!(
+        "listen = \"127.0.0.1:1\"\n\n[lichess]\nround = \"x\"\ntoken_file = \"{}\"\n",
+        token.display()
+    );
+    let e = dgt_relay::config::Config::parse("relay.toml", &bad).unwrap_err().to_string();
+    assert!(e.starts_with("relay.toml:3: ") || e.starts_with("relay.toml:4: "), "{e}");
+    assert!(e.contains("8-character round id"), "{e}");
+    let fixed = dgt_relay::config::Config::parse("relay.toml", &format!("{ok}relay_round = 2\n")).unwrap();
+    assert_eq!(fixed.lichess.unwrap().relay_round, Some(2));
+    assert!(dgt_relay::config::Config::parse("relay.toml", &format!("{ok}relay_round = 0\n")).is_err());
+    let unknown = ok.replace("round =", "rund =");
+    assert!(dgt_relay::config::Config::parse("relay.toml", &unknown).is_err());
+}

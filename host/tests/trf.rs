@@ -1,0 +1,154 @@
+//! Pairings from a real TRF-16 report written by others (bbpPairings' test data, see
+//! `data/PROVENANCE.md`): the relay's reader must find the same players, the same scores
+//! and, for a round paired by bbpPairings, the same board order it publishes.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{Relay, TOKEN, http, sim_board, tmpdir};
+use dgt_relay::trf::{Colour, Trf};
+
+fn data(name: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)).unwrap()
+}
+
+/// The report with bbpPairings' round-15 pairs written into each player's round-15 columns
+/// (opponent, colour, no result yet), as a pairing program exports a paired round.
+fn report_with_round_15() -> (String, Vec<(u32, u32)>) {
+    let pairs_text = data("bbp-issue7-round15.pairs");
+    let mut lines = pairs_text.lines();
+    let count: usize = lines.next().unwrap().parse().unwrap();
+    let pairs: Vec<(u32, u32)> = lines
+        .map(|l| {
+            let (w, b) = l.split_once(' ').unwrap();
+            (w.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(pairs.len(), count);
+    let trf = data("bbp-issue7.trf");
+    let lines: Vec<String> = trf
+        .split('\r')
+        .map(|l| {
+            if !l.starts_with("001") {
+                return l.to_owned();
+            }
+            let rank: u32 = l[4..8].trim().parse().unwrap();
+            let (opp, colour) = pairs
+                .iter()
+                .find_map(|&(w, b)| {
+                    if w == rank {
+                        Some((b, 'w'))
+                    } else if b == rank {
+                        Some((w, 'b'))
+                    } else {
+                        None
+                    }
+                })
+                .unwrap_or((0, '-'));
+            // Round 15's block starts at column 92 + 10 * 14.
+            format!("{l:<231}{opp:>4} {colour}  ")
+        })
+        .collect();
+    (lines.join("\r"), pairs)
+}
+
+#[test]
+fn a_real_report_reads_with_its_scores() {
+    let trf = Trf::parse(&data("bbp-issue7.trf")).unwrap();
+    assert_eq!(trf.players.len(), 60);
+    assert_eq!(trf.rounds(), 14);
+    let first = trf.player(1).unwrap();
+    assert_eq!((first.name.as_str(), first.rating), ("Test0001 Player0001", Some(2720)));
+    assert_eq!(first.rounds[0].opponent, Some(31));
+    assert_eq!(first.rounds[0].colour, Some(Colour::Black));
+    // Every player's points column equals the results of its 14 rounds (forfeits too).
+    for p in &trf.players {
+        let points: f64 = p.points.as_deref().unwrap().parse().unwrap();
+        assert_eq!(f64::from(p.half_points_before(15)) / 2.0, points, "player {}", p.start_rank);
+    }
+    // A played round pairs every player who had an opponent.
+    let r14 = trf.pairings(14).unwrap();
+    assert_eq!(r14.len(), 30);
+}
+
+#[test]
+fn a_round_paired_by_bbppairings_keeps_its_board_order() {
+    let (text, pairs) = report_with_round_15();
+    let trf = Trf::parse(&text).unwrap();
+    assert_eq!(trf.rounds(), 15);
+    let boards = trf.pairings(15).unwrap();
+    let ours: Vec<(u32, u32)> = boards.iter().map(|b| (b.white_rank, b.black_rank)).collect();
+    assert_eq!(ours, pairs);
+    assert_eq!(boards[0].board, 1);
+    assert_eq!(boards[0].pairing.white.name, "Test0001 Player0001");
+    assert_eq!(boards[0].pairing.white.elo, Some(2720));
+}
+
+fn white_of_board_1(v: &serde_json::Value) -> String {
+    v[0]["pairing"]["white"]["name"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn the_relay_takes_pairings_from_a_report_on_the_command_line_and_by_upload() {
+    let dir = tmpdir("trf");
+    let (text, _) = report_with_round_15();
+    let file = dir.join("round15.trf");
+    std::fs::write(&file, &text).unwrap();
+    let board = sim_board(&dir, 20301, 40.0);
+    let data = dir.join("data");
+    let args = ["run", "--trf", file.to_str().unwrap(), "--round", "15"];
+    let relay = Relay::start(
+        &dir,
+        &[&args[..], &["--port", board.path().to_str().unwrap(), "--data", data.to_str().unwrap()]].concat(),
+    );
+    let v = relay.wait_boards("board 1 paired from the report", Duration::from_secs(10), |v| {
+        v[0]["status"] == "active" && white_of_board_1(v) == "Test0001 Player0001"
+    });
+    assert_eq!(v[0]["round"], 15, "{v}");
+    assert_eq!(v[0]["pairing"]["black"]["name"], "Test0015 Player0015", "{v}");
+    assert_eq!(v[0]["pairing"]["white"]["elo"], 2720, "{v}");
+
+    // Upload: round 14 of the report as it was (CR line ends), padded past the 64 KiB of a
+    // JSON body with lines the format does not define.
+    let path = "/api/admin/pairings/trf?round=14";
+    let mut upload = data_report();
+    upload.push_str(&"\rXXZ padding line that readers skip".repeat(2500));
+    assert!(upload.len() > 64 * 1024);
+    let (status, body) = http(relay.addr, "POST", path, &[], &upload);
+    assert_eq!(status, 401, "{body}");
+    let auth = format!("Bearer {TOKEN}");
+    let (status, body) = http(relay.addr, "POST", path, &[("Authorization", &auth)], &upload);
+    assert_eq!(status, 200, "{body}");
+    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["boards"].as_array().unwrap().len(), 30, "{answer}");
+    let trf = Trf::parse(&data_report()).unwrap();
+    let first = trf.pairings(14).unwrap().remove(0).pairing.white.name;
+    assert_eq!(answer["boards"][0]["white"], first.as_str(), "{answer}");
+    relay.wait_boards("board 1 paired from the upload", Duration::from_secs(10), |v| {
+        white_of_board_1(v) == first
+    });
+
+    // A broken report: 422 naming the line and column; nothing changes.
+    let broken = data_report().replacen("   31 b 1", "   31 x 1", 1);
+    let (status, body) = http(relay.addr, "POST", path, &[("Authorization", &auth)], &broken);
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("TRF line 2, column 97: colour 'x'"), "{body}");
+    let (status, body) = http(
+        relay.addr,
+        "POST",
+        "/api/admin/pairings/trf?round=16",
+        &[("Authorization", &auth)],
+        &data_report(),
+    );
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("round 16 has no pairings"), "{body}");
+    assert_eq!(white_of_board_1(&relay.json("/api/boards")), first);
+}
+
+fn data_report() -> String {
+    data("bbp-issue7.trf")
+}
