@@ -212,7 +212,7 @@ struct VirtualLine {
     version_query: bool,
     /// A game may have begun on the board since the last press (the start position
     /// appeared, or a dump that may start one): the next press is preceded by a reading of
-    /// the clock's start, and readings are not held back.
+    /// the clock's start.
     new_game: bool,
 }
 
@@ -389,7 +389,7 @@ struct InFlight {
 struct Turn {
     address: u16,
     todo: VecDeque<BusCommandKind>,
-    /// Bad replies in this turn.
+    /// Bad or lost replies in this turn.
     retries: u32,
 }
 
@@ -963,6 +963,20 @@ impl BusPoller {
             // read it whole.
             b.repeat = true;
             b.want_dump = true;
+            // A board heard on its last command lost one reply (noise, a slow answer): it
+            // is asked again at once, so its moves wait a command, not a whole cycle.
+            if b.present
+                && b.misses == 1
+                && let Some(t) = self.turn.as_mut()
+                && t.address == address
+                && t.retries == 0
+            {
+                t.retries += 1;
+                if !t.todo.contains(&BusCommandKind::SendChanges) {
+                    t.todo.push_front(BusCommandKind::SendChanges);
+                }
+                return;
+            }
         }
         // The turn ends: the others are not kept waiting for a silent board.
         self.turn = None;
@@ -1068,10 +1082,10 @@ impl BusPoller {
         // since the changes were read: that press is in the board's log, and comes with the
         // next changes in its place among the moves. This reading, from ahead of them, is
         // held back once (the log may have skipped a press in very fast play: then the next
-        // one goes out).
+        // one goes out). After a dump too: the first reading a game sees must not be a press.
         let ahead = t.status.running()
             && !t.status.no_clock()
-            && b.line.as_ref().is_some_and(|l| !l.new_game)
+            && b.line.is_some()
             && b.last_times.is_some_and(|l| l.status.running() && l.high_side() != t.high_side());
         if ahead && !b.held {
             tracing::trace!(address, "clock reading ahead of the changes; held");
@@ -1127,7 +1141,8 @@ impl BusPoller {
 /// White's side from the lever of a game's first running reading, which must not be a
 /// press, and the last reading may have come before the session saw the game begin (a start
 /// position is taken once it stood still). A new game's clock shows no flag of the previous
-/// game's.
+/// game's. A press a real reading already showed (the lever down on the presser's side,
+/// the presser's display at the logged time) is not sent again.
 fn press_readings(
     base: ClockTimes,
     side: ClockSide,
@@ -1141,6 +1156,17 @@ fn press_readings(
         }
     };
     let mut t = base;
+    let shown = match side {
+        ClockSide::Left => t.left.time,
+        ClockSide::Right => t.right.time,
+    };
+    if t.status.running() && t.high_side() == side.other() && shown == time {
+        // A reading from after this press went out already (it came between the changes
+        // and this press's packet): the session has seen the press; a second one would
+        // turn the lever back and forth.
+        line.new_game = false;
+        return t;
+    }
     let new_game = std::mem::take(&mut line.new_game);
     if new_game {
         for s in [&mut t.left, &mut t.right] {

@@ -176,6 +176,21 @@ pub struct RunResult {
     pub log_tail: String,
     /// Anything else worth printing (the chain's line counters).
     pub notes: Vec<String>,
+    /// Each board's status changes on the feed, by serial number.
+    pub statuses: BTreeMap<String, Vec<String>>,
+}
+
+/// A board taken off a chain and put back while the batch runs, as a person pulling the
+/// chain's cable between two boards would (unlike the `disconnect` profile, for as long as
+/// the relay needs to see it gone, whatever the game's speed).
+#[derive(Clone, Copy, Debug)]
+pub struct Unplug {
+    /// Which board of the chain (0 is the first).
+    pub board: usize,
+    /// Real time from the start of the batch.
+    pub after: Duration,
+    /// Real time off the chain.
+    pub down: Duration,
 }
 
 fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
@@ -221,7 +236,13 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
 /// Runs `jobs` on `opts.boards` simulated boards daisy-chained on one pty in DGT's bus
 /// mode, against one relay process given the chain with `--port` (the relay detects the
 /// chain) or, with `force_bus`, `--bus`.
-pub fn run_chain(jobs: Vec<Job>, opts: &RunOptions, force_bus: bool) -> anyhow::Result<RunResult> {
+/// With `unplug`, one board leaves the chain for a while and comes back.
+pub fn run_chain(
+    jobs: Vec<Job>,
+    opts: &RunOptions,
+    force_bus: bool,
+    unplug: Option<Unplug>,
+) -> anyhow::Result<RunResult> {
     let started = Instant::now();
     let _ = std::fs::remove_dir_all(&opts.dir);
     std::fs::create_dir_all(&opts.dir)?;
@@ -230,7 +251,31 @@ pub fn run_chain(jobs: Vec<Job>, opts: &RunOptions, force_bus: bool) -> anyhow::
         .context("spawning the chain of simulated boards")?;
     let flag = if force_bus { "--bus" } else { "--port" };
     let ports = vec![flag.to_owned(), chain.path().display().to_string()];
-    let mut result = run_on(jobs, opts, chain.boards(), ports, started)?;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let mut result = std::thread::scope(|s| {
+        if let Some(u) = unplug
+            && let Some(board) = chain.boards().get(u.board)
+        {
+            let done = &done;
+            s.spawn(move || {
+                // Sleeps in short steps so a batch that ends early is not kept waiting.
+                let nap = |d: Duration| {
+                    let until = Instant::now() + d;
+                    while Instant::now() < until && !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                };
+                nap(u.after);
+                if board.unplug().is_ok() {
+                    nap(u.down);
+                    let _ = board.plug();
+                }
+            });
+        }
+        let r = run_on(jobs, opts, chain.boards(), ports, started);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        r
+    })?;
     let line = chain.stats();
     result.notes.push(format!(
         "line: {} transmissions, {} collided, {} bytes to the relay, {} from it",
@@ -413,6 +458,12 @@ fn run_on(
     }
     let relay_stat = proc_stat(relay.pid());
     let feed_problems = recorder.with(|s| s.problems.clone());
+    let statuses = recorder.with(|s| {
+        s.statuses
+            .iter()
+            .map(|(b, v)| (s.serial_of.get(b).cloned().unwrap_or_else(|| format!("board {b}")), v.clone()))
+            .collect()
+    });
     let log_tail = relay.log_tail();
     let clean_exit = relay.terminate().is_some_and(|s| s.success());
     drop(rt);
@@ -427,6 +478,7 @@ fn run_on(
         clean_exit,
         log_tail,
         notes: Vec::new(),
+        statuses,
     })
 }
 
