@@ -1,6 +1,6 @@
 //! Clock bookkeeping: which display is White's, presses, the increment, `%clk`/`%emt`.
 
-use dgt_protocol::{ClockSide, ClockTimes};
+use dgt_protocol::{ClockSide, ClockStatus, ClockTimes};
 use shakmaty::Color;
 
 use crate::config::{Config, WhiteClockSide};
@@ -13,16 +13,37 @@ const MIN_PERIOD_SECS: u32 = 60;
 /// A running clock reports at least every second; one silent for this long is gone (as
 /// the tracker's `CLOCK_STALE_MS`).
 const STALE_MS: u64 = 5000;
-/// A running clock is read at least every second: after a longer silence (the board was
-/// away) a lever found the other way round was pressed at a time nobody saw, so it is no
-/// press of the reading's moment.
-const SILENCE_MS: u64 = 2500;
 
-/// A lever flip seen on the clock.
+/// A press the clock showed, before it is given a colour: the display whose lever went
+/// down, the clock as it stood right after the press, and what the press added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Flip {
+    /// The presser's display (its lever went down).
+    pub side: ClockSide,
+    /// The clock right after the press.
+    pub reading: ClockTimes,
+    /// Seconds added to the presser's display by the press (`None` when not observed).
+    pub jump: Option<i64>,
+}
+
+/// The presses one reading showed, in the order they were made: none, one (the lever
+/// flipped), or two (the lever went down and came back between two polls).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Flips {
+    pub list: heapless::Vec<Flip, 2>,
+    /// Two presses seen only as the running display going up: a display can also seem to
+    /// (a clock adjusted, a spurious reading), so the board must show plies for both.
+    pub by_rise_only: bool,
+}
+
+/// A lever flip seen on the clock, with the colour that pressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Press {
     /// Who pressed (whose side went down).
     pub by: Color,
+    /// The presser's display, as the mapping had it at the press: the reading is read
+    /// with it, whatever the mapping becomes by the time the press confirms its ply.
+    pub side: ClockSide,
     /// The reading that showed the flip.
     pub reading: ClockTimes,
     /// Seconds added to the presser's display by the press (`None` when not observed).
@@ -38,8 +59,11 @@ pub(crate) struct Clocks {
     pub last_ms: u64,
     /// Which display is White's, once known.
     white_side: Option<ClockSide>,
-    /// The mapping is fixed (a move was confirmed with it).
+    /// The mapping is no longer learned from the lever (a move was confirmed with it); a
+    /// press whose colour the board makes certain still re-anchors it.
     fixed: bool,
+    /// The mapping is the configuration's: nothing changes it.
+    pinned: bool,
     /// Each colour's time when the game started, seconds.
     pub initial: [Option<u32>; 2],
     /// `initial` is known (a resumed game's time control): readings do not change it.
@@ -67,6 +91,13 @@ pub(crate) struct Clocks {
     /// Seconds each display gained while running (a new period's time added at a flag,
     /// not at a press), not yet credited to a `%emt`.
     added_running: [u32; 2],
+    /// The board was away since the last reading: the clock was not heard.
+    unheard: bool,
+    /// The last confirmed ply was confirmed without its press, and no press has been seen
+    /// since: the next one may be that press, late.
+    owed: bool,
+    /// Each colour's last confirmed ply was confirmed without its press.
+    unpressed: [bool; 2],
 }
 
 fn side_index(side: ClockSide) -> usize {
@@ -90,6 +121,7 @@ impl Clocks {
             last_ms: 0,
             white_side: None,
             fixed: false,
+            pinned: false,
             initial: [None; 2],
             initial_fixed: false,
             prev_clk: [None; 2],
@@ -102,6 +134,9 @@ impl Clocks {
             at_zero: [false; 2],
             expired: [0; 2],
             added_running: [0; 2],
+            unheard: false,
+            owed: false,
+            unpressed: [false; 2],
         }
     }
 
@@ -114,23 +149,33 @@ impl Clocks {
     /// clock that runs.
     pub fn new_game(&mut self, config: &Config, to_move: Color, now: u64, resumed: bool) {
         let last = self.last.filter(|r| !r.status.running() || now.saturating_sub(self.last_ms) <= STALE_MS);
-        let last_ms = self.last_ms;
+        let (last_ms, unheard) = (self.last_ms, self.unheard);
         *self = Clocks::new();
         self.last = last;
         self.last_ms = last_ms;
+        self.unheard = unheard;
+        // A resumed game's last ply may still wait for its press.
+        self.owed = resumed;
         if let WhiteClockSide::Fixed(side) = config.white_clock {
             self.white_side = Some(side);
             self.fixed = true;
+            self.pinned = true;
         }
         if let Some(r) = last {
             let running = r.status.running();
             self.ran = resumed && running;
             // The previous game's last press says who moved last, not who is White.
             if resumed || !running {
-                self.learn_mapping(&r, to_move);
+                self.learn_mapping(config, &r, to_move);
             }
-            self.take_initial(&r);
+            self.take_initial(config, &r);
         }
+    }
+
+    /// The board (and the clock read through it) is away: presses made until the next
+    /// reading are not seen when they are made.
+    pub fn board_away(&mut self) {
+        self.unheard = true;
     }
 
     /// The clock reported "no clock" (status D5): its times are invalid and it supplies no
@@ -167,31 +212,51 @@ impl Clocks {
         if self.side_of(config, Color::White) == side { Color::White } else { Color::Black }
     }
 
-    fn learn_mapping(&mut self, r: &ClockTimes, to_move: Color) {
+    fn learn_mapping(&mut self, config: &Config, r: &ClockTimes, to_move: Color) {
         if self.fixed {
             return;
         }
         // The side whose lever is high is the side to move (White at a normal start).
         let high = r.high_side();
-        self.white_side = Some(if to_move == Color::White { high } else { high.other() });
+        self.set_white(config, if to_move == Color::White { high } else { high.other() });
     }
 
-    fn take_initial(&mut self, r: &ClockTimes) {
+    /// Makes `white` White's display. When that swaps the displays, what was recorded per
+    /// colour under the old mapping swaps with them.
+    fn set_white(&mut self, config: &Config, white: ClockSide) {
+        if self.side_of(config, Color::White) != white {
+            self.initial.swap(0, 1);
+            self.prev_clk.swap(0, 1);
+            self.prev_unknown.swap(0, 1);
+        }
+        self.white_side = Some(white);
+    }
+
+    fn take_initial(&mut self, config: &Config, r: &ClockTimes) {
         if self.presses > 0 || self.initial_fixed {
             return;
         }
-        if let Some(white) = self.white_side {
-            for (color, side) in [(Color::White, white), (Color::Black, white.other())] {
-                let i = color_index(color);
-                // Keep the value from before the clock started running down.
-                if self.initial[i].is_none() || !r.status.running() {
-                    self.initial[i] = Some(r.side(side).time.total_seconds());
-                }
+        let white = self.side_of(config, Color::White);
+        for (color, side) in [(Color::White, white), (Color::Black, white.other())] {
+            let i = color_index(color);
+            // Keep the value from before the clock started running down.
+            if self.initial[i].is_none() || !r.status.running() {
+                self.initial[i] = Some(r.side(side).time.total_seconds());
             }
         }
     }
 
-    /// Takes a reading; returns the press it shows, if any.
+    /// Takes a reading; returns the presses it shows, in the order they were made, each
+    /// with the display whose lever went down (see [`Clocks::attribute`] for its colour).
+    /// After an outage of the board (see [`Clocks::board_away`]) a lever found the other
+    /// way round was pressed at a time nobody saw, and is no press of this moment.
+    ///
+    /// A press shows as the lever flipping. Two presses between two polls (the second
+    /// player pressing back within milliseconds) leave the lever where it was, but not the
+    /// displays: the display that was stopped has changed (it ran, and stopped again at
+    /// its own press), or the running display went up (its press added time; see
+    /// [`Flips::by_rise_only`]). Either is two presses: first by the side that runs, then
+    /// by the other. A pair that changed neither display is hidden from everyone.
     pub fn reading(
         &mut self,
         config: &Config,
@@ -200,55 +265,72 @@ impl Clocks {
         in_game: bool,
         to_move: Color,
         confirmed_plies: usize,
-    ) -> Option<Press> {
+    ) -> Flips {
         let prev = self.last;
-        let silent =
-            prev.is_some_and(|p| p.status.running()) && now.saturating_sub(self.last_ms) > SILENCE_MS;
+        let after_outage = core::mem::take(&mut self.unheard);
         self.last = Some(*r);
         self.last_ms = now;
         let flipped = prev.is_some_and(|p| p.high_side() != r.high_side());
         let running = r.status.running();
+        let was_running = prev.is_some_and(|p| p.status.running());
         // The lever seen before the game's clock runs, or while it is stopped before the
-        // first move, is the arbiter setting the clock (stop, reset, raise White's lever,
-        // start): it gives White's side and is no press. So does the clock's first start
-        // in the game (the side to move runs).
-        let setting = in_game && ((!running && confirmed_plies == 0) || !self.ran);
+        // first move and its press, is the arbiter setting the clock (stop, reset, raise
+        // White's lever, start): it gives White's side and is no press. So does the clock's first start
+        // in the game (the side to move runs). A clock found running already (it was
+        // started before the board was read) has started: its next flip is a press.
+        let setting = in_game
+            && ((!running && confirmed_plies == 0 && self.presses == 0) || (!self.ran && !was_running));
         let first_reading_before_a_press = in_game && !flipped && confirmed_plies == 0 && self.presses == 0;
         if !self.fixed && (setting || first_reading_before_a_press) {
-            self.learn_mapping(r, to_move);
+            self.learn_mapping(config, r, to_move);
         }
-        if in_game && (!flipped || setting) {
-            self.take_initial(r);
+        let mut flips = Flips::default();
+        if let Some(prev) = prev
+            && in_game
+            && !setting
+            && !after_outage
+        {
+            if flipped {
+                let side = prev.high_side();
+                let after = i64::from(r.side(side).time.total_seconds());
+                let jump = self.last_running[side_index(side)].map(|before| after - i64::from(before));
+                let _ = flips.list.push(Flip { side, reading: *r, jump });
+            } else if was_running && running {
+                let first = r.high_side();
+                let second = first.other();
+                let secs = |x: &ClockTimes, side| i64::from(x.side(side).time.total_seconds());
+                let first_up = secs(r, first) - secs(&prev, first);
+                let second_changed = secs(r, second) != secs(&prev, second);
+                if second_changed || (1..i64::from(MIN_PERIOD_SECS)).contains(&first_up) {
+                    // The clock as it stood between the two presses: the first presser's
+                    // display as it shows now, the second's as it was, its lever high.
+                    let mut between = *r;
+                    between.status = ClockStatus(r.status.0 ^ 0x02);
+                    match second {
+                        ClockSide::Left => between.left = prev.left,
+                        ClockSide::Right => between.right = prev.right,
+                    }
+                    let jump =
+                        self.last_running[side_index(first)].map(|before| secs(r, first) - i64::from(before));
+                    let _ = flips.list.push(Flip { side: first, reading: between, jump });
+                    let jump = Some(secs(r, second) - secs(&prev, second));
+                    let _ = flips.list.push(Flip { side: second, reading: *r, jump });
+                    flips.by_rise_only = !second_changed;
+                }
+            }
+        }
+        if in_game && (flips.list.is_empty() || setting) {
+            self.take_initial(config, r);
         }
         if in_game && running {
             self.ran = true;
-        }
-        let mut press = None;
-        if let Some(prev) = prev {
-            let went_down = prev.high_side();
-            // Before the first move, the player not to move pressing starts the clock of
-            // the side to move: no move of theirs, so no press.
-            let starts_opponent =
-                confirmed_plies == 0 && self.presses == 0 && self.owner(config, went_down) != to_move;
-            if went_down != r.high_side() && in_game && !setting && !starts_opponent && !silent {
-                let by = self.owner(config, went_down);
-                let after = i64::from(r.side(went_down).time.total_seconds());
-                let jump = self.last_running[side_index(went_down)].map(|before| after - i64::from(before));
-                if let Some(j) = jump
-                    && (0..=MAX_INC as i64).contains(&j)
-                {
-                    let slot = &mut self.inc_hist[j as usize];
-                    *slot = slot.saturating_add(1);
-                }
-                self.presses += 1;
-                press = Some(Press { by, reading: *r, jump });
-            }
         }
         if let Some(side) = r.running_side() {
             let now_secs = r.side(side).time.total_seconds();
             // Time that appears on a running display (no press) is a period's time added
             // when the previous period ran out: the player gets it on top of the increment.
             if in_game
+                && flips.list.is_empty()
                 && let Some(before) = self.last_running[side_index(side)]
                 && now_secs >= before + MIN_PERIOD_SECS
             {
@@ -258,7 +340,64 @@ impl Clocks {
             self.last_running[side_index(side)] = Some(now_secs);
             self.last_running[side_index(side.other())] = None;
         }
-        press
+        flips
+    }
+
+    /// Gives a press its colour. `certain` is the colour the board says pressed, when it
+    /// leaves no doubt (the only ply waiting for a press is that colour's): the press then
+    /// re-anchors which display is whose, so that a wrong guess (a clock found running, a
+    /// restart mid-game) lasts no longer than the next such press. Otherwise the press is
+    /// the display's owner's. Before the first move, the player not to move pressing starts
+    /// the clock of the side to move: no move of theirs, so no press (`None`).
+    pub fn attribute(
+        &mut self,
+        config: &Config,
+        flip: &Flip,
+        certain: Option<Color>,
+        to_move: Color,
+        confirmed_plies: usize,
+    ) -> Option<Press> {
+        self.owed = false;
+        if let Some(by) = certain {
+            self.anchor(config, flip.side, by);
+        }
+        let by = self.owner(config, flip.side);
+        if certain.is_none() && confirmed_plies == 0 && self.presses == 0 && by != to_move {
+            return None;
+        }
+        if let Some(j) = flip.jump
+            && (0..=MAX_INC as i64).contains(&j)
+        {
+            let slot = &mut self.inc_hist[j as usize];
+            *slot = slot.saturating_add(1);
+        }
+        self.presses += 1;
+        Some(Press { by, side: flip.side, reading: flip.reading, jump: flip.jump })
+    }
+
+    /// A ply of `color` was confirmed, by its own press (`pressed`) or otherwise.
+    pub fn ply_confirmed(&mut self, color: Color, pressed: bool) {
+        self.owed = !pressed;
+        self.unpressed[color_index(color)] = !pressed;
+    }
+
+    /// `color`'s last confirmed ply was confirmed without its press.
+    pub fn last_ply_unpressed(&self, color: Color) -> bool {
+        self.unpressed[color_index(color)]
+    }
+
+    /// The last confirmed ply's press has not been seen (see [`Clocks::ply_confirmed`]):
+    /// the next press may be that one, made late.
+    pub fn press_owed(&self) -> bool {
+        self.owed
+    }
+
+    /// Makes `side` the display of `by`, unless the configuration fixes the mapping.
+    fn anchor(&mut self, config: &Config, side: ClockSide, by: Color) {
+        if self.pinned {
+            return;
+        }
+        self.set_white(config, if by == Color::White { side } else { side.other() });
     }
 
     /// Fixes the mapping (a move was confirmed with it while the clock runs in the game).
@@ -300,11 +439,6 @@ impl Clocks {
             Some(j) if j - inc >= 60 => (((j - inc + 30) / 60) * 60) as u32,
             _ => 0,
         }
-    }
-
-    /// The displayed time of a colour in a reading.
-    pub fn time_of(&self, config: &Config, r: &ClockTimes, color: Color) -> u32 {
-        r.side(self.side_of(config, color)).time.total_seconds()
     }
 
     /// The colour-mapped state of a reading.
@@ -350,11 +484,6 @@ impl Clocks {
     /// seen and the clock has moved on since).
     pub fn unknown(&mut self, color: Color) {
         self.prev_unknown[color_index(color)] = true;
-    }
-
-    /// True when `color`'s display is running in reading `r`.
-    pub fn runs(&self, config: &Config, r: &ClockTimes, color: Color) -> bool {
-        r.status.running() && r.running_side() == Some(self.side_of(config, color))
     }
 
     /// Records a confirmed ply's `%clk` and returns its `%emt` by clock arithmetic.

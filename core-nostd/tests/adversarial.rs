@@ -475,6 +475,27 @@ fn the_last_pressed_move_stands_when_the_kings_go_to_the_centre_at_once() {
     check_stream(&s, &["c4c2"]);
 }
 
+/// No clock. Two plies shown only half a second before the kings go to the centre (the
+/// board's reports of them were held up, or the mating move was made just before the
+/// gesture): both pieces stay where they landed through the signal, so both moves stand.
+#[test]
+fn plies_still_on_the_board_through_the_kings_signal_stand_without_a_clock() {
+    let (mut s, _) =
+        from_fen("4r1k1/2p3pp/p4n2/1p6/3P4/N4RP1/1KP1r3/6R1 w - - 1 41", Config::default(), None);
+    s.wait(1000);
+    s.slide(Square::F3, Square::C3);
+    s.wait(100);
+    s.slide(Square::B5, Square::B4);
+    s.wait(400);
+    let white_king = s.lift(Square::B2);
+    let black_king = s.lift(Square::G8);
+    s.put(Square::D4, white_king);
+    s.put(Square::E5, black_king);
+    s.wait(3000);
+    assert_eq!(s.tracker.result(), Some((GameResult::BlackWins, EndReason::KingsInCentre)));
+    check_stream(&s, &["f3c3", "b5b4"]);
+}
+
 // ----- rotation and clock sides ------------------------------------------------------------------
 
 #[test]

@@ -457,8 +457,12 @@ fn forgotten_clock_press() {
     s.wait(3000);
     assert!(confirmed(&s).is_empty(), "not certain yet");
     let p = s.play_uci(&p, "e7e5");
+    // The reply proves e4, but White's clock still runs: White may yet press, late, and
+    // that press is e4's `%clk`. It waits for it, or for the quiet time of unpressed moves.
     s.wait(1500);
-    assert_eq!(confirmed(&s), ["e2e4"], "proved by the reply");
+    assert!(confirmed(&s).is_empty(), "White's press may still come");
+    s.wait(3000);
+    assert_eq!(confirmed(&s), ["e2e4", "e7e5"], "unpressed, quiet");
     // White notices, plays on and presses: everything stands.
     s.play_uci(&p, "g1f3");
     s.press(20, 2);

@@ -2,10 +2,11 @@
 //! detection, board matching and finality.
 
 use dgt_protocol::{BoardDump, Bwtime, ClockSide, ClockTimes, FieldUpdate, Message};
-use shakmaty::{Bitboard, Position};
+use shakmaty::{Bitboard, Color, Position};
 
 use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, SAME_SCAN_MS, Tracker, remember};
 use crate::board::placement_hash;
+use crate::clock::Flip;
 use crate::event::{EndReason, Event, EventSink, GameResult};
 
 impl<const PLIES: usize> Tracker<PLIES> {
@@ -98,7 +99,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let to_move = self.confirmed_pos.turn();
         // A resumed game learns the clock's sides as a new one does: from its first readings.
         let plies = self.confirmed.saturating_sub(self.resumed_at);
-        let press = self.clocks.reading(&self.config, times, now_ms, in_game, to_move, plies);
+        let flips = self.clocks.reading(&self.config, times, now_ms, in_game, to_move, plies);
         let state = self.clocks.state(&self.config);
         if state != self.last_clock_state {
             self.last_clock_state = state;
@@ -127,14 +128,41 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.end_game(result, EndReason::FlagFall, sink);
             return;
         }
-        let Some(press) = press else { return };
+        if flips.by_rise_only {
+            if self.dirty {
+                self.deep_eval(now_ms, sink);
+            }
+            if self.records.len() < self.confirmed + 2 {
+                return;
+            }
+        }
+        let single = flips.list.len() == 1;
+        for flip in &flips.list {
+            if self.state != GameState::Active {
+                return;
+            }
+            self.clock_pressed(flip, single, now_ms, sink);
+        }
+    }
+
+    /// A press the clock showed: given its colour, it confirms the presser's plies, or
+    /// waits for the board to show them.
+    fn clock_pressed<S: EventSink + ?Sized>(&mut self, flip: &Flip, single: bool, now_ms: u64, sink: &mut S) {
         if self.dirty {
             self.deep_eval(now_ms, sink);
         }
+        let plies = self.confirmed.saturating_sub(self.resumed_at);
+        let certain = if single { self.certain_presser(now_ms) } else { None };
+        let Some(press) =
+            self.clocks.attribute(&self.config, flip, certain, self.confirmed_pos.turn(), plies)
+        else {
+            return;
+        };
         // More presses than plies: the board may have been read a ply short.
         self.reread_for_press(press.by, now_ms, sink);
         // An earlier press still waiting for the board is settled first.
         self.resolve_pending(now_ms, true, sink);
+        self.drop_overtaken_presses(press.by);
         if self.state != GameState::Active {
             return;
         }
@@ -157,6 +185,28 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // have been lost, or the hands are still at work. A dump taken now settles it,
         // whatever the rate limit (once a press).
         self.dumped_since(now_ms, now_ms, sink);
+    }
+
+    /// True while the first provisional ply's mover has not pressed (their clock runs):
+    /// confirmed now, by the plies that followed, it would get no `%clk`, and the press
+    /// that gives it may still come (a player pressing after the reply). It waits for that
+    /// press, or for the quiet time of unpressed moves.
+    fn press_to_come(&self, now: u64) -> bool {
+        let Some(r) = self.clocks.current(now) else { return false };
+        let mover = self.confirmed_pos.turn();
+        r.status.running() && r.running_side() == Some(self.clocks.side_of(&self.config, mover))
+    }
+
+    /// The colour that made a press, when the board leaves no doubt: one provisional ply is
+    /// on the board, no press is waiting for the board, and the last confirmed ply's own
+    /// press has been seen. The lever alternates, so the press that follows the press of a
+    /// confirmed ply of one colour is the other's: the mover of that one ply. (A ply
+    /// confirmed without its press, by the plies that followed it or by quiet time, may
+    /// still get it: a player who forgot to press presses late, after the reply.)
+    fn certain_presser(&self, now: u64) -> Option<Color> {
+        let waiting = self.pending_press.iter().any(|p| p.expires >= now);
+        let one_ply = self.records.len() == self.confirmed + 1;
+        (one_ply && !waiting && !self.clocks.press_owed()).then(|| self.confirmed_pos.turn())
     }
 
     /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.
@@ -204,7 +254,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 let keep_last = !terminal && self.last_is_king_to_centre();
                 let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
                 self.confirm_through(upto, None, now_ms, sink);
-            } else if prov >= 2 && still >= u64::from(self.config.chain_confirm_ms) {
+            } else if prov >= 2
+                && still >= u64::from(self.config.chain_confirm_ms)
+                && !self.press_to_come(now_ms)
+            {
                 // A forgotten press: the plies that followed prove the earlier ones.
                 self.confirm_through(self.records.len() - 1, None, now_ms, sink);
             }

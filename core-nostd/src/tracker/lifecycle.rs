@@ -7,6 +7,7 @@ use super::record::{PlyRecord, to16};
 use super::{GameState, MAX_PROVISIONAL, ResumeError, ResumePly, Tracker};
 use crate::board::{self, CENTRE, placement_hash};
 use crate::event::{EndReason, Event, EventSink, GameResult, StartKind};
+use crate::search::board_diff;
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// The standard start position on the board: `Some(orientation)`.
@@ -265,11 +266,35 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let last_seen = self.seen_ms[(prov - 1).min(MAX_PROVISIONAL - 1)];
-        if end_time.saturating_sub(last_seen) >= u64::from(self.config.chain_confirm_ms) {
+        if end_time.saturating_sub(last_seen) >= u64::from(self.config.chain_confirm_ms)
+            || self.line_stands_beside_signal()
+        {
             self.confirm_through(self.records.len(), None, now, sink);
         } else {
             self.retract_to(self.confirmed, sink);
         }
+    }
+
+    /// True when the board, through the signal, still shows every provisional ply where it
+    /// landed, away from the kings and any magic piece: the players made those moves, then
+    /// signalled the result; the signal itself is the board standing still. (A ply shown
+    /// only shortly before the signal, such as a mating move or moves whose reports were
+    /// held up, would otherwise be withdrawn.) A line with a king move is left to the time
+    /// rule: that king may have been the signal's first half.
+    fn line_stands_beside_signal(&self) -> bool {
+        let mut pos = self.confirmed_pos.clone();
+        for i in self.confirmed..self.records.len() {
+            let Some(m) = self.records[i].to_move(&pos) else { return false };
+            if m.role() == Role::King {
+                return false;
+            }
+            pos.play_unchecked(m);
+        }
+        let mut signal = self.phys.magic;
+        for board in [self.tip.board(), &self.phys.board] {
+            signal |= board.kings();
+        }
+        (board_diff(&self.phys.board, self.tip.board()) & !signal).is_empty()
     }
 
     pub(super) fn last_is_king_to_centre(&self) -> bool {

@@ -110,7 +110,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
         let lag = self.config.slide_settled_ms();
         let mut turn = self.confirmed_pos.turn();
+        // A ply of `color` shown before the press, then the opponent's reply, then one just
+        // after: the press is for the later one only when the opponent pressed for the reply
+        // before it (a reply still waiting for its press was made while `color`'s press was
+        // still to come: two presses in one reading, a late press).
+        let reply_pressed_before =
+            self.pending_press.iter().any(|p| p.press.by != color && p.at < pressed_ms);
         let mut before = None;
+        let mut before_seen = None;
         let mut last_before_is_ours = false;
         for i in self.confirmed..self.records.len() {
             let seen = self.shown_at(i);
@@ -119,10 +126,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
             if turn == color {
                 if seen < pressed_ms {
-                    before = Some(i + 1);
+                    // Plies a search found in one reading were all shown at once: the
+                    // board does not say which of the presser's was pressed for. Presses
+                    // are taken oldest first, each for the first of them not yet taken.
+                    if before_seen != Some(seen) {
+                        before = Some(i + 1);
+                        before_seen = Some(seen);
+                    }
                 } else if last_before_is_ours {
                     return before;
-                } else if seen <= pressed_ms + lag {
+                } else if seen <= pressed_ms + lag && (before.is_none() || reply_pressed_before) {
                     return Some(i + 1);
                 }
             }
@@ -144,7 +157,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
             // The ply the board showed at the press, while it is still in the line.
             let bound = self.still_bound(bound);
+            let stable = u64::from(self.config.press_stable_ms);
+            let on_board = self.at_tip && !self.dirty;
             let Some(upto) = bound.or_else(|| self.ply_for_pending_press(press.by, t)) else {
+                // A scan period after the press the board, at rest, still shows no move of
+                // the presser: its reports may all have been lost. A dump settles it.
+                if on_board && now.saturating_sub(t) >= stable {
+                    self.request_dump(now, sink);
+                }
                 k += 1;
                 continue;
             };
@@ -153,8 +173,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // for the ply the board showed as the last at the press, once its piece has
             // stayed where it landed for that long, whatever the hands do elsewhere (see
             // `pressed_ply_stands`).
-            let stable = u64::from(self.config.press_stable_ms);
-            let on_board = self.at_tip && !self.dirty;
             let settled = on_board
                 && now.saturating_sub(self.last_change_ms) >= stable
                 && now.saturating_sub(t) >= stable;
@@ -180,6 +198,35 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 // Earlier presses still waiting are for the earlier plies: each first.
                 k = self.confirm_earlier_presses(k, upto, now, sink);
                 self.confirm_through(upto, Some(&press), now, sink);
+            } else {
+                k += 1;
+            }
+        }
+    }
+
+    /// Forgets the opponent's presses still waiting for a ply when `by` presses: the lever
+    /// alternates, so such a press ended a ply of the opponent's before the one `by` is
+    /// ending now. When the opponent's last confirmed ply was confirmed without its press
+    /// (by the plies that followed it) and the board, explained to its last square, shows
+    /// no ply of theirs unconfirmed, that press was made late for the confirmed ply (a
+    /// forgotten press, made after the reply); kept, it would take the opponent's next
+    /// move. (A burst's presses can all come before the board shows a ply; a board not
+    /// explained may have lost the report of that ply: those presses wait.)
+    pub(super) fn drop_overtaken_presses(&mut self, by: Color) {
+        if !self.at_tip
+            || self.dirty
+            || self.unexplained_since.is_some()
+            || !self.clocks.last_ply_unpressed(!by)
+        {
+            return;
+        }
+        let mut k = 0;
+        while k < self.pending_press.len() {
+            let p = self.pending_press[k];
+            let has_ply =
+                self.still_bound(p.bound).is_some() || self.ply_for_pending_press(p.press.by, p.at).is_some();
+            if p.press.by != by && !has_ply {
+                self.pending_press.remove(k);
             } else {
                 k += 1;
             }
@@ -309,9 +356,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // A press confirming the range: its reading shows the clocks as they were when
             // the range ended (a later one may show the mover's next move already).
             let reading = press.map(|p| p.reading).or_else(|| self.clocks.current(now));
+            // The mover's display: a press's reading is read with the sides it was made with.
+            let side = match press {
+                Some(p) if p.by == color => p.side,
+                Some(p) => p.side.other(),
+                None => self.clocks.side_of(&self.config, color),
+            };
             let (clk, emt) = match (press, reading) {
                 (Some(p), _) if press_ply == Some(i) => {
-                    let clk = self.clocks.time_of(&self.config, &p.reading, color);
+                    let clk = p.reading.side(side).time.total_seconds();
                     (Some(clk), self.clocks.account(&self.config, color, move_number, clk, p.jump))
                 }
                 (_, Some(r)) => {
@@ -321,17 +374,24 @@ impl<const PLIES: usize> Tracker<PLIES> {
                     // has not run since the move: stopped at their press, started by the
                     // press now confirming, or still running from before the move (no reply
                     // on the board) and read within a second of it. Otherwise it is not
-                    // knowable, and none is written rather than a wrong one.
-                    let moved_again = i + 2 < self.records.len();
+                    // knowable, and none is written rather than a wrong one. A press's
+                    // reading shows the clock at the press: the mover has moved again when
+                    // a ply of theirs came before the pressed one, whatever the board shows
+                    // by now.
+                    let moved_again = match (press, press_ply) {
+                        (Some(_), Some(pressed)) => i + 2 <= pressed,
+                        _ => i + 2 < self.records.len(),
+                    };
                     let replied = i + 1 < self.records.len();
-                    let ran = self.clocks.runs(&self.config, &r, color)
+                    let ran = r.status.running()
+                        && r.running_side() == Some(side)
                         && press.is_none_or(|p| p.by == color)
                         && (replied || self.clocks.last_ms.abs_diff(seen) > 1000);
                     if moved_again || ran {
                         self.clocks.unknown(color);
                         (None, None)
                     } else {
-                        let clk = self.clocks.time_of(&self.config, &r, color);
+                        let clk = r.side(side).time.total_seconds();
                         (Some(clk), self.clocks.account(&self.config, color, move_number, clk, None))
                     }
                 }
@@ -342,6 +402,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             };
             self.records[i].clk = to16(clk);
             self.records[i].emt = to16(emt);
+            self.clocks.ply_confirmed(color, press.is_some() && press_ply == Some(i));
             let info = MoveInfo {
                 ply: (i + 1) as u16,
                 color,

@@ -36,7 +36,7 @@ use crate::fen::FenText;
 /// Most provisional plies kept at once; older ones are proven by those that follow.
 const MAX_PROVISIONAL: usize = 8;
 /// Clock presses kept while waiting for the board to show the moves (a burst of plies).
-const PENDING_PRESSES: usize = 4;
+const PENDING_PRESSES: usize = 8;
 /// Positions the board was seen showing that are remembered (see `seen_boards`).
 const SEEN_BOARDS: usize = 16;
 /// Boards reported whole that are remembered (see `shown_boards`).
@@ -419,6 +419,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// outage: stillness counts from then, and waiting presses get back the time they lost.
     pub fn board_away(&mut self, now_ms: u64) {
         self.away_since.get_or_insert(now_ms);
+        self.clocks.board_away();
     }
 
     /// True while the board is away ([`Tracker::board_away`]).
@@ -455,7 +456,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.confirm_through(upto - 1, None, now_ms, sink);
         }
         if self.state == GameState::Active && upto == self.confirmed + 1 {
-            let press = Press { by, reading, jump: None };
+            let press = Press { by, side, reading, jump: None };
             self.confirm_through(upto, Some(&press), now_ms, sink);
         }
         true
