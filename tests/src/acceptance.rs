@@ -153,6 +153,12 @@ pub struct Outcome {
     /// The pace it was played at (for the real length of an unplugged cable, see
     /// [`outage_windows`]).
     pub pace: Option<Pace>,
+    /// Virtual time of the scenario's start on its board (the simulator's clock).
+    pub started_ms: Option<u64>,
+    /// Spans of the scenario (ms from its start) when its board was off the chain by an
+    /// [`Unplug`], until the relay could have it back: presses then are unseen, as in
+    /// [`outage_windows`].
+    pub off_chain: Vec<(u64, u64)>,
 }
 
 /// A batch's results.
@@ -192,6 +198,11 @@ pub struct Unplug {
     /// Real time off the chain.
     pub down: Duration,
 }
+
+/// How long after a board is put back on a chain the relay may take to have it again (its
+/// ping of a gone board every 2 s, then the board's handshake on its virtual port): presses
+/// until then are counted as made while it was away.
+const BACK_ON_CHAIN: Duration = Duration::from_secs(3);
 
 fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
@@ -252,11 +263,13 @@ pub fn run_chain(
     let flag = if force_bus { "--bus" } else { "--port" };
     let ports = vec![flag.to_owned(), chain.path().display().to_string()];
     let done = std::sync::atomic::AtomicBool::new(false);
+    // The board's virtual time when it left the chain and when the relay could have it back.
+    let off: Mutex<Option<(u64, u64)>> = Mutex::new(None);
     let mut result = std::thread::scope(|s| {
         if let Some(u) = unplug
             && let Some(board) = chain.boards().get(u.board)
         {
-            let done = &done;
+            let (done, off) = (&done, &off);
             s.spawn(move || {
                 // Sleeps in short steps so a batch that ends early is not kept waiting.
                 let nap = |d: Duration| {
@@ -266,9 +279,14 @@ pub fn run_chain(
                     }
                 };
                 nap(u.after);
+                let Ok(from) = board.status().map(|st| st.virtual_ms) else { return };
                 if board.unplug().is_ok() {
                     nap(u.down);
                     let _ = board.plug();
+                    nap(BACK_ON_CHAIN);
+                    if let (Ok(st), Ok(mut o)) = (board.status(), off.lock()) {
+                        *o = Some((from, st.virtual_ms));
+                    }
                 }
             });
         }
@@ -276,6 +294,16 @@ pub fn run_chain(
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         r
     })?;
+    let window = off.lock().ok().and_then(|o| *o);
+    if let (Some(u), Some((from, to))) = (unplug, window) {
+        let serial = (opts.first_serial + u.board as u32).to_string();
+        for o in result.outcomes.iter_mut().filter(|o| o.serial == serial) {
+            if let Some(start) = o.started_ms {
+                o.off_chain.push((from.saturating_sub(start), to.saturating_sub(start)));
+            }
+        }
+        result.notes.push(format!("board {serial} off the chain for {} virtual ms", to.saturating_sub(from)));
+    }
     let line = chain.stats();
     result.notes.push(format!(
         "line: {} transmissions, {} collided, {} bytes to the relay, {} from it",
@@ -330,10 +358,14 @@ fn run_on(
                     let mut notes = Vec::new();
                     let timeout =
                         job.scenario.real_duration(opts.speed, opts.hand_speed) + Duration::from_secs(60);
+                    let mut started_ms = None;
                     let completed =
                         match board.start_scenario(job.scenario.clone(), StartPolicy::WhenHostListens) {
                             Ok(h) => match h.wait(timeout) {
-                                Ok(r) => r.completed,
+                                Ok(r) => {
+                                    started_ms = Some(r.started_ms);
+                                    r.completed
+                                }
                                 Err(e) => {
                                     notes.push(format!("simulator: {e}"));
                                     false
@@ -409,6 +441,8 @@ fn run_on(
                                 hand_speed: opts.hand_speed,
                                 ..Pace::RELAY_SUITE
                             }),
+                            started_ms,
+                            off_chain: Vec::new(),
                         });
                     }
                 }
@@ -550,7 +584,8 @@ pub fn check(job: &Job, o: &Outcome) -> GameCheck {
     }
     let has_clock = t.clock.is_some();
     // Presses nobody saw (the cable pulled), as the offline harness finds them.
-    let outages = outage_windows(&job.scenario, o.pace);
+    let mut outages = outage_windows(&job.scenario, o.pace);
+    outages.extend_from_slice(&o.off_chain);
     // Plies whose `%clk` was rightly left out: their `%emt`, and the mover's next one's.
     let mut no_clk_unseen = vec![false; t.moves.len()];
     for (i, m) in t.moves.iter().enumerate() {
