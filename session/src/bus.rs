@@ -286,6 +286,9 @@ struct Board {
     /// A reading of the running clock was held back: its lever showed a press the changes
     /// had not logged yet (see [`BusPoller::clock`]).
     held: bool,
+    /// A press the changes brought before any reading of a clock (a clock attached and
+    /// started with the game): its readings wait for the next clock reading to build on.
+    pending_press: Option<(ClockSide, dgt_protocol::ClockTime)>,
     /// Every EEPROM event the changes brought, for the event log.
     log: VecDeque<EeEvent>,
     log_bytes: usize,
@@ -315,6 +318,7 @@ impl Board {
             next_clock: now,
             last_times: None,
             held: false,
+            pending_press: None,
             log: VecDeque::new(),
             log_bytes: 0,
             anchored: false,
@@ -1033,11 +1037,13 @@ impl BusPoller {
                     listing = false;
                     press = true;
                     tracing::trace!(address, ?side, ?time, "press in the changes");
-                    if let (Some(base), Some(line)) =
-                        (b.last_times.filter(|t| !t.status.no_clock()), b.line.as_mut())
-                    {
-                        b.last_times = Some(press_readings(base, side, time, line));
-                        b.held = false;
+                    match (b.last_times.filter(|t| !t.status.no_clock()), b.line.as_mut()) {
+                        (Some(base), Some(line)) => {
+                            b.last_times = Some(press_readings(base, side, time, line, false));
+                            b.held = false;
+                        }
+                        (None, Some(_)) => b.pending_press = Some((side, time)),
+                        _ => {}
                     }
                 }
                 EeEvent::PowerUp | EeEvent::WatchdogAction => {
@@ -1094,6 +1100,15 @@ impl BusPoller {
             return;
         }
         b.held = false;
+        if let (Some((side, time)), Some(line)) = (b.pending_press.take(), b.line.as_mut())
+            && t.status.running()
+            && !t.status.no_clock()
+        {
+            // The first reading of a clock pressed before it was read: the press goes first,
+            // built on this reading (the game learns White's side from a running reading
+            // before it, not from this one).
+            press_readings(t, side, time, line, true);
+        }
         b.last_times = Some(t);
         if let Some(line) = b.line.as_mut() {
             line.times(t, true, false);
@@ -1142,12 +1157,14 @@ impl BusPoller {
 /// press, and the last reading may have come before the session saw the game begin (a start
 /// position is taken once it stood still). A new game's clock shows no flag of the previous
 /// game's. A press a real reading already showed (the lever down on the presser's side,
-/// the presser's display at the logged time) is not sent again.
+/// the presser's display at the logged time) is not sent again, unless `replay` (a press
+/// that came before any reading, built on the reading after it).
 fn press_readings(
     base: ClockTimes,
     side: ClockSide,
     time: dgt_protocol::ClockTime,
     line: &mut VirtualLine,
+    replay: bool,
 ) -> ClockTimes {
     // D1 (which side is up), with D3/D4 turned with it as the clock turns them.
     let lever_up = |t: &mut ClockTimes, up: ClockSide| {
@@ -1160,7 +1177,7 @@ fn press_readings(
         ClockSide::Left => t.left.time,
         ClockSide::Right => t.right.time,
     };
-    if t.status.running() && t.high_side() == side.other() && shown == time {
+    if !replay && t.status.running() && t.high_side() == side.other() && shown == time {
         // A reading from after this press went out already (it came between the changes
         // and this press's packet): the session has seen the press; a second one would
         // turn the lever back and forth.

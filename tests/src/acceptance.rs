@@ -204,6 +204,10 @@ pub struct Unplug {
 /// until then are counted as made while it was away.
 const BACK_ON_CHAIN: Duration = Duration::from_secs(3);
 
+/// A polling cycle on a chain of 12 (under a second): a press made this long before the
+/// board left may not have been read before it left, and is counted as made while away.
+const LAST_CYCLE: Duration = Duration::from_secs(1);
+
 fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
@@ -278,8 +282,9 @@ pub fn run_chain(
                         std::thread::sleep(Duration::from_millis(50));
                     }
                 };
-                nap(u.after);
+                nap(u.after.saturating_sub(LAST_CYCLE));
                 let Ok(from) = board.status().map(|st| st.virtual_ms) else { return };
+                nap(LAST_CYCLE);
                 if board.unplug().is_ok() {
                     nap(u.down);
                     let _ = board.plug();
