@@ -171,7 +171,13 @@ async fn identify_watching<T: AsyncRead + AsyncWrite + Unpin>(
 /// What [`detect`] notes in the bytes of the handshake.
 struct Watch {
     side: Decoder,
+    /// Garbled bytes since the first clean message (what a port opened in the middle of a
+    /// board's message garbles comes before it, and does not count).
     noise: usize,
+    /// Every garbled byte.
+    garbled: usize,
+    /// A clean message came.
+    clean: bool,
     /// When the first garbled byte was seen.
     first_noise: Option<Instant>,
     address: Option<u16>,
@@ -183,20 +189,35 @@ struct Watch {
 pub const GARBLED_FOR: Duration = Duration::from_secs(1);
 
 impl Watch {
+    fn new() -> Watch {
+        Watch { side: Decoder::new(), noise: 0, garbled: 0, clean: false, first_noise: None, address: None }
+    }
+
     /// Notes a chunk; gives up when only garbage came for [`GARBLED_FOR`].
     fn look(&mut self, bytes: &[u8]) -> Option<String> {
-        let (noise, address) = (&mut self.noise, &mut self.address);
+        let (noise, garbled, clean, address) =
+            (&mut self.noise, &mut self.garbled, &mut self.clean, &mut self.address);
         self.side.feed(bytes, |d| match d {
-            Decoded::Noise { len } => *noise += len,
-            Decoded::Message(Message::BusAddress(a)) => *address = Some(a),
+            Decoded::Noise { len } => {
+                *garbled += len;
+                if *clean {
+                    *noise += len;
+                }
+            }
+            Decoded::Message(m) => {
+                *clean = true;
+                if let Message::BusAddress(a) = m {
+                    *address = Some(a);
+                }
+            }
             _ => {}
         });
-        if self.noise > 0 && self.first_noise.is_none() {
+        if self.garbled > 0 && self.first_noise.is_none() {
             self.first_noise = Some(Instant::now());
         }
         self.first_noise
             .filter(|t| t.elapsed() >= GARBLED_FOR)
-            .map(|_| format!("{} garbled bytes and no clean answer", self.noise))
+            .map(|_| format!("{} garbled bytes and no clean answer", self.garbled))
     }
 }
 
@@ -214,16 +235,16 @@ pub enum Detected {
 pub const ADDRESS_WAIT: Duration = Duration::from_millis(300);
 
 /// The single-board handshake, checked for a chain: a line whose answers were garbled
-/// (noise during the handshake), or whose bus address (`46`) is not the serial number's
-/// (several boards answering at once leave the OR of their answers, each valid on its own),
-/// is a chain. A board that does not answer `46` is taken for one board.
+/// (noise during the handshake after its first clean answer), or whose bus address (`46`)
+/// is not the serial number's (several boards answering at once leave the OR of their
+/// answers, each valid on its own), is a chain. A board that does not answer `46` is taken for one board.
 pub async fn detect<T: AsyncRead + AsyncWrite + Unpin>(
     io: &mut T,
     epoch: Epoch,
     timing: LinkTiming,
     stop: &mut Listener,
 ) -> Result<Detected, NotIdentified> {
-    let mut watch = Watch { side: Decoder::new(), noise: 0, first_noise: None, address: None };
+    let mut watch = Watch::new();
     let mut link = match identify_watching(io, epoch, timing, stop, |b| watch.look(b)).await {
         Ok(link) => link,
         Err(NotIdentified::Shutdown) => return Err(NotIdentified::Shutdown),
@@ -253,7 +274,9 @@ pub async fn detect<T: AsyncRead + AsyncWrite + Unpin>(
     let (address, mut noise) = (watch.address, watch.noise);
     let serial = link.serial().unwrap_or_default().to_owned();
     let expected = serial.trim().parse::<u32>().ok().map(address_of_serial);
-    noise += watch.side.take_noise().unwrap_or(0);
+    if watch.clean {
+        noise += watch.side.take_noise().unwrap_or(0);
+    }
     if noise > 0 {
         return Ok(Detected::Chain(format!("{noise} garbled bytes during the handshake")));
     }
