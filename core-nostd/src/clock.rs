@@ -284,6 +284,11 @@ impl Clocks {
         if !self.fixed && (setting || first_reading_before_a_press) {
             self.learn_mapping(config, r, to_move);
         }
+        // The lever moved while the board was away: a press nobody saw. Which colour made
+        // the next one does not follow from the presses seen (see `press_owed`).
+        if in_game && after_outage && flipped {
+            self.owed = true;
+        }
         let mut flips = Flips::default();
         if let Some(prev) = prev
             && in_game
@@ -398,6 +403,18 @@ impl Clocks {
             return;
         }
         self.set_white(config, if by == Color::White { side } else { side.other() });
+    }
+
+    /// White's display once the mapping is fixed for the rest of the game (configured, or a
+    /// move was confirmed with it while the clock ran, or given by [`Clocks::set_white_side`]).
+    pub fn fixed_white_side(&self) -> Option<ClockSide> {
+        if self.fixed { self.white_side } else { None }
+    }
+
+    /// Fixes White's display for the rest of the game (a resumed game's, as journaled).
+    pub fn set_white_side(&mut self, side: ClockSide) {
+        self.white_side = Some(side);
+        self.fixed = true;
     }
 
     /// Fixes the mapping (a move was confirmed with it while the clock runs in the game).

@@ -645,3 +645,46 @@ fn six_presses_waiting_for_the_board_keep_their_plies() {
     sim.wait(2000);
     assert_eq!(confirmed(&sim), want);
 }
+
+/// Black moves and presses while the board is away; back, the board shows the move and the
+/// clock shows White running. White's next press comes before the board shows White's move
+/// (the landing is reported late): it is White's, not the press of Black's one provisional
+/// ply, and each ply keeps its own player's time. (Taken as Black's, it put White's and
+/// Black's displays the wrong way round for the rest of the game.)
+#[test]
+fn a_press_made_while_the_board_was_away_does_not_make_the_next_one_the_other_colours() {
+    let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(300, ClockSide::Left);
+    sim.start_clock();
+    let mut pos = play_pressed(&mut sim, &["e2e4", "e7e5", "g1f3"]);
+    let mut want: Vec<(String, Option<u32>)> = confirmed(&sim);
+    assert_eq!(want.len(), 3, "{:?}", sim.events);
+    // Away: Black plays Nc6 and presses; nothing is heard.
+    let now = sim.now;
+    sim.tracker.board_away(now);
+    let nc6 = common::parse_uci(&pos, "b8c6");
+    pos.play_unchecked(nc6);
+    sim.board = pos.board().clone();
+    sim.now += 2_000;
+    {
+        let c = sim.clock.as_mut().expect("a clock");
+        c.running = Some(Color::White);
+        c.high = Color::White;
+    }
+    want.push(("b8c6".into(), Some(displays(&sim).1)));
+    // Back: a clock reading, then the dump.
+    sim.send_clock();
+    sim.dump();
+    sim.wait(1_000);
+    // White plays Bc4: the lift is reported, the press comes before the landing.
+    sim.lift(shakmaty::Square::F1);
+    sim.now += 100;
+    {
+        let c = sim.clock.as_mut().expect("a clock");
+        c.white -= 1;
+    }
+    press_once(&mut sim, 2);
+    want.push(("f1c4".into(), Some(displays(&sim).0)));
+    sim.play_uci(&pos, "f1c4");
+    sim.wait(2_000);
+    assert_eq!(confirmed(&sim), want);
+}

@@ -236,3 +236,52 @@ fn an_operator_position_resumes_with_its_start_and_numbers() {
         "30... Kd5 {[%clk 0:01:00] [%emt 0:00:01]} 31. e4+ {[%clk 0:01:00] [%emt 0:00:01]} *"
     );
 }
+
+/// A restart while White's move stands pressed but is not journaled yet (the program died
+/// between the press and the journal's write): the clock runs Black's side, the journal says
+/// White is to move. A resumed game that learns the sides from that lever reads them the
+/// wrong way round, and every later `%clk` would carry the opponent's time; the side the
+/// tracker told before, given back, keeps them right.
+#[test]
+fn a_resumed_game_keeps_the_clock_sides_it_was_given() {
+    let mut a = clocked();
+    let pos = play_pressed(&mut a, &Chess::default(), &["e2e4", "e7e5", "g1f3", "b8c6"]);
+    assert_eq!(a.tracker.white_clock_side(), Some(ClockSide::Left));
+    let journaled = journal(&a);
+    // White moves and presses; the program dies before the move reaches the journal.
+    play_pressed(&mut a, &pos, &["f1b5"]);
+    let (white, black) = a.clock.as_ref().map(|c| (c.white, c.black)).expect("a clock");
+    assert_ne!(white, black);
+    let clocks_after_restart = |side: Option<ClockSide>| {
+        let mut r = Sim::new(config());
+        r.board = a.board.clone();
+        r.clock = a.clock.clone();
+        r.now = a.now + 5_000;
+        let now = r.now;
+        let events = &mut r.events;
+        r.tracker
+            .resume(
+                Chess::default(),
+                CastlingMode::Standard,
+                Orientation::Normal,
+                journaled.clone(),
+                now,
+                &mut |e| events.push(e),
+            )
+            .expect("resume");
+        if let Some(s) = side {
+            r.tracker.set_white_clock_side(s);
+        }
+        r.send_clock();
+        r.dump();
+        let c = r.tracker.clocks();
+        (c.white, c.black, r.tracker.white_clock_side())
+    };
+    // Learned from the lever: the wrong way round.
+    assert_eq!(clocks_after_restart(None), (Some(black), Some(white), None));
+    // Given back: right, and fixed for the rest of the game.
+    assert_eq!(
+        clocks_after_restart(Some(ClockSide::Left)),
+        (Some(white), Some(black), Some(ClockSide::Left))
+    );
+}

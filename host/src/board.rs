@@ -74,6 +74,16 @@ pub enum BoardInput {
     Attach(Attached),
     /// An operator command, answered when done.
     Admin(AdminCommand, oneshot::Sender<Result<(), AdminError>>),
+    /// A correction checked, not made (`?dry_run=1`): the corrected moves, or why the
+    /// correction would be refused.
+    CheckCorrection {
+        /// First ply replaced.
+        from_ply: u32,
+        /// The moves, UCI.
+        moves: Vec<String>,
+        /// The answer.
+        reply: oneshot::Sender<Result<Vec<(MoveView, String)>, AdminError>>,
+    },
 }
 
 impl std::fmt::Debug for BoardInput {
@@ -81,6 +91,9 @@ impl std::fmt::Debug for BoardInput {
         match self {
             BoardInput::Attach(a) => f.debug_tuple("Attach").field(a).finish(),
             BoardInput::Admin(c, _) => f.debug_tuple("Admin").field(c).finish(),
+            BoardInput::CheckCorrection { from_ply, moves, .. } => {
+                f.debug_struct("CheckCorrection").field("from_ply", from_ply).field("moves", moves).finish()
+            }
         }
     }
 }
@@ -193,6 +206,7 @@ impl BoardTask {
             plies: rec.moves.iter().map(|m| (m.uci.clone(), m.clk, m.emt)).collect(),
             flipped: rec.header.flipped,
             result: rec.result.as_deref().and_then(|r| r.parse::<GameResult>().ok()),
+            white_clock: rec.white_clock.map(Into::into),
         };
         let fen = rec.moves.last().and_then(|m| m.fen.clone()).or_else(|| rec.header.start_fen.clone());
         self.game = Some(LiveGame { rec, journal, fen: fen.unwrap_or_else(|| START_FEN.to_owned()) });
@@ -220,6 +234,9 @@ impl BoardTask {
                     Some(BoardInput::Admin(cmd, reply)) => {
                         let r = self.admin(cmd).await;
                         let _ = reply.send(r);
+                    }
+                    Some(BoardInput::CheckCorrection { from_ply, moves, reply }) => {
+                        let _ = reply.send(self.check_correction(from_ply, &moves));
                     }
                 },
                 n = read_port(&mut self.port, &mut buf) => {
@@ -346,6 +363,12 @@ impl BoardTask {
                     fen: Some(fen.to_string()),
                 };
                 self.commit(Record::Takeback { from_ply }, Some(delta)).await;
+            }
+            Effect::ClockSide(side) => {
+                // Kept for a restart; nothing to publish.
+                if self.game.is_some() {
+                    self.commit(Record::ClockSide { white: side.into() }, None).await;
+                }
             }
             Effect::Clock(c) => {
                 let v = clock_view(&c);
@@ -589,6 +612,20 @@ impl BoardTask {
         } else {
             Err(AdminError::Storage(format!("{} record(s) wait", self.pending.len())))
         }
+    }
+
+    /// A correction as the session would make it, made on nothing: each corrected move
+    /// with the position after it.
+    fn check_correction(
+        &self,
+        from_ply: u32,
+        moves: &[String],
+    ) -> Result<Vec<(MoveView, String)>, AdminError> {
+        if self.game.is_none() {
+            return Err(dgt_session::AdminError::NoGame.into());
+        }
+        let checked = self.session.check_correction(self.now(), from_ply as usize, moves)?;
+        Ok(checked.iter().map(|m| (MoveView::from(m), m.fen.to_string())).collect())
     }
 
     async fn admin(&mut self, cmd: AdminCommand) -> Result<(), AdminError> {

@@ -71,6 +71,9 @@ pub struct Player {
     /// Rating (`WhiteElo`/`BlackElo`), if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elo: Option<u32>,
+    /// FIDE federation (`NOR`), if known: shown on the spectators' page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub federation: Option<String>,
 }
 
 /// White and Black on one board.
@@ -251,6 +254,11 @@ pub fn check_player(p: &Player) -> Result<(), String> {
         && e > 4000
     {
         return Err(format!("rating {e} is over 4000"));
+    }
+    if let Some(f) = &p.federation
+        && (f.is_empty() || f.len() > 3 || !f.chars().all(|c| c.is_ascii_alphabetic()))
+    {
+        return Err(format!("federation {f:?} is not a FIDE federation (three letters, e.g. NOR)"));
     }
     Ok(())
 }
@@ -486,7 +494,7 @@ impl Config {
             self.token = Some(t);
             return Ok(false);
         }
-        self.token = Some(random_token());
+        self.token = Some(random_token()?);
         Ok(true)
     }
 }
@@ -499,27 +507,16 @@ pub fn check_serial(s: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// 32 hex characters from the operating system's random source, falling back to hashing
-/// the time and process id (std's `RandomState` is seeded from the OS as well).
-fn random_token() -> String {
-    use std::hash::{BuildHasher, Hasher};
+/// 32 hex characters from the operating system's random source. Without one there is no
+/// token worth having: the error says to set one.
+fn random_token() -> Result<String, ConfigError> {
     let mut bytes = [0u8; 16];
-    let from_os = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
-        .is_ok();
-    if !from_os {
-        for chunk in bytes.chunks_mut(8) {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos()),
-            );
-            h.write_u32(std::process::id());
-            chunk.copy_from_slice(&h.finish().to_le_bytes()[..chunk.len()]);
-        }
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    getrandom::fill(&mut bytes).map_err(|e| {
+        ConfigError::Invalid(format!(
+            "no admin token configured and the system's random source failed ({e}): set `token` in the config or DGT_RELAY_TOKEN"
+        ))
+    })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]

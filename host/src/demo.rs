@@ -51,6 +51,7 @@ fn player(game: &SourceGame, side: &str) -> Player {
             .filter(|t| t.len() <= 8 && t.chars().all(|c| c.is_ascii_alphabetic()))
             .map(str::to_owned),
         elo: game.tag(&format!("{side}Elo")).and_then(|v| v.parse().ok()).filter(|&e| e > 0),
+        federation: None,
     }
 }
 

@@ -46,8 +46,8 @@ pub const FEED_VERSION: u32 = 1;
 pub const RING: usize = 4096;
 /// The largest client message accepted, bytes.
 pub const MAX_CLIENT_MESSAGE: usize = 4096;
-/// Alerts kept per board in the snapshot.
-pub const MAX_ALERTS: usize = 10;
+/// Alerts kept per board (and relay-wide) in the snapshot; see [`trim_alerts`] for which go.
+pub const MAX_ALERTS: usize = 20;
 /// Most frames written to one client with a single flush (one socket write).
 pub const MAX_BATCH: usize = 256;
 /// The websocket read buffer per client, bytes. Client messages are small (at most
@@ -95,11 +95,16 @@ pub struct MoveView {
     /// Time used on the move, seconds (`%emt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emt: Option<u32>,
+    /// When the relay published the move, milliseconds since 1970 (UTC), stamped by the
+    /// hub ([`Hub::publish`]); absent for moves recovered from a journal at start (journals
+    /// keep no wall-clock time per move).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
 }
 
 impl From<&crate::record::JournalMove> for MoveView {
     fn from(m: &crate::record::JournalMove) -> MoveView {
-        MoveView { ply: m.ply, san: m.san.clone(), uci: m.uci.clone(), clk: m.clk, emt: m.emt }
+        MoveView { ply: m.ply, san: m.san.clone(), uci: m.uci.clone(), clk: m.clk, emt: m.emt, at: None }
     }
 }
 
@@ -111,6 +116,7 @@ impl From<&dgt_core::MoveInfo> for MoveView {
             uci: m.uci.to_string(),
             clk: m.clk,
             emt: m.emt,
+            at: None,
         }
     }
 }
@@ -164,6 +170,75 @@ impl From<&dgt_session::Alert> for AlertView {
     }
 }
 
+/// An alert as the hub keeps and sends it: what was raised ([`AlertView`]), with a stable
+/// id, the wall-clock time it was published, and the operator's state of it: resolved by a
+/// later alert ([`counterpart`]) or acknowledged ([`Hub::ack`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertEntry {
+    /// Unique for the relay's data: ids grow by one from a start taken from the wall clock
+    /// when the relay started, so an id is never reused across restarts.
+    pub id: u64,
+    /// When the relay published it, milliseconds since 1970 (UTC).
+    pub at: u64,
+    /// The alert.
+    #[serde(flatten)]
+    pub alert: AlertView,
+    /// The ids of earlier alerts this one resolves (`board_back` resolves `not_responding`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clears: Vec<u64>,
+    /// The id of the later alert that resolved this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleared_by: Option<u64>,
+    /// When an operator acknowledged it, milliseconds since 1970.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acked_at: Option<u64>,
+}
+
+impl std::ops::Deref for AlertEntry {
+    type Target = AlertView;
+    fn deref(&self) -> &AlertView {
+        &self.alert
+    }
+}
+
+impl AlertEntry {
+    /// Still wants the operator: a warning or an error, neither resolved nor acknowledged.
+    pub fn open(&self) -> bool {
+        self.alert.level != AlertLevel::Info && self.cleared_by.is_none() && self.acked_at.is_none()
+    }
+}
+
+/// The alert code an alert resolves, if it is the counterpart of a lasting condition
+/// (`board_back` resolves `not_responding`, `battery_ok` resolves `battery_low`, ...). An
+/// info `storage` or `push` alert resolves the earlier `storage` or `push` warnings and
+/// errors about the same board (or the relay).
+pub fn counterpart(code: AlertCode, level: AlertLevel) -> Option<AlertCode> {
+    Some(match code {
+        AlertCode::BoardBack => AlertCode::NotResponding,
+        AlertCode::PositionRecovered => AlertCode::PositionMismatch,
+        AlertCode::BatteryOk => AlertCode::BatteryLow,
+        AlertCode::ClockBatteryOk => AlertCode::ClockBatteryLow,
+        AlertCode::ClockBack => AlertCode::ClockLost,
+        AlertCode::ClockRunning => AlertCode::ClockPaused,
+        AlertCode::Storage | AlertCode::Push if level == AlertLevel::Info => code,
+        _ => return None,
+    })
+}
+
+/// Milliseconds since 1970 now (0 if the clock is before 1970).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Keeps at most [`MAX_ALERTS`] alerts: when over, the oldest that no longer needs the
+/// operator (resolved, acknowledged or informational) goes first, else the oldest.
+fn trim_alerts(alerts: &mut Vec<AlertEntry>) {
+    while alerts.len() > MAX_ALERTS {
+        let i = alerts.iter().position(|a| !a.open()).unwrap_or(0);
+        alerts.remove(i);
+    }
+}
+
 /// Everything about one board and its current game.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BoardView {
@@ -205,7 +280,7 @@ pub struct BoardView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub battery: Option<u8>,
     /// The latest alerts, oldest first.
-    pub alerts: Vec<AlertView>,
+    pub alerts: Vec<AlertEntry>,
 }
 
 impl BoardView {
@@ -286,12 +361,22 @@ pub enum Delta {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         port: Option<String>,
     },
-    /// An operator alert; `board` is null for relay-wide alerts.
+    /// An operator alert; `board` is null for relay-wide alerts. The hub gives it an id and
+    /// a time, and sends it as an [`AlertEntry`].
     Alert {
         /// Board number, if about one board.
         board: Option<u32>,
         /// The alert.
         alert: AlertView,
+    },
+    /// An operator acknowledged an alert ([`Hub::ack`]).
+    AlertAck {
+        /// The alert's board (null: relay-wide).
+        board: Option<u32>,
+        /// The alert's id.
+        id: u64,
+        /// When, milliseconds since 1970.
+        acked_at: u64,
     },
     /// The game ended (or the operator set or cleared a result: null clears).
     Result {
@@ -319,12 +404,17 @@ impl Delta {
             | Delta::Clock { board, .. }
             | Delta::Status { board, .. }
             | Delta::Result { board, .. } => Some(*board),
-            Delta::Alert { board, .. } => *board,
+            Delta::Alert { board, .. } | Delta::AlertAck { board, .. } => *board,
             Delta::Board { view } => Some(view.board),
         }
     }
 
+    /// Applies the delta to the boards. Alerts and acknowledgements are the hub's own
+    /// state ([`Hub::publish`] keeps them), so they are not applied here.
     fn apply(&self, boards: &mut BTreeMap<u32, BoardView>, round: u32) {
+        if matches!(self, Delta::Alert { .. } | Delta::AlertAck { .. }) {
+            return;
+        }
         let Some(n) = self.board() else { return };
         let view = boards.entry(n).or_insert_with(|| BoardView::new(n, round));
         match self {
@@ -370,12 +460,7 @@ impl Delta {
                     view.port.clone_from(port);
                 }
             }
-            Delta::Alert { alert, .. } => {
-                if view.alerts.len() >= MAX_ALERTS {
-                    view.alerts.remove(0);
-                }
-                view.alerts.push(alert.clone());
-            }
+            Delta::Alert { .. } | Delta::AlertAck { .. } => {}
             Delta::Result { result, termination, .. } => {
                 view.result.clone_from(result);
                 view.termination.clone_from(termination);
@@ -385,12 +470,12 @@ impl Delta {
     }
 }
 
+/// An alert delta as sent: the alert with its id, time and state.
 #[derive(Serialize)]
-struct Envelope<'a> {
-    v: u32,
-    seq: u64,
-    #[serde(flatten)]
-    delta: &'a Delta,
+#[serde(tag = "type", rename = "alert")]
+struct AlertFrame<'a> {
+    board: Option<u32>,
+    alert: &'a AlertEntry,
 }
 
 /// A serialised delta, shared by every receiver.
@@ -400,8 +485,26 @@ pub struct Frame {
     pub seq: u64,
     /// The board it is about (None: every subscriber gets it).
     pub board: Option<u32>,
-    /// The JSON text.
+    /// The JSON text: `{"v":1,"seq":N,` then the delta's fields.
     pub json: Utf8Bytes,
+    /// Where the delta's fields start in `json` (after `"seq":N,`).
+    rest: usize,
+}
+
+impl Frame {
+    /// A frame with `seq` and `delta_json` (a JSON object, `{"type":...}`).
+    fn new(seq: u64, board: Option<u32>, delta_json: &str) -> Frame {
+        let head = format!(r#"{{"v":{FEED_VERSION},"seq":{seq},"#);
+        let rest = head.len();
+        let json = head + delta_json.strip_prefix('{').unwrap_or(delta_json);
+        Frame { seq, board, json: json.into(), rest }
+    }
+
+    /// The same frame numbered `seq`: the sequence of a subscription to some boards, which
+    /// counts that connection's deltas only (see `API.md`).
+    pub fn renumbered(&self, seq: u64) -> Utf8Bytes {
+        format!(r#"{{"v":{FEED_VERSION},"seq":{seq},{}"#, &self.json.as_str()[self.rest..]).into()
+    }
 }
 
 /// A consistent copy of every board at one sequence number.
@@ -417,12 +520,84 @@ struct HubInner {
     seq: u64,
     round: u32,
     boards: BTreeMap<u32, BoardView>,
-    relay_alerts: VecDeque<AlertView>,
+    relay_alerts: Vec<AlertEntry>,
+    /// Per standing condition (see [`Hub::publish_condition`]), the id of its latest alert.
+    conditions: BTreeMap<&'static str, u64>,
+    /// The next alert's id.
+    next_alert: u64,
     /// Per board, the clocks as last sent in a delta and when: what a client counting down
     /// locally started from.
     sent_clocks: BTreeMap<u32, (ClockView, Instant)>,
     /// Paths spectators must not see.
     private: Private,
+}
+
+impl HubInner {
+    /// The alerts of `board` (relay-wide when `None`), creating the board if it is new.
+    fn alerts_mut(&mut self, board: Option<u32>) -> &mut Vec<AlertEntry> {
+        match board {
+            Some(n) => {
+                let round = self.round;
+                &mut self.boards.entry(n).or_insert_with(|| BoardView::new(n, round)).alerts
+            }
+            None => &mut self.relay_alerts,
+        }
+    }
+
+    /// Keeps a new alert: its id and time, and the earlier alerts it resolves.
+    fn add_alert(&mut self, board: Option<u32>, alert: AlertView, at: u64) -> AlertEntry {
+        let id = self.next_alert;
+        self.next_alert += 1;
+        let list = self.alerts_mut(board);
+        let mut clears = Vec::new();
+        if let Some(code) = counterpart(alert.code, alert.level) {
+            for a in list.iter_mut() {
+                if a.alert.code == code && a.alert.level != AlertLevel::Info && a.cleared_by.is_none() {
+                    a.cleared_by = Some(id);
+                    clears.push(a.id);
+                }
+            }
+        }
+        let entry = AlertEntry { id, at, alert, clears, cleared_by: None, acked_at: None };
+        list.push(entry.clone());
+        trim_alerts(list);
+        entry
+    }
+
+    /// Where alert `id` is: its board (`None`: relay-wide), if it is kept.
+    fn find_alert(&self, id: u64) -> Option<(Option<u32>, &AlertEntry)> {
+        if let Some(a) = self.relay_alerts.iter().find(|a| a.id == id) {
+            return Some((None, a));
+        }
+        self.boards.values().find_map(|v| v.alerts.iter().find(|a| a.id == id).map(|a| (Some(v.board), a)))
+    }
+
+    fn set_acked(&mut self, board: Option<u32>, id: u64, at: u64) {
+        if let Some(a) = self.alerts_mut(board).iter_mut().find(|a| a.id == id) {
+            a.acked_at.get_or_insert(at);
+        }
+    }
+}
+
+/// A whole new view of a board keeps what the hub knew of the old one: the alerts (the
+/// hub's: ids and acknowledgements) and the times of the moves it had already.
+fn carry_over(old: &BoardView, new: &mut BoardView) {
+    new.alerts.clone_from(&old.alerts);
+    let known = |m: &MoveView| {
+        let by_index =
+            usize::try_from(m.ply).ok().and_then(|p| p.checked_sub(1)).and_then(|i| old.moves.get(i));
+        by_index
+            .filter(|o| o.ply == m.ply)
+            .into_iter()
+            .chain(old.moves.iter().chain(&old.provisional))
+            .find(|o| o.ply == m.ply && o.uci == m.uci)
+            .and_then(|o| o.at)
+    };
+    for m in new.moves.iter_mut().chain(new.provisional.iter_mut()) {
+        if m.at.is_none() {
+            m.at = known(m);
+        }
+    }
 }
 
 /// Roots of absolute paths that are left out of spectators' views wherever they appear
@@ -471,9 +646,14 @@ impl Private {
         AlertView { message: self.redact(&a.message), ..a.clone() }
     }
 
+    /// A kept alert as spectators see it.
+    pub fn entry(&self, a: &AlertEntry) -> AlertEntry {
+        AlertEntry { alert: self.alert(&a.alert), ..a.clone() }
+    }
+
     /// A board as spectators see it: no port, alerts redacted.
     pub fn view(&self, v: &BoardView) -> BoardView {
-        BoardView { port: None, alerts: v.alerts.iter().map(|a| self.alert(a)).collect(), ..v.clone() }
+        BoardView { port: None, alerts: v.alerts.iter().map(|a| self.entry(a)).collect(), ..v.clone() }
     }
 
     /// A delta as spectators see it.
@@ -486,9 +666,6 @@ impl Private {
                 serial: serial.clone(),
                 port: None,
             }),
-            Delta::Alert { board, alert } => {
-                Cow::Owned(Delta::Alert { board: *board, alert: self.alert(alert) })
-            }
             Delta::Board { view } => Cow::Owned(Delta::Board { view: Box::new(self.view(view)) }),
             other => Cow::Borrowed(other),
         }
@@ -551,7 +728,9 @@ impl Hub {
                 seq: 0,
                 round,
                 boards: BTreeMap::new(),
-                relay_alerts: VecDeque::new(),
+                relay_alerts: Vec::new(),
+                conditions: BTreeMap::new(),
+                next_alert: now_ms().max(1),
                 sent_clocks: BTreeMap::new(),
                 private: Private::default(),
             }),
@@ -570,12 +749,29 @@ impl Hub {
         Hub::publish_locked(&mut inner, &self.tx, delta, Instant::now())
     }
 
+    /// Publishes a relay-wide alert about a standing condition named `topic` (the PGN
+    /// files cannot be written, then they can). Snapshots keep only a condition's latest
+    /// alert: once it is resolved (an info), clients that connect later are no longer
+    /// greeted by the error, which is then cleared; clients connected meanwhile got both.
+    pub fn publish_condition(&self, topic: &'static str, alert: AlertView) -> u64 {
+        let mut inner = self.lock();
+        if let Some(old) = inner.conditions.get(topic).copied() {
+            inner.relay_alerts.retain(|a| a.id != old);
+        }
+        let id = inner.next_alert;
+        let seq =
+            Hub::publish_locked(&mut inner, &self.tx, Delta::Alert { board: None, alert }, Instant::now());
+        inner.conditions.insert(topic, id);
+        seq
+    }
+
     fn publish_locked(
         inner: &mut HubInner,
         tx: &broadcast::Sender<Arc<Frame>>,
-        delta: Delta,
+        mut delta: Delta,
         now: Instant,
     ) -> u64 {
+        let wall = now_ms();
         match &delta {
             Delta::Clock { board, clock } => {
                 inner.sent_clocks.insert(*board, (*clock, now));
@@ -600,23 +796,37 @@ impl Hub {
             }
             _ => {}
         }
+        // Wall-clock times: a move when published; a whole board keeps the times (and the
+        // alerts, which are the hub's) of the moves it already had.
+        match &mut delta {
+            Delta::Move { mv, .. } => {
+                mv.at.get_or_insert(wall);
+            }
+            Delta::Board { view } => {
+                if let Some(old) = inner.boards.get(&view.board) {
+                    carry_over(old, view);
+                }
+            }
+            _ => {}
+        }
         inner.seq += 1;
         let seq = inner.seq;
         let round = inner.round;
         delta.apply(&mut inner.boards, round);
-        if let Delta::Alert { board: None, alert } = &delta {
-            if inner.relay_alerts.len() >= MAX_ALERTS {
-                inner.relay_alerts.pop_front();
+        let body = match &delta {
+            Delta::Alert { board, alert } => {
+                let entry = inner.add_alert(*board, alert.clone(), wall);
+                serde_json::to_string(&AlertFrame { board: *board, alert: &inner.private.entry(&entry) })
             }
-            inner.relay_alerts.push_back(alert.clone());
-        }
-        let public = inner.private.delta(&delta);
-        let json =
-            serde_json::to_string(&Envelope { v: FEED_VERSION, seq, delta: &public }).unwrap_or_else(|e| {
-                format!(r#"{{"v":{FEED_VERSION},"seq":{seq},"type":"error","message":"{e}"}}"#)
-            });
+            Delta::AlertAck { board, id, acked_at } => {
+                inner.set_acked(*board, *id, *acked_at);
+                serde_json::to_string(&delta)
+            }
+            _ => serde_json::to_string(&*inner.private.delta(&delta)),
+        };
+        let body = body.unwrap_or_else(|e| format!(r#"{{"type":"error","message":"{e}"}}"#));
         // No receivers is fine.
-        let _ = tx.send(Arc::new(Frame { seq, board: delta.board(), json: json.into() }));
+        let _ = tx.send(Arc::new(Frame::new(seq, delta.board(), &body)));
         seq
     }
 
@@ -675,14 +885,30 @@ impl Hub {
     }
 
     /// Relay-wide alerts (not about one board), oldest first, as spectators see them.
-    pub fn relay_alerts(&self) -> Vec<AlertView> {
+    pub fn relay_alerts(&self) -> Vec<AlertEntry> {
         let inner = self.lock();
-        inner.relay_alerts.iter().map(|a| inner.private.alert(a)).collect()
+        inner.relay_alerts.iter().map(|a| inner.private.entry(a)).collect()
     }
 
     /// Relay-wide alerts, whole: the operator's view.
-    pub fn admin_relay_alerts(&self) -> Vec<AlertView> {
-        self.lock().relay_alerts.iter().cloned().collect()
+    pub fn admin_relay_alerts(&self) -> Vec<AlertEntry> {
+        self.lock().relay_alerts.clone()
+    }
+
+    /// An operator acknowledges alert `id`: it is kept as acknowledged (every operator's
+    /// view shows it so) and an `alert_ack` delta is sent, once. Returns the alert with its
+    /// board, or `None` when no alert with that id is kept.
+    pub fn ack(&self, id: u64) -> Option<(Option<u32>, AlertEntry)> {
+        let mut inner = self.lock();
+        let (board, acked) = {
+            let (board, a) = inner.find_alert(id)?;
+            (board, a.acked_at.is_some())
+        };
+        if !acked {
+            let delta = Delta::AlertAck { board, id, acked_at: now_ms() };
+            Hub::publish_locked(&mut inner, &self.tx, delta, Instant::now());
+        }
+        inner.find_alert(id).map(|(b, a)| (b, a.clone()))
     }
 
     /// Hides a path (the data folder: its form as given and its absolute form) from
@@ -980,7 +1206,7 @@ pub fn snapshot_frame(
     snap: &Snapshot,
     filter: Option<&BTreeSet<u32>>,
     resync: bool,
-    alerts: &[AlertView],
+    alerts: &[AlertEntry],
 ) -> Message {
     let boards: Vec<&BoardView> =
         snap.boards.iter().filter(|b| filter.is_none_or(|f| f.contains(&b.board))).collect();
@@ -989,6 +1215,7 @@ pub fn snapshot_frame(
         "type": "snapshot",
         "seq": snap.seq,
         "resync": resync,
+        "time": now_ms(),
         "boards": boards,
         "alerts": alerts,
     });
@@ -1024,6 +1251,9 @@ pub async fn serve_client(
     if !send(&mut ws, snapshot_frame(&snap, None, false, &alerts), limits).await {
         return ClientEnd::TooSlow;
     }
+    // A subscription to some boards numbers its own deltas, from its snapshot's `seq` on:
+    // gap-free, as the deltas of the other boards are not sent to it.
+    let mut own_seq: Option<u64> = None;
     // Made once: a new shutdown future on every wake-up costs a registration and a
     // deregistration each time.
     let stopping = stop.wait();
@@ -1044,7 +1274,7 @@ pub async fn serve_client(
             }
             frame = rx.recv() => {
                 let lagged = match frame {
-                    Ok(frame) => match send_batch(&mut ws, &mut rx, frame, client.filter(), limits).await {
+                    Ok(frame) => match send_batch(&mut ws, &mut rx, frame, client.filter(), &mut own_seq, limits).await {
                         Some(lagged) => lagged,
                         None => return ClientEnd::TooSlow,
                     },
@@ -1066,6 +1296,7 @@ pub async fn serve_client(
                 tracing::info!(missed, "websocket client lagged, resynchronising");
                 let (snap, new_rx) = hub.subscribe();
                 rx = new_rx;
+                own_seq = client.filter().map(|_| snap.seq);
                 if !send(&mut ws, snapshot_frame(&snap, client.filter(), true, &hub.relay_alerts()), limits).await {
                     return ClientEnd::TooSlow;
                 }
@@ -1082,6 +1313,7 @@ pub async fn serve_client(
                     ClientAction::Snapshot { resync } => {
                         let (snap, new_rx) = hub.subscribe();
                         rx = new_rx;
+                        own_seq = client.filter().map(|_| snap.seq);
                         snapshot_frame(&snap, client.filter(), resync, &hub.relay_alerts())
                     }
                     ClientAction::Close(m, end) => {
@@ -1109,24 +1341,34 @@ async fn send_batch(
     rx: &mut broadcast::Receiver<Arc<Frame>>,
     first: Arc<Frame>,
     filter: Option<&BTreeSet<u32>>,
+    own_seq: &mut Option<u64>,
     limits: ClientLimits,
 ) -> Option<Option<u64>> {
     let wanted = |f: &Frame| match (f.board, filter) {
         (Some(b), Some(set)) => set.contains(&b),
         _ => true,
     };
+    // The frame's text for this client: shared, or renumbered for a subscription's own
+    // sequence.
+    let mut text = |f: &Frame| match own_seq {
+        Some(n) => {
+            *n += 1;
+            f.renumbered(*n)
+        }
+        None => f.json.clone(),
+    };
     let write = async {
         let mut lagged = None;
         let mut queued = 0usize;
         if wanted(&first) {
-            ws.feed(Message::Text(first.json.clone())).await?;
+            ws.feed(Message::Text(text(&first))).await?;
             queued += 1;
         }
         for _ in 1..MAX_BATCH {
             match rx.try_recv() {
                 Ok(frame) => {
                     if wanted(&frame) {
-                        ws.feed(Message::Text(frame.json.clone())).await?;
+                        ws.feed(Message::Text(text(&frame))).await?;
                         queued += 1;
                     }
                 }
@@ -1157,8 +1399,62 @@ async fn send(ws: &mut WebSocket, msg: Message, limits: ClientLimits) -> bool {
 mod tests {
     use super::*;
 
+    /// Every alert code, by a match that stops compiling when a code is added.
+    fn every_alert_code() -> Vec<AlertCode> {
+        use AlertCode::*;
+        let all = [
+            NotResponding,
+            BoardBack,
+            PositionMismatch,
+            PositionRecovered,
+            MovesReconstructed,
+            MoveOrderUnknown,
+            Resume,
+            Capacity,
+            BatteryLow,
+            BatteryOk,
+            ClockLost,
+            ClockBack,
+            ClockBatteryLow,
+            ClockBatteryOk,
+            ClockPaused,
+            ClockRunning,
+            ClockCommand,
+            ResultFromBoard,
+            Storage,
+            Push,
+        ];
+        for code in all {
+            match code {
+                NotResponding | BoardBack | PositionMismatch | PositionRecovered | MovesReconstructed
+                | MoveOrderUnknown | Resume | Capacity | BatteryLow | BatteryOk | ClockLost | ClockBack
+                | ClockBatteryLow | ClockBatteryOk | ClockPaused | ClockRunning | ClockCommand
+                | ResultFromBoard | Storage | Push => {}
+            }
+        }
+        all.to_vec()
+    }
+
+    #[test]
+    fn the_feed_schema_lists_every_alert_code() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../schema/feed.schema.json")).unwrap();
+        let listed: Vec<&str> = schema["$defs"]["alert_code"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let codes: Vec<&str> = every_alert_code().into_iter().map(AlertCode::as_str).collect();
+        let mut a = listed.clone();
+        let mut b = codes.clone();
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b, "host/schema/feed.schema.json $defs.alert_code");
+    }
+
     fn mv(ply: u32, san: &str) -> MoveView {
-        MoveView { ply, san: san.into(), uci: String::new(), clk: None, emt: None }
+        MoveView { ply, san: san.into(), uci: String::new(), clk: None, emt: None, at: None }
     }
 
     #[test]
@@ -1176,6 +1472,60 @@ mod tests {
         assert_eq!(v["type"], "move");
         assert_eq!(v["state"], "provisional");
         assert_eq!(v["move"]["san"], "e5");
+    }
+
+    fn alert(code: AlertCode, level: AlertLevel) -> Delta {
+        Delta::Alert {
+            board: Some(1),
+            alert: AlertView { code, level, message: code.to_string(), squares: Vec::new() },
+        }
+    }
+
+    #[test]
+    fn a_board_back_resolves_its_not_responding_and_an_ack_is_kept_and_sent_once() {
+        let hub = Hub::new(1);
+        hub.publish(alert(AlertCode::NotResponding, AlertLevel::Error));
+        hub.publish(alert(AlertCode::NotResponding, AlertLevel::Error));
+        hub.publish(alert(AlertCode::BatteryLow, AlertLevel::Warning));
+        let (_, mut rx) = hub.subscribe();
+        hub.publish(alert(AlertCode::BoardBack, AlertLevel::Info));
+        let frame: serde_json::Value = serde_json::from_str(rx.try_recv().unwrap().json.as_str()).unwrap();
+        let alerts = hub.board(1).unwrap().alerts;
+        let back = alerts[3].id;
+        assert_eq!(frame["alert"]["id"], back);
+        assert_eq!(frame["alert"]["clears"], serde_json::json!([alerts[0].id, alerts[1].id]));
+        assert!(frame["alert"]["at"].as_u64().unwrap() > 0);
+        // Both unplug alerts resolved, the battery still open.
+        let open: Vec<AlertCode> = alerts.iter().filter(|a| a.open()).map(|a| a.code).collect();
+        assert_eq!(open, [AlertCode::BatteryLow]);
+        assert_eq!(
+            (alerts[0].cleared_by, alerts[1].cleared_by, alerts[2].cleared_by),
+            (Some(back), Some(back), None)
+        );
+        // Acknowledged: kept, sent as one `alert_ack`, and a second ack sends nothing.
+        let battery = alerts[2].id;
+        let (board, acked) = hub.ack(battery).unwrap();
+        assert_eq!(board, Some(1));
+        assert!(acked.acked_at.is_some() && !acked.open());
+        let frame: serde_json::Value = serde_json::from_str(rx.try_recv().unwrap().json.as_str()).unwrap();
+        assert_eq!((frame["type"].as_str(), frame["id"].as_u64()), (Some("alert_ack"), Some(battery)));
+        assert_eq!(hub.ack(battery).unwrap().1.acked_at, acked.acked_at);
+        assert!(rx.try_recv().is_err(), "no second alert_ack");
+        assert!(hub.ack(12345).is_none(), "an unknown id");
+        assert!(hub.board(1).unwrap().alerts.iter().all(|a| !a.open()));
+    }
+
+    #[test]
+    fn a_full_alert_list_drops_what_no_longer_needs_the_operator_first() {
+        let hub = Hub::new(1);
+        hub.publish(alert(AlertCode::PositionMismatch, AlertLevel::Warning));
+        let first = hub.board(1).unwrap().alerts[0].id;
+        for _ in 0..MAX_ALERTS {
+            hub.publish(alert(AlertCode::BatteryOk, AlertLevel::Info));
+        }
+        let alerts = hub.board(1).unwrap().alerts;
+        assert_eq!(alerts.len(), MAX_ALERTS);
+        assert_eq!(alerts[0].id, first, "the open mismatch is kept; an info alert went");
     }
 
     #[test]
@@ -1431,6 +1781,32 @@ mod tests {
         assert_eq!(hub.board(2).unwrap().port.as_deref(), Some("/home/op/sim/board-2"));
         assert!(hub.admin_relay_alerts()[0].message.contains("relay-data/round-1"));
         assert!(serde_json::to_string(&hub.boards()).unwrap().contains("/srv/relay/data"));
+    }
+
+    /// Issue 15, recipe 11: a condition's info clears its error from what snapshots show;
+    /// other relay-wide alerts stay, and connected clients get every alert as it comes.
+    #[test]
+    fn a_resolved_condition_is_cleared_from_snapshots() {
+        let hub = Hub::new(1);
+        let (_, mut rx) = hub.subscribe();
+        let alert = |level, message: &str| AlertView {
+            code: AlertCode::Storage,
+            level,
+            message: message.into(),
+            squares: Vec::new(),
+        };
+        hub.publish(Delta::Alert { board: None, alert: alert(AlertLevel::Warning, "journal repaired") });
+        hub.publish_condition("pgn", alert(AlertLevel::Error, "cannot write PGN"));
+        let messages =
+            |hub: &Hub| hub.relay_alerts().into_iter().map(|a| a.alert.message).collect::<Vec<_>>();
+        assert_eq!(messages(&hub), ["journal repaired", "cannot write PGN"]);
+        hub.publish_condition("pgn", alert(AlertLevel::Info, "PGN written again"));
+        assert_eq!(messages(&hub), ["journal repaired", "PGN written again"]);
+        assert_eq!(hub.admin_relay_alerts().len(), 2);
+        let frames: Vec<String> =
+            std::iter::from_fn(|| rx.try_recv().ok()).map(|f| f.json.to_string()).collect();
+        assert_eq!(frames.len(), 3, "{frames:?}");
+        assert!(frames[1].contains("cannot write PGN") && frames[2].contains("PGN written again"));
     }
 
     #[test]

@@ -265,6 +265,7 @@ pub fn journal(data: &[u8], dir: &std::path::Path) -> Seen {
         plies: game.moves.iter().map(|m| (m.uci.clone(), m.clk, m.emt)).collect(),
         flipped: game.header.flipped,
         result: game.result.as_deref().and_then(|r| r.parse().ok()),
+        white_clock: game.white_clock.map(Into::into),
     };
     let mut now = 1_000u64;
     let mut s = BoardSession::new(game.header.board, game.header.serial.clone(), SessionConfig::default());
@@ -324,7 +325,14 @@ pub fn ws_messages(data: &[u8]) {
         hub.publish(Delta::Move {
             board,
             state: MoveState::Confirmed,
-            mv: MoveView { ply: 1, san: "e4".into(), uci: "e2e4".into(), clk: Some(1), emt: Some(1) },
+            mv: MoveView {
+                ply: 1,
+                san: "e4".into(),
+                uci: "e2e4".into(),
+                clk: Some(1),
+                emt: Some(1),
+                at: None,
+            },
             fen: None,
         });
     }

@@ -16,6 +16,10 @@
 //! - Spectator routes (`/api/boards`, `/health`, the feed, the page) show no filesystem
 //!   or device path (see [`crate::feed::Private`]); the operator's `/api/admin/boards`
 //!   does.
+//! - CORS: the read routes (`/health`, `/api/...` but not `/api/admin/...`, `/pgn/...`)
+//!   answer browsers from the allowed origins with `Access-Control-Allow-Origin` (and
+//!   preflights); the admin routes never do, so a page on another site cannot call them
+//!   even with the token.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -25,7 +29,7 @@ use std::time::{Duration, Instant};
 use axum::Json;
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Request, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -33,6 +37,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use crate::admin::{AdminCommand, AdminError};
+use crate::board::BoardInput;
 use crate::config::{MAX_BOARDS, Pairing, check_player};
 use crate::feed::ClientLimits;
 use crate::relay::Relay;
@@ -166,7 +171,9 @@ struct Guarded {
 
 /// The router for a relay, with the access rules for its listener.
 pub fn router(relay: Arc<Relay>, access: Access) -> Router {
-    let guarded = Guarded { relay: Arc::clone(&relay), access: Arc::new(access), failures: Arc::default() };
+    let access = Arc::new(access);
+    let guarded =
+        Guarded { relay: Arc::clone(&relay), access: Arc::clone(&access), failures: Arc::default() };
     let admin = Router::new()
         .route("/boards", get(admin_boards))
         .route("/pairings", post(set_pairings))
@@ -180,6 +187,7 @@ pub fn router(relay: Arc<Relay>, access: Access) -> Router {
         .route("/boards/{board}/start-fen", post(start_fen))
         .route("/boards/{board}/new-game", post(new_game))
         .route("/boards/{board}/correct", post(correct))
+        .route("/alerts/{id}/ack", post(ack_alert))
         .route_layer(middleware::from_fn_with_state(guarded.clone(), require_token))
         .route_layer(middleware::from_fn_with_state(guarded.clone(), check_access));
     let feed = Router::new()
@@ -191,13 +199,60 @@ pub fn router(relay: Arc<Relay>, access: Access) -> Router {
         .route("/api/boards", get(boards))
         .route("/api/boards/{board}", get(board))
         .route("/api/push", get(crate::push::status_route))
+        .route("/api/event", get(event))
+        .route("/api/rounds/{round}", get(round_games))
+        .route("/api/games/{round}/{board}", get(game))
         .route("/pgn/{round}", get(round_pgn))
         .route("/pgn/{round}/{board}", get(game_pgn))
         .merge(feed)
         .nest("/api/admin", admin)
         .merge(crate::web::router())
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn_with_state(access, cors))
         .with_state(relay)
+}
+
+/// Whether `path` is a read route that answers other origins (CORS): `/health`, `/api/...`
+/// except the admin routes, and `/pgn/...`.
+pub fn cors_route(path: &str) -> bool {
+    path == "/health"
+        || path.starts_with("/pgn/")
+        || (path.starts_with("/api/") && path != "/api/admin" && !path.starts_with("/api/admin/"))
+}
+
+/// CORS for the read routes: a browser on an allowed origin may read them (the answer
+/// names its origin in `Access-Control-Allow-Origin`, with `Vary: Origin`), and its
+/// preflight (`OPTIONS`) is answered. Other routes and other origins get no CORS header,
+/// so the browser keeps the answer from the page.
+async fn cors(State(access): State<Arc<Access>>, req: Request, next: Next) -> Response {
+    if !cors_route(req.uri().path()) {
+        return next.run(req).await;
+    }
+    let origin = req
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_ascii_lowercase)
+        .filter(|o| access.allowed_origins.contains(o))
+        .and_then(|o| HeaderValue::from_str(&o).ok());
+    let mut response = if req.method() == axum::http::Method::OPTIONS {
+        let mut r = StatusCode::NO_CONTENT.into_response();
+        if origin.is_some() {
+            let h = r.headers_mut();
+            h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, HEAD, OPTIONS"));
+            h.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("if-none-match"));
+            h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+        }
+        r
+    } else {
+        next.run(req).await
+    };
+    let h = response.headers_mut();
+    if let Some(o) = origin {
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o);
+    }
+    h.append(header::VARY, HeaderValue::from_static("origin"));
+    response
 }
 
 /// The client's address, when the server put it in the request.
@@ -280,7 +335,8 @@ async fn require_token(State(g): State<Guarded>, req: Request, next: Next) -> Re
 async fn index(State(relay): State<Arc<Relay>>) -> Response {
     let mut html = String::from(
         "<!doctype html><meta charset=utf-8><title>DGT live relay</title><h1>DGT live relay</h1>\
-         <p><b><a href=/live/>Live page</a></b> · <a href=/health>health</a> · <a href=/api/boards>boards (JSON)</a> · \
+         <p><b><a href=/live/>Live page</a></b> (spectators) · <b><a href=/console/>Operator console</a></b> \
+         (admin token) · <a href=/health>health</a> · <a href=/api/boards>boards (JSON)</a> · \
          websocket feed at <code>/ws</code></p><ul>",
     );
     for round in relay.store.rounds() {
@@ -483,15 +539,167 @@ struct CorrectBody {
     moves: Vec<String>,
 }
 
+/// `?dry_run=1` (or `true`): check, change nothing.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CorrectQuery {
+    #[serde(default)]
+    dry_run: Option<String>,
+}
+
 async fn correct(
     State(relay): State<Arc<Relay>>,
     Path(n): Path<u32>,
+    Query(q): Query<CorrectQuery>,
     Json(body): Json<CorrectBody>,
 ) -> Response {
+    let dry_run = match q.dry_run.as_deref() {
+        None | Some("0" | "false") => false,
+        Some("1" | "true" | "") => true,
+        Some(other) => return error(StatusCode::BAD_REQUEST, format!("dry_run={other:?}: give 1 or 0")),
+    };
     if body.moves.len() > crate::board::PLIES || body.moves.iter().any(|m| m.len() > 5) {
         return error(StatusCode::UNPROCESSABLE_ENTITY, "moves must be at most 600 UCI moves");
     }
-    admin_result(relay.admin(n, AdminCommand::Correct { from_ply: body.from_ply, moves: body.moves }).await)
+    if !dry_run {
+        return admin_result(
+            relay.admin(n, AdminCommand::Correct { from_ply: body.from_ply, moves: body.moves }).await,
+        );
+    }
+    // The board's session checks the correction against its game and changes nothing.
+    let checked = async {
+        let tx = relay.board(n).ok_or(AdminError::NoBoard)?;
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        let input = BoardInput::CheckCorrection { from_ply: body.from_ply, moves: body.moves, reply };
+        tx.send(input).await.map_err(|_| AdminError::Gone)?;
+        rx.await.map_err(|_| AdminError::Gone)?
+    };
+    match checked.await {
+        Ok(moves) => {
+            let moves: Vec<serde_json::Value> = moves
+                .into_iter()
+                .map(|(m, fen)| serde_json::json!({ "ply": m.ply, "san": m.san, "uci": m.uci, "fen": fen }))
+                .collect();
+            Json(serde_json::json!({ "ok": true, "dry_run": true, "moves": moves })).into_response()
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /api/admin/alerts/{id}/ack`: an operator has seen the alert. Kept by the relay
+/// (every console shows it acknowledged) and sent as an `alert_ack` delta.
+async fn ack_alert(State(relay): State<Arc<Relay>>, Path(id): Path<u64>) -> Response {
+    match relay.hub.ack(id) {
+        Some((board, alert)) => {
+            Json(serde_json::json!({ "ok": true, "board": board, "alert": alert })).into_response()
+        }
+        None => error(
+            StatusCode::NOT_FOUND,
+            format!(
+                "no alert {id} is kept (alerts are kept until {} newer ones on the same board)",
+                crate::feed::MAX_ALERTS
+            ),
+        ),
+    }
+}
+
+/// `GET /api/event`: the event's name, site, current round and time control, and the
+/// rounds that have games.
+async fn event(State(relay): State<Arc<Relay>>) -> Response {
+    let ev = relay.tournament.lock().event.clone();
+    let mut rounds = relay.store.rounds();
+    if !rounds.contains(&ev.round) {
+        rounds.push(ev.round);
+        rounds.sort_unstable();
+    }
+    Json(serde_json::json!({
+        "name": ev.name,
+        "site": ev.site,
+        "round": ev.round,
+        "time_control": ev.time_control,
+        "rounds": rounds,
+    }))
+    .into_response()
+}
+
+/// A journaled game read back, for spectators: no serial number, no path.
+fn game_json(g: &crate::record::GameRecord, with_moves: bool) -> serde_json::Value {
+    let h = &g.header;
+    let last = g.moves.last();
+    let mut v = serde_json::json!({
+        "round": h.round,
+        "board": h.board,
+        "pairing": h.pairing,
+        "start_fen": h.start_fen,
+        "fen": last.and_then(|m| m.fen.clone()).or_else(|| h.start_fen.clone())
+            .unwrap_or_else(|| crate::board::START_FEN.to_owned()),
+        "plies": g.moves.len(),
+        "last_move": last.map(|m| serde_json::json!({ "ply": m.ply, "san": m.san, "uci": m.uci })),
+        "result": g.result,
+        "termination": g.termination,
+        "utc_date": h.utc_date,
+        "utc_time": h.utc_time,
+    });
+    if with_moves {
+        v["moves"] = g
+            .moves
+            .iter()
+            .map(|m| serde_json::json!({ "ply": m.ply, "san": m.san, "uci": m.uci, "clk": m.clk, "emt": m.emt, "fen": m.fen }))
+            .collect();
+    }
+    v
+}
+
+/// Reads the journals of `round` (the boards in `boards`) off the async threads.
+async fn read_games(relay: &Relay, round: u32, boards: Vec<u32>) -> Vec<crate::record::GameRecord> {
+    let paths: Vec<std::path::PathBuf> = boards.iter().map(|b| relay.store.journal_path(round, *b)).collect();
+    tokio::task::spawn_blocking(move || {
+        paths.iter().filter_map(|p| crate::store::replay(p).ok().flatten()).collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default()
+}
+
+/// `GET /api/rounds/{round}`: every game of a round with its players, result and final
+/// position (no moves), read from the journals.
+async fn round_games(State(relay): State<Arc<Relay>>, Path(round): Path<u32>) -> Response {
+    let boards = relay.store.games(round);
+    if boards.is_empty() {
+        return error(StatusCode::NOT_FOUND, "no such round");
+    }
+    let games: Vec<serde_json::Value> =
+        read_games(&relay, round, boards).await.iter().map(|g| game_json(g, false)).collect();
+    Json(serde_json::json!({ "round": round, "games": games })).into_response()
+}
+
+/// `GET /api/games/{round}/{board}`: one game with its moves and the position after each
+/// (as journaled: confirmed moves only), so a page can step through it without playing
+/// chess. A game being played has the moves' times from the feed (`at`).
+async fn game(State(relay): State<Arc<Relay>>, Path((round, board)): Path<(u32, u32)>) -> Response {
+    if !relay.store.games(round).contains(&board) {
+        return error(StatusCode::NOT_FOUND, "no such game");
+    }
+    let Some(g) = read_games(&relay, round, vec![board]).await.pop() else {
+        return error(StatusCode::NOT_FOUND, "no such game");
+    };
+    let mut v = game_json(&g, true);
+    if let Some(live) = relay.hub.board(board).filter(|b| b.round == round)
+        && let Some(moves) = v["moves"].as_array_mut()
+    {
+        for m in moves {
+            let at = live
+                .moves
+                .iter()
+                .find(|l| {
+                    Some(u64::from(l.ply)) == m["ply"].as_u64() && Some(l.uci.as_str()) == m["uci"].as_str()
+                })
+                .and_then(|l| l.at);
+            if let Some(at) = at {
+                m["at"] = at.into();
+            }
+        }
+    }
+    Json(v).into_response()
 }
 
 #[cfg(test)]

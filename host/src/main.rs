@@ -307,7 +307,8 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
     let base = format!("http://{addr}");
     // The first line is a contract (API.md): scripts read the address from it.
     println!("dgt-relay listening on {base}");
-    println!("  live page:       {base}/live/   <- open this");
+    println!("  live page:       {base}/live/   <- open this (spectators)");
+    println!("  console:         {base}/console/   <- operators (admin token)");
     println!("  websocket feed:  ws://{addr}/ws");
     println!("  boards (JSON):   {base}/api/boards");
     println!("  round PGN:       {base}/pgn/{}", cfg.event.round);

@@ -193,6 +193,7 @@ mod tests {
                         fide_id: Some(1503014),
                         title: Some("GM".into()),
                         elo: Some(2837),
+                        federation: Some("NOR".into()),
                     },
                     black: Player::default(),
                 },
@@ -212,6 +213,7 @@ mod tests {
                 .collect(),
             result: None,
             termination: None,
+            white_clock: None,
         }
     }
 

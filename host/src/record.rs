@@ -66,6 +66,43 @@ pub enum Record {
         /// Rotated.
         flipped: bool,
     },
+    /// White's clock display, once the session is certain of it (before the first move
+    /// confirmed with it): `{"t":"clock_side","white":"left"}`. A game resumed after a
+    /// restart gets it back; a clock read in the middle of a game cannot tell it. Journals
+    /// written before this record existed load without it (the sides are then learned from
+    /// the clock's lever).
+    ClockSide {
+        /// White's display.
+        white: ClockDisplay,
+    },
+}
+
+/// A display of the clock, as the journal names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockDisplay {
+    /// The left display (seen from the board's connector side, as the DGT protocol names it).
+    Left,
+    /// The right display.
+    Right,
+}
+
+impl From<dgt_protocol::ClockSide> for ClockDisplay {
+    fn from(side: dgt_protocol::ClockSide) -> ClockDisplay {
+        match side {
+            dgt_protocol::ClockSide::Left => ClockDisplay::Left,
+            dgt_protocol::ClockSide::Right => ClockDisplay::Right,
+        }
+    }
+}
+
+impl From<ClockDisplay> for dgt_protocol::ClockSide {
+    fn from(d: ClockDisplay) -> dgt_protocol::ClockSide {
+        match d {
+            ClockDisplay::Left => dgt_protocol::ClockSide::Left,
+            ClockDisplay::Right => dgt_protocol::ClockSide::Right,
+        }
+    }
 }
 
 /// A confirmed move as journaled, with the position after it (so a game can be resumed
@@ -115,12 +152,14 @@ pub struct GameRecord {
     pub result: Option<String>,
     /// `Termination`.
     pub termination: Option<String>,
+    /// White's clock display, once journaled.
+    pub white_clock: Option<ClockDisplay>,
 }
 
 impl GameRecord {
     /// A game that has only its first record.
     pub fn new(header: GameHeader) -> GameRecord {
-        GameRecord { header, moves: Vec::new(), result: None, termination: None }
+        GameRecord { header, moves: Vec::new(), result: None, termination: None, white_clock: None }
     }
 
     /// Applies one record after the first; returns false if it does not fit (a move out of
@@ -141,6 +180,7 @@ impl GameRecord {
             }
             Record::Pairing { pairing } => self.header.pairing = pairing.clone(),
             Record::Flip { flipped } => self.header.flipped = *flipped,
+            Record::ClockSide { white } => self.white_clock = Some(*white),
         }
         true
     }

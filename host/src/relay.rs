@@ -78,6 +78,16 @@ impl Relay {
         let (store, games) = Store::open(&config.data)?;
         let store = Arc::new(store);
         let hub = Arc::new(Hub::new(config.event.round));
+        // What opening the folder repaired or left alone, for the operator.
+        for n in store.notices() {
+            let alert = AlertView {
+                code: AlertCode::Storage,
+                level: n.level,
+                message: n.message.clone(),
+                squares: Vec::new(),
+            };
+            hub.publish(Delta::Alert { board: None, alert });
+        }
         let mut tournament = Tournament { event: config.event.clone(), pairings: BTreeMap::new() };
         let mut registry = Registry::default();
         for b in &config.boards {
@@ -122,7 +132,7 @@ impl Relay {
                 ),
             };
             let alert = AlertView { code: AlertCode::Storage, level, message, squares: Vec::new() };
-            report_hub.publish(Delta::Alert { board: None, alert });
+            report_hub.publish_condition("pgn", alert);
         };
         let pgn_writer =
             crate::store::run_pgn_writer(Arc::clone(&store), report, relay.writer_shutdown.listener());
@@ -136,6 +146,7 @@ impl Relay {
             tokio::join!(pgn_writer, export);
         });
         *relay.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
+        relay.catch_file_size_signal();
         if let Some(lichess) = &config.lichess {
             // Stopped with the PGN writer, so the last moves are pushed too.
             relay.push.start(
@@ -148,6 +159,39 @@ impl Relay {
         }
         relay.recover(games);
         Ok(relay)
+    }
+
+    /// A file-size limit (`ulimit -f`, systemd's `LimitFSIZE=`) reached by a write sends
+    /// SIGXFSZ, which by default kills the process. With a handler the write fails with
+    /// `EFBIG` instead, and is handled like a full disk: the journal's records wait in
+    /// memory with a `storage` alert, and are written once the limit allows.
+    fn catch_file_size_signal(&self) {
+        use tokio::signal::unix::{SignalKind, signal};
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let kind = SignalKind::from_raw(nix::sys::signal::Signal::SIGXFSZ as i32);
+        let mut sig = match signal(kind) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot catch SIGXFSZ: a file-size limit would stop the relay");
+                return;
+            }
+        };
+        let mut stop = self.shutdown.listener();
+        self.spawn(async move {
+            loop {
+                tokio::select! {
+                    got = sig.recv() => {
+                        if got.is_none() {
+                            return;
+                        }
+                        tracing::warn!("a file reached the process's file-size limit (SIGXFSZ); its write failed");
+                    }
+                    _ = stop.wait() => return,
+                }
+            }
+        });
     }
 
     /// The shutdown signal every task listens to.

@@ -142,7 +142,13 @@ pub struct TrfPlayer {
 impl TrfPlayer {
     /// The player as the relay's pairing holds it.
     pub fn to_player(&self) -> Player {
-        Player { name: self.name.clone(), fide_id: self.fide_id, title: self.title.clone(), elo: self.rating }
+        Player {
+            name: self.name.clone(),
+            fide_id: self.fide_id,
+            title: self.title.clone(),
+            elo: self.rating,
+            federation: self.federation.clone(),
+        }
     }
 
     /// Half points scored in the rounds before `round`.

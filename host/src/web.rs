@@ -1,14 +1,22 @@
-//! The live page for operators and spectators, served from files embedded in the binary.
+//! The pages, served from files embedded in the binary: the spectators' live page and the
+//! operator's console.
 //!
-//! The page (`web/index.html`, `web/app.js`, `web/style.css` in this crate) is plain HTML,
-//! an ES module and CSS: there is no build step, nothing is fetched from another site, and
-//! it works offline. It reads the websocket feed ([`crate::feed`]) at `/ws` and links to the
-//! PGN routes of [`crate::http`].
+//! Both are plain HTML, ES modules and CSS (`web/` in this crate): there is no build step,
+//! nothing is fetched from another site, and they work offline. They share `common.js`
+//! (the feed client and the board drawing) and `style.css`.
+//! - The live page (`index.html`, `app.js`), at [`PAGE_PATH`]: what spectators should see.
+//!   It reads the websocket feed ([`crate::feed`]) and the read routes of [`crate::http`]
+//!   (`/api/event`, `/api/rounds/N`, `/api/games/N/M`, the PGN); it shows no serial number,
+//!   no path and no operator alert.
+//! - The console (`console.html`, `console.js`, `console.css`), at [`CONSOLE_PATH`]: the
+//!   operator's. It asks for the admin token, keeps it in the browser tab's session storage
+//!   (never in a URL), and does everything through the admin API, showing its answers.
 //!
-//! # Where it lives
-//! `/` already belongs to the host's plain index, so the page is at [`PAGE_PATH`] (`/live/`);
-//! `/live` redirects there. The page finds the feed and the PGN with URLs relative to
-//! itself (`../ws`, `../pgn/...`), so it also works when mounted elsewhere one level deep.
+//! # Where they live
+//! `/` belongs to the host's plain index, which links to both. `/live` and `/console`
+//! redirect to their folders. The pages find the feed and the API with URLs relative to
+//! themselves (`../ws`, `../api/...`), so they also work when mounted elsewhere one level
+//! deep.
 //!
 //! # Caching
 //! Every response carries a strong `ETag` computed at compile time from the file's bytes and
@@ -20,8 +28,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 
-/// The path of the page.
+/// The path of the spectators' page.
 pub const PAGE_PATH: &str = "/live/";
+/// The path of the operator's console.
+pub const CONSOLE_PATH: &str = "/console/";
 
 /// The page's content security policy: its own scripts, styles and feed only; no inline
 /// script. Framing is allowed on purpose, so broadcasters can embed the page.
@@ -70,9 +80,21 @@ pub static INDEX_HTML: Asset =
 /// `app.js`, an ES module.
 pub static APP_JS: Asset =
     Asset::new(include_bytes!("../web/app.js"), "text/javascript; charset=utf-8", false);
-/// `style.css`.
+/// `style.css`, shared by both pages.
 pub static STYLE_CSS: Asset =
     Asset::new(include_bytes!("../web/style.css"), "text/css; charset=utf-8", false);
+/// `common.js`, the feed client and board drawing both pages use.
+pub static COMMON_JS: Asset =
+    Asset::new(include_bytes!("../web/common.js"), "text/javascript; charset=utf-8", false);
+/// `console.html`, the operator's console.
+pub static CONSOLE_HTML: Asset =
+    Asset::new(include_bytes!("../web/console.html"), "text/html; charset=utf-8", true);
+/// `console.js`.
+pub static CONSOLE_JS: Asset =
+    Asset::new(include_bytes!("../web/console.js"), "text/javascript; charset=utf-8", false);
+/// `console.css`.
+pub static CONSOLE_CSS: Asset =
+    Asset::new(include_bytes!("../web/console.css"), "text/css; charset=utf-8", false);
 
 /// Whether an `If-None-Match` header value names `etag` (or is `*`).
 fn matches_etag(value: &str, etag: &str) -> bool {
@@ -110,15 +132,31 @@ pub fn respond(asset: &Asset, request: &HeaderMap) -> Response {
     response
 }
 
-/// The routes of the page: `/live` (redirect), `/live/` (the page), `/live/app.js` and
-/// `/live/style.css`. Stateless, so it merges into a router of any state type.
+/// Every file served, by path.
+pub static ROUTES: [(&str, &Asset); 11] = [
+    ("/live/", &INDEX_HTML),
+    ("/live/index.html", &INDEX_HTML),
+    ("/live/app.js", &APP_JS),
+    ("/live/common.js", &COMMON_JS),
+    ("/live/style.css", &STYLE_CSS),
+    ("/console/", &CONSOLE_HTML),
+    ("/console/index.html", &CONSOLE_HTML),
+    ("/console/console.js", &CONSOLE_JS),
+    ("/console/common.js", &COMMON_JS),
+    ("/console/style.css", &STYLE_CSS),
+    ("/console/console.css", &CONSOLE_CSS),
+];
+
+/// The routes of the pages: `/live` and `/console` (redirects) and the files of
+/// [`ROUTES`]. Stateless, so it merges into a router of any state type.
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new()
+    let mut r = Router::new()
         .route("/live", get(|| async { Redirect::permanent(PAGE_PATH) }))
-        .route(PAGE_PATH, get(|h: HeaderMap| async move { respond(&INDEX_HTML, &h) }))
-        .route("/live/index.html", get(|h: HeaderMap| async move { respond(&INDEX_HTML, &h) }))
-        .route("/live/app.js", get(|h: HeaderMap| async move { respond(&APP_JS, &h) }))
-        .route("/live/style.css", get(|h: HeaderMap| async move { respond(&STYLE_CSS, &h) }))
+        .route("/console", get(|| async { Redirect::permanent(CONSOLE_PATH) }));
+    for (path, asset) in ROUTES {
+        r = r.route(path, get(move |h: HeaderMap| async move { respond(asset, &h) }));
+    }
+    r
 }
 
 #[cfg(test)]
@@ -130,9 +168,25 @@ mod tests {
     fn assets_are_embedded_and_reference_each_other() {
         let html = std::str::from_utf8(INDEX_HTML.body).unwrap();
         assert!(html.contains(r#"src="app.js""#) && html.contains(r#"href="style.css""#));
-        assert!(std::str::from_utf8(APP_JS.body).unwrap().contains("new WebSocket("));
+        let console = std::str::from_utf8(CONSOLE_HTML.body).unwrap();
+        assert!(console.contains(r#"src="console.js""#) && console.contains(r#"href="console.css""#));
+        assert!(std::str::from_utf8(COMMON_JS.body).unwrap().contains("new WebSocket("));
+        for js in [&APP_JS, &CONSOLE_JS] {
+            assert!(std::str::from_utf8(js.body).unwrap().contains("from './common.js'"));
+        }
         assert!(!STYLE_CSS.body.is_empty());
         assert_ne!(APP_JS.hash, STYLE_CSS.hash);
+    }
+
+    #[test]
+    fn the_console_keeps_the_token_out_of_urls_and_the_live_page_has_no_operator_data() {
+        let console = std::str::from_utf8(CONSOLE_JS.body).unwrap();
+        assert!(console.contains("sessionStorage"));
+        assert!(!console.contains("localStorage"), "the token stays in the tab's session");
+        let live = std::str::from_utf8(APP_JS.body).unwrap();
+        for operator_only in ["serial", ".port", "alerts", "api/admin"] {
+            assert!(!live.contains(operator_only), "{operator_only} in the live page's script");
+        }
     }
 
     #[test]
@@ -184,6 +238,16 @@ mod tests {
                 && redirect.to_ascii_lowercase().contains("location: /live/")
         );
         assert!(get_raw(addr, "/live/nope.js").await.starts_with("HTTP/1.1 404"));
+        let console = get_raw(addr, "/console/").await;
+        assert!(
+            console.starts_with("HTTP/1.1 200") && console.contains("content-security-policy"),
+            "{console}"
+        );
+        for (path, _) in ROUTES {
+            assert!(get_raw(addr, path).await.starts_with("HTTP/1.1 200"), "{path}");
+        }
+        let redirect = get_raw(addr, "/console").await;
+        assert!(redirect.to_ascii_lowercase().contains("location: /console/"), "{redirect}");
         server.abort();
     }
 }

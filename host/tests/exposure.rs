@@ -282,6 +282,57 @@ fn on_loopback_admin_and_feed_check_host_and_origin() {
     assert!(relay.logs().contains("request refused: Host is not"), "{}", relay.logs());
 }
 
+/// The `Access-Control-Allow-Origin` of an answer's head, if any.
+fn allow_origin(answer: &str) -> Option<String> {
+    answer.lines().take_while(|l| !l.is_empty()).find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case("access-control-allow-origin").then(|| v.trim().to_owned())
+    })
+}
+
+#[test]
+fn read_routes_answer_allowed_origins_and_admin_routes_never_do() {
+    let dir = tmpdir("cors");
+    let data = dir.join("data");
+    let cfg = config(&dir, "allowed_origins = [\"https://relay.example.org\"]\n");
+    let relay = Relay::start(
+        &dir,
+        &["run", "--config", &cfg, "--port", "/dev/ttyUSB-absent-for-test", "--data", data.to_str().unwrap()],
+    );
+    let host = format!("Host: 127.0.0.1:{}", relay.addr.port());
+    let allowed = "https://relay.example.org";
+    let get =
+        |path: &str, origin: &str| get_with(relay.addr, path, &[host.clone(), format!("Origin: {origin}")]);
+    for path in ["/health", "/api/boards", "/api/event", "/api/push"] {
+        let (status, answer) = get(path, allowed);
+        assert_eq!(status, 200, "{path}: {answer}");
+        assert_eq!(allow_origin(&answer).as_deref(), Some(allowed), "{path}: {answer}");
+        assert!(answer.to_ascii_lowercase().contains("vary: origin"), "{path}: {answer}");
+        let (status, answer) = get(path, "https://evil.example");
+        assert_eq!((status, allow_origin(&answer)), (200, None), "{path} from another origin: {answer}");
+    }
+    let preflight = |path: &str| {
+        raw(
+            relay.addr,
+            &format!(
+                "OPTIONS {path} HTTP/1.1\r\n{host}\r\nOrigin: {allowed}\r\n\
+                 Access-Control-Request-Method: GET\r\nConnection: close\r\n\r\n"
+            ),
+        )
+    };
+    let (status, answer) = preflight("/api/boards");
+    assert_eq!(status, 204, "{answer}");
+    assert_eq!(allow_origin(&answer).as_deref(), Some(allowed), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("access-control-allow-methods: get"), "{answer}");
+    // The admin routes: no CORS, even from an allowed origin with the token.
+    let auth = format!("Authorization: Bearer {TOKEN}");
+    let (status, answer) =
+        get_with(relay.addr, "/api/admin/boards", &[host.clone(), format!("Origin: {allowed}"), auth]);
+    assert_eq!((status, allow_origin(&answer)), (200, None), "{answer}");
+    let (_, answer) = preflight("/api/admin/boards");
+    assert_eq!(allow_origin(&answer), None, "{answer}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spectators_see_no_device_or_data_paths() {
     let dir = tmpdir("paths");

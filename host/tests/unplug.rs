@@ -160,3 +160,42 @@ async fn a_transposition_made_while_unplugged_comes_out_in_the_order_played() {
         assert!(relay.logs().contains("reading its event log"), "{}", relay.logs());
     }
 }
+
+/// Issue 15, recipe 11: one outage is told once each way. One unplug gives exactly one
+/// `not_responding` and one `board_back` on the feed (a port that cannot be reopened while
+/// the board is away is only logged), and nothing more once the board is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_unplug_gives_one_not_responding_and_one_board_back() {
+    let dir = tmpdir("unplug-once");
+    let games = sample_games();
+    let board = sim_board(&dir, 20104, 10.0);
+    let link: PathBuf = board.path();
+    let relay = relay_on(&dir, &link);
+    relay.wait_boards("active", Duration::from_secs(10), |v| v[0]["status"] == "active");
+    let (mut ws, _) = ws_connect(&relay).await;
+    let _handle = board.start_scenario(scenario(&games[0]), StartPolicy::WhenHostListens).unwrap();
+    relay.wait_boards("4 moves", Duration::from_secs(60), |v| confirmed(v, 1).len() >= 4);
+    // Out for 3 s of real time: the relay tries the port again and again meanwhile.
+    board.act(Action::Disconnect { down_ms: 30_000 }).unwrap();
+    let mut seen: Vec<String> = Vec::new();
+    let mut back_at = None;
+    let deadline = Instant::now() + Duration::from_secs(40);
+    // Until 8 s after the board is back.
+    while back_at.is_none_or(|t: Instant| t.elapsed() < Duration::from_secs(8)) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "the board was not back in time: {seen:?}");
+        let Ok(f) = tokio::time::timeout(Duration::from_millis(500), ws_next(&mut ws, left)).await else {
+            continue;
+        };
+        if f["type"] == "alert" && f["board"] == 1 {
+            let code = f["alert"]["code"].as_str().unwrap().to_owned();
+            if code == "board_back" {
+                back_at.get_or_insert_with(Instant::now);
+            }
+            seen.push(code);
+        }
+    }
+    let count = |code: &str| seen.iter().filter(|c| *c == code).count();
+    assert_eq!((count("not_responding"), count("board_back")), (1, 1), "{seen:?}\n{}", relay.logs());
+    assert_eq!(board.status().unwrap().reconnects, 1);
+}

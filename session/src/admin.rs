@@ -1,6 +1,8 @@
 //! What an operator may do to a board's game, checked by the core before anything changes.
 
-use dgt_core::{FenError, GameResult, ResumeError, ResumePly, StartKind, Tracker, View, position_from_fen};
+use dgt_core::{
+    FenError, GameResult, MoveInfo, ResumeError, ResumePly, StartKind, Tracker, View, position_from_fen,
+};
 use dgt_protocol::Orientation;
 use shakmaty::uci::UciMove;
 
@@ -103,10 +105,34 @@ impl BoardSession {
         Ok(())
     }
 
-    /// The operator replaces the confirmed moves from `from_ply` (1-based) on with `moves`
-    /// (UCI). The core plays them from the position before `from_ply`; an illegal one
-    /// refuses the whole correction. The corrected plies have no clock values.
-    pub fn correct(&mut self, now: u64, from_ply: usize, moves: &[String]) -> Result<(), AdminError> {
+    /// Checks a correction as [`BoardSession::correct`] would, without changing anything:
+    /// the corrected moves from `from_ply` on (with SAN and the position after each), or why
+    /// the correction would be refused. The operator's console asks this before sending.
+    pub fn check_correction(
+        &self,
+        now: u64,
+        from_ply: usize,
+        moves: &[String],
+    ) -> Result<Vec<MoveInfo>, AdminError> {
+        let (tracker, _, _) = self.corrected(now, from_ply, moves)?;
+        let mut out = Vec::new();
+        tracker.for_each_move(View::Confirmed, |m| {
+            if usize::from(m.ply) >= from_ply {
+                out.push(*m);
+            }
+        });
+        Ok(out)
+    }
+
+    /// The game with the confirmed moves from `from_ply` on replaced by `moves`: its tracker,
+    /// the tracker's events and the plies; or why that is refused.
+    #[allow(clippy::type_complexity)]
+    fn corrected(
+        &self,
+        now: u64,
+        from_ply: usize,
+        moves: &[String],
+    ) -> Result<(Box<Tracker<PLIES>>, Vec<dgt_core::Event>, Vec<ResumePly>), AdminError> {
         let Some(g) = &self.game else { return Err(AdminError::NoGame) };
         let have = g.plies.len();
         if from_ply == 0 || from_ply > have + 1 {
@@ -134,6 +160,14 @@ impl BoardSession {
                 ResumeError::TooManyPlies => AdminError::TooLong,
             },
         )?;
+        Ok((tracker, events, plies))
+    }
+
+    /// The operator replaces the confirmed moves from `from_ply` (1-based) on with `moves`
+    /// (UCI). The core plays them from the position before `from_ply`; an illegal one
+    /// refuses the whole correction. The corrected plies have no clock values.
+    pub fn correct(&mut self, now: u64, from_ply: usize, moves: &[String]) -> Result<(), AdminError> {
+        let (tracker, mut events, plies) = self.corrected(now, from_ply, moves)?;
         // Accepted: the corrected line replaces the old one from `from_ply` on.
         self.tracker = tracker;
         self.resuming = false;

@@ -20,13 +20,13 @@
 use std::collections::VecDeque;
 
 use dgt_core::{
-    ClockState, EndReason, Event, GameResult, GameState, MoveInfo, ResumePly, StartKind, Tracker,
+    ClockState, EndReason, Event, GameResult, GameState, MoveInfo, ResumePly, StartKind, Tracker, View,
     position_from_fen,
 };
-use dgt_protocol::{EeEvent, Message, Orientation};
-use shakmaty::CastlingMode;
+use dgt_protocol::{BoardDump, ClockSide, DgtSquare, EeEvent, Message, Orientation, PieceCode};
 use shakmaty::Chess;
 use shakmaty::uci::UciMove;
+use shakmaty::{CastlingMode, Position};
 
 use crate::alert::{Alert, AlertCode, AlertLevel};
 use crate::effect::{Effect, LinkState, MoveState};
@@ -71,6 +71,9 @@ pub struct SavedGame {
     pub flipped: bool,
     /// The result, when the game is over.
     pub result: Option<GameResult>,
+    /// White's clock display, as [`Effect::ClockSide`] told it (`None`: not known yet, or
+    /// a journal written before it was kept: the sides are then learned from the lever).
+    pub white_clock: Option<ClockSide>,
 }
 
 /// The confirmed line as the caller was told it.
@@ -79,11 +82,13 @@ pub(crate) struct GameLine {
     pub(crate) start_fen: Option<String>,
     pub(crate) plies: Vec<ResumePly>,
     pub(crate) result: Option<GameResult>,
+    /// White's clock display, once told.
+    pub(crate) white_clock: Option<ClockSide>,
 }
 
 impl GameLine {
     pub(crate) fn new(start_fen: Option<String>) -> GameLine {
-        GameLine { start_fen, plies: Vec::new(), result: None }
+        GameLine { start_fen, plies: Vec::new(), result: None, white_clock: None }
     }
 
     /// The start position and castling mode (the standard start when none is given).
@@ -115,6 +120,9 @@ pub struct BoardSession {
     health: Health,
     /// A board whose port was lost, until it is reconciled.
     away: Option<Reconcile>,
+    /// A game resumed after a restart whose clock has not been seen running yet (see
+    /// [`BoardSession::press_unseen_at_restart`]).
+    first_run_after_restart: bool,
     /// Added to the caller's time for the tracker, once a replay moved its time forward.
     shift: u64,
     noise: u64,
@@ -142,6 +150,7 @@ impl BoardSession {
             flipped: false,
             health: Health::new(config.clock_pause_ms),
             away: None,
+            first_run_after_restart: false,
             shift: 0,
             noise: 0,
             next_tick: 0,
@@ -216,10 +225,17 @@ impl BoardSession {
     }
 
     /// Goes on with a journaled game (after a restart of the program). An unfinished game
-    /// goes on at once: the first board reading is reconciled against it.
+    /// goes on at once, as after an unplugged cable: the board is kept as the tracker would
+    /// have seen it at the journal's last position, and the first reading once the board is
+    /// attached is reconciled against it (see [`crate::reconcile`]): moves made while the
+    /// program was down come from the board's event log, with the presses it logged, and a
+    /// position its log does not explain is reconstructed and flagged to the operator, or
+    /// reported as a mismatch. White's clock display, when the journal kept it, is given
+    /// back to the tracker: a clock read in the middle of a game cannot tell it.
     pub fn resume(&mut self, now: u64, saved: &SavedGame) {
         let mut line = GameLine::new(saved.start_fen.clone());
         line.result = saved.result;
+        line.white_clock = saved.white_clock;
         let mut bad = None;
         for (i, (uci, clk, emt)) in saved.plies.iter().enumerate() {
             match UciMove::from_ascii(uci.as_bytes()) {
@@ -239,8 +255,58 @@ impl BoardSession {
         }
         if saved.result.is_none() {
             self.restart_tracker(now);
+            self.keep_resumed_board(now);
         }
         self.flush();
+    }
+
+    /// A resumed game's board: the journal's last position, in the board's orientation, as
+    /// the tracker would have kept it when the port was lost.
+    fn keep_resumed_board(&mut self, now: u64) {
+        if self.tracker.state() != GameState::Active || self.link.is_some() {
+            return;
+        }
+        let orientation = self.tracker.orientation();
+        let mut kept = BoardDump::EMPTY;
+        for (sq, piece) in self.tracker.position(View::Confirmed).board().iter() {
+            kept.set(DgtSquare::from_square(sq, orientation), PieceCode::from_piece(piece));
+        }
+        self.away = Some(Reconcile::after_restart(kept));
+        self.first_run_after_restart = true;
+        let t = self.t(now);
+        self.tracker.board_away(t);
+    }
+
+    /// The first reading of a resumed game's running clock, once the board is reconciled:
+    /// when it runs for the opponent of the last ply's mover, that mover pressed (their
+    /// clock stopped, the other one started) when nobody could see it: while the program
+    /// was down, after the board's event log was read, or while the readings were held
+    /// during the reconciliation. A press needs a reading before it to be seen, and a
+    /// restarted tracker has none, so the ply is confirmed now, while the mover's stopped
+    /// display still shows its `%clk`. Later presses are seen as usual.
+    fn press_unseen_at_restart(&mut self, now: u64) {
+        if !self.first_run_after_restart || self.away.is_some() {
+            return;
+        }
+        if self.tracker.state() != GameState::Active {
+            self.first_run_after_restart = false;
+            return;
+        }
+        let Some(running) = self.tracker.clocks().running else { return };
+        self.first_run_after_restart = false;
+        let live = self.tracker.ply_count(View::Live);
+        let last_mover = !self.tracker.position(View::Live).turn();
+        if live > self.tracker.ply_count(View::Confirmed) && running != last_mover {
+            tracing::debug!(
+                board = self.number,
+                plies = live,
+                "the last ply was pressed before the first reading"
+            );
+            let t = self.t(now);
+            let mut events = Vec::new();
+            self.tracker.confirm_plies(live, t, &mut |e| events.push(e));
+            self.handle_events(now, events);
+        }
     }
 
     /// A port identified as this board (its link past the handshake) at `now`; `port` names
@@ -403,6 +469,7 @@ impl BoardSession {
             Some(Intake::Overflow) => self.finish_away(now, None),
         }
         self.handle_events(now, events);
+        self.press_unseen_at_restart(now);
     }
 
     /// The link is gone: keep the board as the tracker saw it, tell the operator.
@@ -461,11 +528,15 @@ impl BoardSession {
         let Some(away) = self.away.take() else { return };
         let outcome = away.finish(log);
         self.replay_away(now, &outcome, log);
+        self.press_unseen_at_restart(now);
     }
 
     /// Feeds the tracker what a reconciliation ends with (see [`reconcile::replay`]).
     fn replay_away(&mut self, now: u64, outcome: &reconcile::Outcome, log: Option<&[EeEvent]>) {
         let n = self.number;
+        if let Some(changes) = &outcome.steps {
+            tracing::trace!(board = n, steps = ?changes.steps, presses = ?changes.logged, "the log's changes");
+        }
         match (&outcome.steps, log) {
             (Some(changes), _) => tracing::info!(
                 board = n,
@@ -584,9 +655,17 @@ impl BoardSession {
             Err(e) => Err(format!("its start position: {e}")),
         };
         let over = g.result;
-        if let Err(e) = result {
-            let plies = g.plies.len();
-            self.resume_failed(plies, &e);
+        let white_clock = g.white_clock;
+        match result {
+            Ok(()) => {
+                if let Some(side) = white_clock {
+                    self.tracker.set_white_clock_side(side);
+                }
+            }
+            Err(e) => {
+                let plies = g.plies.len();
+                self.resume_failed(plies, &e);
+            }
         }
         self.end_if_over(over, &mut events);
         self.handle_events(now, events);
@@ -673,6 +752,7 @@ impl BoardSession {
                         new_record: true,
                     });
                 }
+                self.note_clock_side();
                 if let Some(g) = &mut self.game {
                     g.plies.truncate(usize::from(info.ply).saturating_sub(1));
                     g.plies.push(ResumePly { uci: info.uci, clk: info.clk, emt: info.emt });
@@ -746,6 +826,18 @@ impl BoardSession {
                     self.number
                 ),
             )),
+        }
+    }
+
+    /// Tells the caller White's clock display once the tracker is certain of it, before the
+    /// move confirmed with it: a journal that has the move has the side too.
+    fn note_clock_side(&mut self) {
+        let Some(side) = self.tracker.white_clock_side() else { return };
+        if let Some(g) = &mut self.game
+            && g.white_clock != Some(side)
+        {
+            g.white_clock = Some(side);
+            self.effects.push_back(Effect::ClockSide(side));
         }
     }
 

@@ -2,7 +2,7 @@
 //! what happened to the game, tell the operator.
 
 use dgt_core::{ClockState, EndReason, FenText, GameResult, MoveInfo, StartKind};
-use dgt_protocol::Orientation;
+use dgt_protocol::{ClockSide, Orientation};
 
 use crate::alert::Alert;
 
@@ -28,9 +28,10 @@ pub enum MoveState {
 
 /// One thing for the caller to do, in the order the session decided it.
 ///
-/// The caller journals the game effects (`GameStarted` with `new_record`, confirmed
-/// `Move`s, `TakenBack`, `GameEnded`, `ResultCleared`, `Flipped`) before it publishes them,
-/// so a crash never shows a move it did not keep.
+/// The caller journals the game effects (`GameStarted` with `new_record`, `ClockSide`,
+/// confirmed `Move`s, `TakenBack`, `GameEnded`, `ResultCleared`, `Flipped`) before it
+/// publishes them, so a crash never shows a move it did not keep, and gives them back in a
+/// [`crate::SavedGame`] when it resumes the game.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
     /// Bytes to write to the board's port.
@@ -72,6 +73,11 @@ pub enum Effect {
         /// The position after them.
         fen: FenText,
     },
+    /// White's clock display is certain for the rest of the game (told once per game,
+    /// before the first move confirmed with it). Journal it: a game resumed after a restart
+    /// needs it back ([`crate::SavedGame::white_clock`]), since a clock read in the middle
+    /// of a game cannot tell which side is White's.
+    ClockSide(ClockSide),
     /// The clocks changed (sent after the moves of the same reading).
     Clock(ClockState),
     /// The game ended, or the operator set its result.

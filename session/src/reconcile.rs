@@ -28,6 +28,7 @@
 
 use dgt_core::{Event, EventSink, Reading, Tracker, View};
 use dgt_protocol::{BoardDump, ClockSide, ClockTime, DgtSquare, EeEvent, FieldUpdate, Message, PieceCode};
+use shakmaty::{Color, Position};
 
 /// After the port is back, how long the first board reading may take (ms).
 pub const FIRST_READING_MS: u64 = 15_000;
@@ -48,6 +49,9 @@ pub struct Reconcile {
     kept: BoardDump,
     phase: Phase,
     held: Vec<(u64, Message<'static>)>,
+    /// The board was kept by a program restarted on its journal (see
+    /// [`Reconcile::after_restart`]).
+    restart: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,7 +124,17 @@ pub struct Outcome {
 impl Reconcile {
     /// Keeps the board as the tracker saw it when the port was lost.
     pub fn new(kept: BoardDump) -> Reconcile {
-        Reconcile { kept, phase: Phase::Away, held: Vec::new() }
+        Reconcile { kept, phase: Phase::Away, held: Vec::new(), restart: false }
+    }
+
+    /// Keeps `kept`, the journal's last position, for a game resumed after a restart of
+    /// the program. Any change from it is read from the board's event log, even a single
+    /// ply: nobody saw its press, which the log holds with the presser's time (the mover's
+    /// `%clk`), and its move may have been confirmed by the program that stopped before the
+    /// journal had it. An unplugged cable leaves a single ply to the board's readings
+    /// instead, sparing the 8 s the log takes at 9600 baud in the middle of a game.
+    pub fn after_restart(kept: BoardDump) -> Reconcile {
+        Reconcile { restart: true, ..Reconcile::new(kept) }
     }
 
     /// The port is back at `now`.
@@ -161,7 +175,10 @@ impl Reconcile {
                 let need = match dump {
                     None => return Intake::Held,
                     Some(d) if d == self.kept => LogNeed::No,
-                    Some(d) => needs_log(&d),
+                    Some(d) => match needs_log(&d) {
+                        LogNeed::No if self.restart => LogNeed::ToConfirm,
+                        need => need,
+                    },
                 };
                 if need == LogNeed::No {
                     return Intake::Feed(std::mem::take(&mut self.held));
@@ -287,6 +304,7 @@ pub fn replay<const N: usize>(
             while let Some(p) = logged.next_if(|p| p.after <= i) {
                 let to = t + settle + 100;
                 advance(tracker, &mut t, to, &mut sink);
+                settle_waiting(tracker, &mut waiting, t, &mut sink);
                 waiting = (!tracker.confirm_logged_press(p.side, p.time, t, &mut sink))
                     .then(|| (p, tracker.ply_count(View::Live)));
             }
@@ -297,18 +315,13 @@ pub fn replay<const N: usize>(
             };
             let to = t + gap;
             advance(tracker, &mut t, to, &mut sink);
+            settle_waiting(tracker, &mut waiting, t, &mut sink);
             tracker.feed_field(FieldUpdate::new(step.square, step.piece), t, &mut sink);
-            if let Some((p, live)) = waiting {
-                let now_live = tracker.ply_count(View::Live);
-                if now_live > live + 1
-                    || (now_live == live + 1 && tracker.confirm_logged_press(p.side, p.time, t, &mut sink))
-                {
-                    waiting = None;
-                }
-            }
+            settle_waiting(tracker, &mut waiting, t, &mut sink);
         }
         let to = t + settle + 100;
         advance(tracker, &mut t, to, &mut sink);
+        settle_waiting(tracker, &mut waiting, t, &mut sink);
         for p in logged {
             tracker.confirm_logged_press(p.side, p.time, t, &mut sink);
         }
@@ -327,6 +340,40 @@ pub fn replay<const N: usize>(
         tracker.feed(msg, t, &mut sink);
     }
     (t, events)
+}
+
+/// A logged press waiting for its move (see [`replay`]): once plies appeared after the
+/// `live` there were at the press, the first of them is its move when it is the presser's.
+/// It may have appeared together with the reply, when the reply's first change was on the
+/// square the move landed on: the board overwrote the landing's event. Otherwise, one ply
+/// that is not the presser's, or more, end the wait.
+fn settle_waiting<const N: usize, S: EventSink>(
+    tracker: &mut Tracker<N>,
+    waiting: &mut Option<(&LoggedPress, usize)>,
+    t: u64,
+    sink: &mut S,
+) {
+    let Some((p, live)) = *waiting else { return };
+    let now_live = tracker.ply_count(View::Live);
+    if now_live > live && now_live <= live + 2 && first_new_is_pressers(tracker, p, live) {
+        tracker.confirm_logged_press(p.side, p.time, t, sink);
+        *waiting = None;
+    } else if now_live > live + 1
+        || (now_live == live + 1 && tracker.confirm_logged_press(p.side, p.time, t, sink))
+    {
+        *waiting = None;
+    }
+}
+
+/// True when the first ply after the `live` plies there were at a logged press is the
+/// presser's (known once White's clock display is certain).
+fn first_new_is_pressers<const N: usize>(tracker: &Tracker<N>, p: &LoggedPress, live: usize) -> bool {
+    let Some(white) = tracker.white_clock_side() else { return false };
+    let presser = if p.side == white { Color::White } else { Color::Black };
+    let now_live = tracker.ply_count(View::Live);
+    let tip_turn = tracker.position(View::Live).turn();
+    let first = if (now_live - live) % 2 == 1 { !tip_turn } else { tip_turn };
+    first == presser
 }
 
 /// Ticks the tracker every [`TICK_MS`] from `*t` up to `to`, and at `to`.
@@ -403,18 +450,36 @@ pub struct LoggedPress {
 /// tracker's knowledge ends. A later power-up (the board unplugged and replugged) restates
 /// the whole board: what differs from the replay is a change made while the board had no
 /// power, reported as such.
+///
+/// The board overwrites its last field event when the same square changes again next
+/// ("if only one piece keeps changing"): a capture whose landing was scanned after the
+/// press, then taken off by the reply's capture on the same square, leaves no event with
+/// the board `known`. So a point just before a field event on the one square where the
+/// replayed board differs from `known` is taken as well (that event may have overwritten
+/// `known`'s): the tracker saw `known`, so the board stood so. The later of the two kinds
+/// of points wins. After it, a square emptied again had a piece land on it in between
+/// whose event was overwritten the same way: the piece lifted last and not put down since,
+/// which is put back into the steps (a recapture that leaves the square as it was would
+/// otherwise show only two pieces gone).
 pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
-    // Find the last point where the board equals `known`.
+    // Find the last point where the board equals `known` (the replay starts after it).
     let mut state: [Option<PieceCode>; 64] = [None; 64];
     let mut differ = 64usize;
-    let mut matched = None;
+    let mut matched: Option<usize> = None;
     for (i, e) in log.iter().enumerate() {
+        if differ == 1
+            && let EeEvent::Field { square, .. } = *e
+            && state[usize::from(square.index())].is_some_and(|p| p != known.piece(square))
+        {
+            // `known`, but for this square, whose event `known`'s may have been overwritten by.
+            matched = Some(i);
+        }
         match *e {
             EeEvent::PowerUp => {
                 state = [Some(PieceCode::Empty); 64];
                 differ = DgtSquare::ALL.iter().filter(|sq| !known.piece(**sq).is_empty()).count();
                 if differ == 0 {
-                    matched = Some(i);
+                    matched = Some(i + 1);
                 }
             }
             EeEvent::Field { square, piece, .. } => {
@@ -428,13 +493,13 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
                     _ => {}
                 }
                 if differ == 0 {
-                    matched = Some(i);
+                    matched = Some(i + 1);
                 }
             }
             _ => {}
         }
     }
-    let start = matched? + 1;
+    let start = matched?;
     // Replay from there.
     let mut cur = [PieceCode::Empty; 64];
     for sq in DgtSquare::ALL {
@@ -443,6 +508,8 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
     let mut steps = Vec::new();
     let mut press = false;
     let mut logged = Vec::new();
+    // Pieces taken off a square and not put down since, with where from, oldest first.
+    let mut lifted: Vec<(DgtSquare, PieceCode)> = Vec::new();
     // A power-up sequence being read: the board it lists and the last square listed.
     let mut block: Option<([PieceCode; 64], Option<u8>)> = None;
     for e in &log[start..] {
@@ -459,6 +526,7 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
             block = None;
             restate(&mut cur, &board, &mut steps);
             press = false;
+            lifted.clear();
         }
         match *e {
             EeEvent::PowerUp => block = Some(([PieceCode::Empty; 64], None)),
@@ -468,16 +536,35 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
             }
             EeEvent::Field { square, piece, quick } => {
                 let k = usize::from(square.index());
-                if cur[k] != piece {
-                    cur[k] = piece;
-                    let gap = if std::mem::take(&mut press) {
+                let mut gap = || {
+                    if std::mem::take(&mut press) {
                         Gap::Press
                     } else if quick {
                         Gap::Quick
                     } else {
                         Gap::Normal
-                    };
-                    steps.push(Step { square, piece, gap });
+                    }
+                };
+                if cur[k] != piece {
+                    if piece.is_empty() {
+                        lifted.push((square, cur[k]));
+                    } else if let Some(j) = lifted.iter().rposition(|(_, p)| *p == piece) {
+                        lifted.remove(j);
+                    }
+                    cur[k] = piece;
+                    steps.push(Step { square, piece, gap: gap() });
+                } else if piece.is_empty()
+                    && let Some(j) = lifted.iter().rposition(|(q, _)| *q != square)
+                {
+                    // Emptied again: a piece landed here in between, and its event was
+                    // overwritten by this one (the board overwrites its last field event
+                    // when the same square changes next: a capture on the square of the
+                    // last landing, its piece taken off first). The piece lifted last and
+                    // not put down since is the one that landed.
+                    let (_, landed) = lifted.remove(j);
+                    steps.push(Step { square, piece: landed, gap: gap() });
+                    lifted.push((square, landed));
+                    steps.push(Step { square, piece, gap: Gap::Normal });
                 }
             }
             _ => {}
@@ -573,6 +660,41 @@ mod tests {
         assert_eq!(steps.len(), 6 * 2 + 2, "{steps:?}");
         // Nothing since the known board: nothing to replay.
         assert_eq!(changes_since(&fw.ee_events(), &dump_of_codes(fw.physical())), None);
+    }
+
+    /// exd5 with the pawn on d5 last, then ...Qxd5 taking it off first: the board overwrites
+    /// the event of d5 holding the pawn (the same square changed again next), so the log
+    /// never shows the board after exd5. The point just before the overwriting event is
+    /// where the tracker's board was.
+    #[test]
+    fn a_known_board_whose_last_event_the_board_overwrote_is_found() {
+        let mut fw = firmware();
+        let (e2, e4, d7, d5, d8) = (sq(52), sq(36), sq(11), sq(27), sq(3));
+        let set = |fw: &mut dgt_hil_sim::Firmware, at: u64, square: DgtSquare, piece: PieceCode| {
+            fw.set_piece(square, piece, at);
+        };
+        set(&mut fw, 1_000, e2, PieceCode::Empty);
+        set(&mut fw, 1_100, e4, PieceCode::WhitePawn);
+        set(&mut fw, 2_000, d7, PieceCode::Empty);
+        set(&mut fw, 2_100, d5, PieceCode::BlackPawn);
+        // exd5: the captured pawn off, the e-pawn lifted, put on d5.
+        set(&mut fw, 3_000, d5, PieceCode::Empty);
+        set(&mut fw, 3_100, e4, PieceCode::Empty);
+        set(&mut fw, 3_200, d5, PieceCode::WhitePawn);
+        let known = dump_of_codes(fw.physical());
+        // ...Qxd5: the pawn off d5 first (overwriting d5's last event), the queen over.
+        set(&mut fw, 4_000, d5, PieceCode::Empty);
+        set(&mut fw, 4_100, d8, PieceCode::Empty);
+        set(&mut fw, 4_200, d5, PieceCode::BlackQueen);
+        let log = fw.ee_events();
+        assert!(
+            !log.contains(&EeEvent::Field { square: d5, piece: PieceCode::WhitePawn, quick: false })
+                && !log.contains(&EeEvent::Field { square: d5, piece: PieceCode::WhitePawn, quick: true }),
+            "the board kept no event of the pawn on d5"
+        );
+        let steps = changes_since(&log, &known).expect("the known board is found").steps;
+        assert_eq!(apply(&known, &steps), dump_of_codes(fw.physical()));
+        assert_eq!(steps.len(), 3, "{steps:?}");
     }
 
     #[test]
@@ -776,6 +898,110 @@ mod tests {
         assert!(matches!(log[landing + 1], EeEvent::Time { side: ClockSide::Left, .. }), "{log:?}");
         log.swap(landing, landing + 1);
         assert_eq!(replay_log(&mut tracker, &mut events, &log, t), with_clocks(shown));
+    }
+
+    /// A 5+2 clock, White on the left, started; the relay sees `ucis` played and pressed,
+    /// then loses the board. Returns the tracker, what it said, the firmware, each
+    /// presser's display after each press, and the time.
+    fn clocked_until_away(
+        ucis: &[&str],
+    ) -> (Tracker<64>, Vec<Event>, dgt_hil_sim::Firmware, Vec<Option<u32>>, u64) {
+        use dgt_hil_sim::clock::{Dgt3000, TimeControl};
+        let mut fw = firmware();
+        fw.attach_clock(Some(Dgt3000::new(TimeControl::fischer(300, 2), ClockSide::Left, 0)));
+        let mut tracker = Tracker::<64>::new(dgt_core::Config::default());
+        let mut events = Vec::new();
+        let mut t = 0;
+        let reading = |fw: &dgt_hil_sim::Firmware| fw.clock().map(|c| c.reading()).expect("a clock");
+        tracker.feed_dump(&dump_of_codes(fw.physical()), t, &mut |e| events.push(e));
+        t += 1_000;
+        if let Some(c) = fw.clock_mut() {
+            c.start(t);
+        }
+        tracker.feed_clock(&reading(&fw), t, &mut |e| events.push(e));
+        let mut shown = Vec::new();
+        for (i, u) in ucis.iter().enumerate() {
+            let side = if i % 2 == 0 { ClockSide::Left } else { ClockSide::Right };
+            play(&mut fw, &[u], &mut t);
+            t += 2_000;
+            tracker.feed_clock(&reading(&fw), t - 500, &mut |e| events.push(e));
+            fw.press_clock(side, t);
+            shown.push(fw.clock().map(|c| c.view(side).display_s));
+            tracker.feed_dump(&dump_of_codes(fw.physical()), t - 1_500, &mut |e| events.push(e));
+            tracker.feed_clock(&reading(&fw), t, &mut |e| events.push(e));
+            tracker.tick(t + 1_000, &mut |e| events.push(e));
+        }
+        tracker.board_away(t + 1_000);
+        (tracker, events, fw, shown, t + 1_000)
+    }
+
+    fn idx(name: &str) -> DgtSquare {
+        DgtSquare::from_square(
+            shakmaty::Square::from_ascii(name.as_bytes()).expect("a square"),
+            Orientation::Normal,
+        )
+    }
+
+    /// A capture made while the board was away, by hand: the captured piece off `to`, the
+    /// mover's piece off `from`; the press (logged before the landing when `press_first`:
+    /// the press came between two scans), and the landing on `to`.
+    fn capture(
+        fw: &mut dgt_hil_sim::Firmware,
+        t: &mut u64,
+        from: &str,
+        to: &str,
+        side: ClockSide,
+        press_first: bool,
+    ) -> Option<u32> {
+        *t += 3_000;
+        let piece = fw.physical()[usize::from(idx(from).index())];
+        fw.set_piece(idx(to), PieceCode::Empty, *t);
+        fw.set_piece(idx(from), PieceCode::Empty, *t + 100);
+        if press_first {
+            fw.press_clock(side, *t + 500);
+            fw.set_piece(idx(to), piece, *t + 510);
+        } else {
+            fw.set_piece(idx(to), piece, *t + 200);
+            fw.press_clock(side, *t + 800);
+        }
+        fw.clock().map(|c| c.view(side).display_s)
+    }
+
+    /// exd5 pressed between two scans (its press logged before the pawn's landing), then
+    /// ...Qxd5 taking the pawn off d5 first: the board overwrites the landing's event, so
+    /// the log shows d5 emptied twice. White's press, logged before, is still exd5's, and
+    /// Black's is Qxd5's.
+    #[test]
+    fn a_press_whose_landing_the_board_overwrote_is_still_its_moves() {
+        let (mut tracker, mut events, mut fw, mut shown, mut t) = clocked_until_away(&["e2e4", "d7d5"]);
+        shown.push(capture(&mut fw, &mut t, "e4", "d5", ClockSide::Left, true));
+        shown.push(capture(&mut fw, &mut t, "d8", "d5", ClockSide::Right, false));
+        let log = fw.ee_events();
+        let on_d5 = |piece| {
+            log.iter().any(|e| matches!(e, EeEvent::Field { square, piece: p, .. } if *square == idx("d5") && *p == piece))
+        };
+        assert!(!on_d5(PieceCode::WhitePawn), "the landing on d5 was overwritten: {log:?}");
+        let want: Vec<(String, Option<u32>)> =
+            ["e2e4", "d7d5", "e4d5", "d8d5"].iter().map(|u| u.to_string()).zip(shown).collect();
+        assert_eq!(replay_log(&mut tracker, &mut events, &log, t + 2_000), want);
+    }
+
+    /// While away: exd6 and cxd6, the landing of exd6 overwritten as above. d6 holds a
+    /// black pawn before and after, so the board alone shows two pawns gone from e5 and c7.
+    /// The log's second emptying of d6 says a piece stood there in between: the pawn lifted
+    /// from e5, which makes both plies plain.
+    #[test]
+    fn a_recapture_that_restores_the_square_is_read_through_the_overwritten_landing() {
+        let (mut tracker, mut events, mut fw, mut shown, mut t) =
+            clocked_until_away(&["d2d4", "e7e5", "d4e5", "d7d6"]);
+        shown.push(capture(&mut fw, &mut t, "e5", "d6", ClockSide::Left, true));
+        shown.push(capture(&mut fw, &mut t, "c7", "d6", ClockSide::Right, false));
+        let want: Vec<(String, Option<u32>)> = ["d2d4", "e7e5", "d4e5", "d7d6", "e5d6", "c7d6"]
+            .iter()
+            .map(|u| u.to_string())
+            .zip(shown)
+            .collect();
+        assert_eq!(replay_log(&mut tracker, &mut events, &fw.ee_events(), t + 2_000), want);
     }
 
     #[test]

@@ -88,6 +88,11 @@ struct Rig {
     line: Line,
     /// How the pieces stand on the simulated board (for [`Rig::play`]).
     orientation: Orientation,
+    /// A clock press to make once the board has sent its event log, before the session's
+    /// next write reaches it (see [`Rig::pump`]).
+    press_after_log: Option<ClockSide>,
+    /// The board was asked for its event log and has answered (it answers at once).
+    log_sent: bool,
 }
 
 impl Rig {
@@ -108,6 +113,8 @@ impl Rig {
             parser: CommandParser::new(),
             line: Line::default(),
             orientation: Orientation::Normal,
+            press_after_log: None,
+            log_sent: false,
         }
     }
 
@@ -137,17 +144,24 @@ impl Rig {
         self.pump();
     }
 
-    fn heard(&mut self, bytes: &[u8]) {
+    /// Records what the session wrote; true if it asked for the board's event log.
+    fn heard(&mut self, bytes: &[u8]) -> bool {
+        let mut asked_log = false;
         for &b in bytes {
             match self.parser.push(b) {
-                Some(HostInput::Command(c)) => self.written.push((self.now, c)),
+                Some(HostInput::Command(c)) => {
+                    asked_log |= c == Command::SendEeMoves;
+                    self.written.push((self.now, c));
+                }
                 Some(other) => panic!("the session wrote {other:?}"),
                 None => {}
             }
         }
+        asked_log
     }
 
-    /// Moves bytes both ways until both sides are quiet.
+    /// Moves bytes both ways until both sides are quiet. A press armed in
+    /// `press_after_log` is made between the board's event log and the next write.
     fn pump(&mut self) {
         loop {
             let effects: Vec<Effect> = self.board.drain_effects().collect();
@@ -156,9 +170,15 @@ impl Rig {
                 self.line.check(&e);
                 if let Effect::Write(bytes) = &e {
                     assert!(!bytes.is_empty(), "an empty write");
-                    self.heard(bytes);
+                    let asked_log = self.heard(bytes);
                     if self.plugged {
+                        if self.log_sent
+                            && let Some(side) = self.press_after_log.take()
+                        {
+                            self.fw.press_clock(side, self.now);
+                        }
                         self.fw.receive(bytes, self.now);
+                        self.log_sent |= asked_log;
                         moved = true;
                     }
                 }
@@ -477,7 +497,13 @@ fn a_clock_press_confirms_the_move_before_the_clock_changes() {
     r.pump();
     // The press's reading: the move it confirms, then the clocks with Black's running.
     let told = r.told(mark);
-    let [Effect::Move { state: MoveState::Confirmed, info }, Effect::Clock(clock)] = &told[..] else {
+    // White's display first (once a game), for the journal.
+    let [
+        Effect::ClockSide(ClockSide::Left),
+        Effect::Move { state: MoveState::Confirmed, info },
+        Effect::Clock(clock),
+    ] = &told[..]
+    else {
         panic!("{told:?}")
     };
     assert_eq!((info.ply, info.uci.to_string().as_str()), (1, "e2e4"));
@@ -785,6 +811,254 @@ fn a_resumed_game_takes_back_a_move_made_before_the_restart() {
     assert_eq!(r.game_starts(0), []);
 }
 
+// ----- a restart of the program ----------------------------------------------------------
+
+/// A player makes `uci` and presses their side of the clock; the presser's display after
+/// the press (their `%clk`).
+fn play_and_press(r: &mut Rig, uci: &str, side: ClockSide) -> u32 {
+    r.play(uci, 300);
+    r.fw.press_clock(side, r.now);
+    r.pump();
+    r.wait(700);
+    r.fw.clock().expect("a clock").view(side).display_s
+}
+
+/// What a caller journaled from the effects so far: the confirmed plies with their clocks,
+/// and White's clock display.
+fn journaled(r: &Rig) -> SavedGame {
+    let mut saved = SavedGame::default();
+    for (_, e) in &r.effects {
+        match e {
+            Effect::Move { state: MoveState::Confirmed, info } => {
+                saved.plies.truncate(usize::from(info.ply) - 1);
+                saved.plies.push((info.uci.to_string(), info.clk, info.emt));
+            }
+            Effect::ClockSide(side) => saved.white_clock = Some(*side),
+            _ => {}
+        }
+    }
+    saved
+}
+
+/// A clocked game on the rig, the clock started.
+fn clocked_rig() -> Rig {
+    let mut r = Rig::new(start_position());
+    r.fw.attach_clock(Some(a_clock()));
+    r.connect();
+    r.wait(1_000);
+    r.fw.press_button(Button::Run, r.now);
+    r.wait(1_000);
+    r
+}
+
+/// The program is killed: nothing reads the port any more (the board goes on by itself),
+/// and a new session will be started.
+fn kill(r: &mut Rig) {
+    r.plugged = false;
+    r.board = BoardSession::new(1, None, r.config);
+}
+
+/// White's display is told once, before the first move confirmed with it, so that a journal
+/// that has the move has the side too.
+#[test]
+fn whites_clock_display_is_told_once_before_the_first_move_confirmed_with_it() {
+    let mut r = clocked_rig();
+    play_and_press(&mut r, "e2e4", ClockSide::Left);
+    play_and_press(&mut r, "e7e5", ClockSide::Right);
+    let told: Vec<Effect> = r
+        .told(0)
+        .into_iter()
+        .filter(|e| matches!(e, Effect::ClockSide(_) | Effect::Move { state: MoveState::Confirmed, .. }))
+        .collect();
+    assert!(
+        matches!(&told[..], [Effect::ClockSide(ClockSide::Left), Effect::Move { .. }, Effect::Move { .. }]),
+        "{told:?}"
+    );
+    assert_eq!(journaled(&r).white_clock, Some(ClockSide::Left));
+}
+
+/// Issue 15, recipe 1: the program is killed after e4 e5 were journaled; White plays Nf3 and
+/// presses while it is down, so the restarted session's first clock reading shows Black's
+/// side running while its journal says White is to move. From that lever it read the sides
+/// the wrong way round, and every later `%clk` carried the opponent's time. With White's
+/// display journaled and given back, the clocks and every `%clk` are right.
+#[test]
+fn a_game_resumed_while_the_other_clock_runs_keeps_the_clock_sides() {
+    let mut r = clocked_rig();
+    let mut shown = vec![
+        play_and_press(&mut r, "e2e4", ClockSide::Left),
+        play_and_press(&mut r, "e7e5", ClockSide::Right),
+    ];
+    let saved = journaled(&r);
+    assert_eq!(saved.white_clock, Some(ClockSide::Left));
+    kill(&mut r);
+    shown.push(play_and_press(&mut r, "g1f3", ClockSide::Left));
+    r.wait(500);
+    r.fw.take_output();
+    r.resume(&saved);
+    r.connect();
+    r.wait(3_000);
+    shown.push(play_and_press(&mut r, "b8c6", ClockSide::Right));
+    shown.push(play_and_press(&mut r, "f1b5", ClockSide::Left));
+    r.wait(3_000);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5"]);
+    let clks: Vec<Option<u32>> = journaled(&r).plies.iter().map(|(_, clk, _)| *clk).collect();
+    assert_eq!(clks, shown.iter().map(|&s| Some(s)).collect::<Vec<_>>());
+    let clock = r.board.tracker().clocks();
+    let view = |side| r.fw.clock().expect("a clock").view(side).display_s;
+    assert_eq!(
+        (clock.white, clock.black, clock.running),
+        (Some(view(ClockSide::Left)), Some(view(ClockSide::Right)), Some(shakmaty::Color::Black))
+    );
+}
+
+/// Issue 15, recipe 4: the program is down while four plies are made (more than a board
+/// reading can tell apart: Nc3 and Nf3 in either order). The restarted session keeps the
+/// journal's last position as the board, as after an unplugged cable, reads the board's
+/// event log, and replays it: every ply in the order played, each with its press's `%clk`;
+/// no mismatch, no reconstruction.
+#[test]
+fn a_game_resumed_after_a_restart_gets_the_moves_made_meanwhile_from_the_boards_log() {
+    let mut r = clocked_rig();
+    let mut shown = vec![
+        play_and_press(&mut r, "e2e4", ClockSide::Left),
+        play_and_press(&mut r, "e7e5", ClockSide::Right),
+    ];
+    let saved = journaled(&r);
+    kill(&mut r);
+    for (uci, side) in [
+        ("b1c3", ClockSide::Left),
+        ("b8c6", ClockSide::Right),
+        ("g1f3", ClockSide::Left),
+        ("g8f6", ClockSide::Right),
+    ] {
+        shown.push(play_and_press(&mut r, uci, side));
+    }
+    r.wait(2_000);
+    r.fw.take_output();
+    let mark = r.mark();
+    r.resume(&saved);
+    r.connect();
+    r.wait(15_000);
+    assert_eq!(r.writes_of(Command::SendEeMoves), 1);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "b1c3", "b8c6", "g1f3", "g8f6"]);
+    let clks: Vec<Option<u32>> = journaled(&r).plies.iter().map(|(_, clk, _)| *clk).collect();
+    assert_eq!(clks, shown.iter().map(|&s| Some(s)).collect::<Vec<_>>());
+    assert_eq!(
+        r.alerts_of(&[AlertCode::PositionMismatch, AlertCode::MovesReconstructed, AlertCode::NotResponding]),
+        []
+    );
+    assert_eq!(r.game_starts(mark), []);
+}
+
+/// The same with the clock paused before the restart (as after a game's last move, or an
+/// arbiter's stop): it reports nothing by itself, so the log is replayed before any clock
+/// reading. The presses it holds still give their `%clk`.
+#[test]
+fn presses_in_the_log_give_their_clk_before_the_restarted_session_read_the_clock() {
+    let mut r = clocked_rig();
+    let mut shown = vec![
+        play_and_press(&mut r, "e2e4", ClockSide::Left),
+        play_and_press(&mut r, "e7e5", ClockSide::Right),
+    ];
+    let saved = journaled(&r);
+    kill(&mut r);
+    for (uci, side) in [("g1f3", ClockSide::Left), ("b8c6", ClockSide::Right), ("f1b5", ClockSide::Left)] {
+        shown.push(play_and_press(&mut r, uci, side));
+    }
+    r.fw.press_button(Button::Run, r.now);
+    r.wait(2_000);
+    r.fw.take_output();
+    r.resume(&saved);
+    r.connect();
+    r.wait(5_000);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5"]);
+    let clks: Vec<Option<u32>> = journaled(&r).plies.iter().map(|(_, clk, _)| *clk).collect();
+    assert_eq!(clks, shown.iter().map(|&s| Some(s)).collect::<Vec<_>>());
+}
+
+/// The restarted session reads the board's log, and the last ply made while it was down is
+/// pressed right after the board sent it, before the session's next request: the log has
+/// the ply and no press, the clock readings that follow show the press. The ply gets the
+/// mover's stopped display as its `%clk`, as any press seen live.
+#[test]
+fn a_press_between_the_log_and_the_first_clock_reading_gives_its_clk() {
+    let mut r = clocked_rig();
+    let mut shown = vec![
+        play_and_press(&mut r, "e2e4", ClockSide::Left),
+        play_and_press(&mut r, "e7e5", ClockSide::Right),
+    ];
+    let saved = journaled(&r);
+    kill(&mut r);
+    r.play("g1f3", 2_000);
+    r.fw.take_output();
+    r.resume(&saved);
+    // The log says Nf3 and no press; White presses right after the board sent it.
+    r.press_after_log = Some(ClockSide::Left);
+    r.connect();
+    assert_eq!(r.press_after_log, None, "the press was made");
+    let clock = r.fw.clock().expect("a clock");
+    assert!(clock.is_running() && clock.active_side() == ClockSide::Right, "Black's clock runs");
+    shown.push(clock.view(ClockSide::Left).display_s);
+    r.wait(3_000);
+    shown.push(play_and_press(&mut r, "b8c6", ClockSide::Right));
+    r.wait(3_000);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3", "b8c6"]);
+    let clks: Vec<Option<u32>> = journaled(&r).plies.iter().map(|(_, clk, _)| *clk).collect();
+    assert_eq!(clks, shown.iter().map(|&s| Some(s)).collect::<Vec<_>>());
+}
+
+/// The last ply made while the program was down is pressed at the instant its piece lands:
+/// the board logs the press before the landing (it logs a square when it scans it). The
+/// restarted session's readings all show the opponent's clock running.
+#[test]
+fn a_press_logged_before_its_landing_while_down_gives_its_clk() {
+    let mut r = clocked_rig();
+    let mut shown = vec![
+        play_and_press(&mut r, "e2e4", ClockSide::Left),
+        play_and_press(&mut r, "e7e5", ClockSide::Right),
+    ];
+    let saved = journaled(&r);
+    kill(&mut r);
+    r.set("g1", PieceCode::Empty);
+    r.wait(250);
+    r.set("f3", PieceCode::WhiteKnight);
+    r.fw.press_clock(ClockSide::Left, r.now);
+    shown.push(r.fw.clock().expect("a clock").view(ClockSide::Left).display_s);
+    r.wait(2_000);
+    r.fw.take_output();
+    r.resume(&saved);
+    r.connect();
+    r.wait(3_000);
+    shown.push(play_and_press(&mut r, "b8c6", ClockSide::Right));
+    r.wait(3_000);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3", "b8c6"]);
+    let clks: Vec<Option<u32>> = journaled(&r).plies.iter().map(|(_, clk, _)| *clk).collect();
+    assert_eq!(clks, shown.iter().map(|&s| Some(s)).collect::<Vec<_>>());
+}
+
+/// A restart while the board's memory does not reach back to the journal's last position
+/// (a USB board powered off meanwhile): the moves come from the position, and the operator
+/// is told where to check, as after an unplugged cable.
+#[test]
+fn a_resumed_game_whose_board_forgot_the_moves_is_reconstructed_and_flagged() {
+    let ucis = ["e2e4", "e7e5"];
+    let saved = SavedGame {
+        plies: ucis.iter().map(|u| (u.to_string(), None, None)).collect(),
+        ..SavedGame::default()
+    };
+    let moved = after(&["e2e4", "e7e5", "g1f3", "b8c6", "b1c3"]);
+    let mut r = Rig::new(board_of(&moved));
+    r.resume(&saved);
+    r.connect();
+    r.wait(20_000);
+    assert_eq!(r.writes_of(Command::SendEeMoves), 1);
+    let alert = r.alert(AlertCode::MovesReconstructed);
+    assert!(alert.message.contains("from ply 3"), "{}", alert.message);
+    assert_eq!(r.confirmed().len(), 5);
+    assert_eq!(r.line.position(5).board(), moved.board());
+}
+
 // ----- the operator ---------------------------------------------------------------------
 
 #[test]
@@ -1033,4 +1307,27 @@ fn a_correction_replaces_the_moves_from_a_ply() {
     r.wait(3_000);
     assert_eq!(r.confirmed(), ["e2e4", "e7e5", "b1c3", "b8c6"]);
     assert_eq!(r.told(mark), []);
+}
+
+#[test]
+fn a_correction_can_be_checked_without_changing_anything() {
+    let mut r = Rig::new(start_position());
+    r.connect();
+    r.play_all(&["e2e4", "e7e5", "g1f3"], 3_000);
+    let moves = |m: &[&str]| m.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mark = r.mark();
+    let checked = r.board.check_correction(r.now, 3, &moves(&["b1c3", "b8c6"])).unwrap();
+    let told: Vec<(u16, String, String)> =
+        checked.iter().map(|m| (m.ply, m.uci.to_string(), m.san.to_string())).collect();
+    assert_eq!(told, [(3, "b1c3".into(), "Nc3".into()), (4, "b8c6".into(), "Nc6".into())]);
+    assert_eq!(checked[1].fen, fen_after(&["e2e4", "e7e5", "b1c3", "b8c6"]));
+    // The same refusals as `correct`.
+    assert_eq!(
+        r.board.check_correction(r.now, 2, &moves(&["e7e5", "e1e3"])),
+        Err(AdminError::Illegal { ply: 3, uci: "e1e3".into() })
+    );
+    assert_eq!(r.board.check_correction(r.now, 5, &moves(&["g1f3"])), Err(AdminError::FromPly { max: 4 }));
+    r.pump();
+    assert_eq!(r.told(mark), []);
+    assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3"]);
 }

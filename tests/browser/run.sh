@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Real-browser test of the live page (issue 7): builds the host, starts `dgt-relay demo` on a
-# free loopback port, runs live-page.test.mjs in Debian's headless Chromium (playwright-core),
-# saves screenshots and a timing report in tests/browser/artifacts/, and stops the demo.
+# Real-browser tests of the live page (issue 7), the operator's console and the spectators'
+# page (issue 18): builds the host, starts `dgt-relay demo` on a free loopback port with an
+# admin token of its own, runs live-page.test.mjs then console.test.mjs in Debian's headless
+# Chromium (playwright-core), saves screenshots and reports in tests/browser/artifacts/
+# (ignored by git), and stops the demo.
 #
 # Installs what it needs: Debian's chromium (and a font with chess glyphs) when missing, and
 # the npm packages from package-lock.json. Environment knobs: CARGO_TARGET_DIR, CHROMIUM,
@@ -57,8 +59,10 @@ mkdir -p "$artifacts"
 games=()
 corpus="$root/../shared/corpus/livechess-2.2.5-sample-round.pgn"
 [ -f "$corpus" ] && games=(--games "$corpus")
+# The console test signs in with this token (16 to 200 printable characters).
+token="browser-test-$(node -e "console.log(require('crypto').randomBytes(12).toString('hex'))")"
 log "starting: dgt-relay demo --boards $boards --speed $speed --listen 127.0.0.1:$port"
-"$bin" demo --boards "$boards" --speed "$speed" --listen "127.0.0.1:$port" --data "$data" "${games[@]}" \
+DGT_RELAY_TOKEN="$token" "$bin" demo --boards "$boards" --speed "$speed" --listen "127.0.0.1:$port" --data "$data" "${games[@]}" \
   >"$artifacts/demo.log" 2>&1 &
 demo_pid=$!
 
@@ -95,7 +99,13 @@ log "demo is up at $url"
 node_flags=()
 node -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)' || node_flags=(--experimental-websocket)
 status=0
-(cd "$here" && RELAY_URL="$url" CHROMIUM="$chromium" ARTIFACTS="$artifacts" \
-  node "${node_flags[@]}" --test --test-concurrency=1 --test-reporter=spec live-page.test.mjs) || status=$?
+(cd "$here"
+  export RELAY_URL="$url" RELAY_TOKEN="$token" TRF_FILE="$root/host/tests/data/bbp-issue7.trf" \
+    CHROMIUM="$chromium" ARTIFACTS="$artifacts"
+  rc=0
+  for file in live-page.test.mjs console.test.mjs; do # in this order: the console changes games
+    node "${node_flags[@]}" --test --test-reporter=spec "$file" || rc=1
+  done
+  exit "$rc") || status=$?
 log "screenshots and report.json in $artifacts"
 exit "$status"

@@ -8,6 +8,7 @@
 //! - [`acceptance`]: corpus games under noise profiles, compared with the ground truth.
 //! - [`captures`]: the three real board captures written into a pty chunk by chunk.
 //! - [`export_format`]: an export-format checker written from the PGN standard.
+//! - [`faults`]: the relay killed with SIGKILL and restarted under live games.
 //! - [`offline`]: the tracker fed straight from the simulated firmware, no relay, no pty.
 //! - [`scripts`]: an independent emulator's hand scripts as jobs of those harnesses.
 //! - [`interop`]: python-chess, pgn-extract and chess.js on the published PGN.
@@ -16,6 +17,7 @@
 pub mod acceptance;
 pub mod captures;
 pub mod export_format;
+pub mod faults;
 pub mod feed;
 pub mod interop;
 pub mod offline;

@@ -161,6 +161,12 @@ impl Relay {
         http(self.addr, "POST", path, &[("Authorization", auth.as_str())], body)
     }
 
+    /// SIGKILL, and wait for the process to be gone.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// SIGTERM, then wait up to 10 s (SIGKILL after that).
     pub fn terminate(&mut self) -> Option<std::process::ExitStatus> {
         let pid = self.child.id().to_string();

@@ -2,7 +2,7 @@
 //! captures and followed by the interop checks, with one printable report.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use dgt_hil_sim::hands::Profile;
@@ -254,4 +254,45 @@ pub fn run(opts: &SuiteOptions) -> anyhow::Result<SuiteReport> {
     rep.failures.extend(inter.failures);
     rep.skipped = inter.skipped;
     Ok(rep)
+}
+
+/// A slice of the independent emulator's hand scripts through the real relay, on ptys at
+/// each script's own pace: `count` scripts of `dir` and its sub-folders, chosen by
+/// `opts.seed` (so `--seed today` rotates them daily), on up to `opts.boards` boards at once.
+pub fn run_scripts(dir: &Path, count: usize, opts: &SuiteOptions) -> anyhow::Result<SuiteReport> {
+    let all = dgt_hil_sim::script::load_tree(dir)?;
+    if all.is_empty() {
+        anyhow::bail!("no hand script (*.json) under {}", dir.display());
+    }
+    let picked = seeded_subset(all.len(), count.min(all.len()), opts.seed ^ 0x5C21);
+    let jobs: Vec<Job> = picked.iter().map(|&i| crate::scripts::job(&all[i])).collect();
+    let names: Vec<&str> = picked.iter().map(|&i| all[i].name.as_str()).collect();
+    let run_opts = RunOptions {
+        boards: opts.boards.min(jobs.len()),
+        speed: 1.0,
+        hand_speed: 1.0,
+        dir: opts.dir.join("scripts"),
+        relay_bin: opts.relay_bin.clone(),
+        progress: opts.progress.then_some(Duration::from_secs(15)),
+        first_serial: 40001,
+    };
+    let result = acceptance::run(jobs, &run_opts)?;
+    let (rows, mut failures, known) = tabulate(&result, &opts.known);
+    if !failures.is_empty() {
+        failures.push(format!("relay log tail:\n{}", result.log_tail));
+    }
+    Ok(SuiteReport {
+        table: format!("{}scripts: {}", format_table(&rows), names.join(" ")),
+        failures,
+        known,
+        resources: format!(
+            "{} hand scripts on {} boards at their own pace in {:.1} s; relay: {:.1} CPU s, peak RSS {} MiB",
+            result.outcomes.len(),
+            run_opts.boards,
+            result.wall.as_secs_f64(),
+            result.relay_stat.cpu_s,
+            result.relay_stat.hwm_kib / 1024
+        ),
+        ..SuiteReport::default()
+    })
 }

@@ -20,6 +20,7 @@ fn record(g: &SourceGame, board: u32, paired: bool, time_control: Option<&str>) 
         fide_id: g.tag(&format!("{side}FideId")).and_then(|v| v.parse().ok()),
         title: g.tag(&format!("{side}Title")).map(str::to_owned),
         elo: g.tag(&format!("{side}Elo")).and_then(|v| v.parse().ok()),
+        federation: None,
     };
     let fen = shakmaty::fen::Fen::from_position(&g.start, shakmaty::EnPassantMode::Legal).to_string();
     GameRecord {
@@ -51,6 +52,7 @@ fn record(g: &SourceGame, board: u32, paired: bool, time_control: Option<&str>) 
             .collect(),
         result: (g.result != "*").then(|| g.result.clone()),
         termination: (g.result != "*").then(|| "normal".to_owned()),
+        white_clock: None,
     }
 }
 

@@ -21,7 +21,9 @@ mod record;
 
 use record::PlyRecord;
 
-use dgt_protocol::{BoardDump, ClockSide, ClockTime, Orientation};
+use dgt_protocol::{
+    BoardDump, ClockSide, ClockStatus, ClockTime, ClockTimes, Orientation, SideFlags, SideReading,
+};
 use shakmaty::{
     Bitboard, Board, CastlingMode, Chess, EnPassantMode, FromSetup, Position, Setup, fen::Fen, san::SanPlus,
     uci::UciMove,
@@ -431,10 +433,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// outage): the presser's display `side` and the `time` it showed after the press (the
     /// board logs the halted side's time when the lever moves). The presser's last
     /// provisional ply is confirmed with that `%clk` (and `%emt` by clock arithmetic);
-    /// earlier provisional plies are confirmed as by [`Tracker::confirm_plies`]. Returns
-    /// false, doing nothing, without a game or a clock, or when the presser has no
-    /// provisional ply (the log may hold the press before the landing of its move: the
-    /// board logs a square when it scans it).
+    /// earlier provisional plies are confirmed as by [`Tracker::confirm_plies`]. A tracker
+    /// that has not read the clock yet (a game resumed after a restart of the program, its
+    /// board's log replayed before the clock's first report) needs no reading: only the
+    /// presser's display is used. Returns false, doing nothing, without a game, or when the
+    /// presser has no provisional ply (the log may hold the press before the landing of its
+    /// move: the board logs a square when it scans it).
     pub fn confirm_logged_press<S: EventSink + ?Sized>(
         &mut self,
         side: ClockSide,
@@ -445,7 +449,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.state != GameState::Active {
             return false;
         }
-        let Some(mut reading) = self.clocks.last else { return false };
+        let mut reading = self.clocks.last.unwrap_or_else(|| {
+            // The press leaves the other side running.
+            let zero = SideReading { time: ClockTime::from_seconds(0), flags: SideFlags::default() };
+            let status = if side == ClockSide::Left { 0x03 } else { 0x01 };
+            ClockTimes { right: zero, left: zero, status: ClockStatus(status) }
+        });
         let by = self.clocks.owner(&self.config, side);
         let Some(upto) = self.last_ply_by(by) else { return false };
         match side {
@@ -514,6 +523,24 @@ impl<const PLIES: usize> Tracker<PLIES> {
             };
             f(&info);
         }
+    }
+
+    /// White's clock display, once it is certain for the rest of the game: configured, or a
+    /// move was confirmed with it while the clock ran (a caller that keeps the game, as in a
+    /// journal, keeps this with it and gives it back with
+    /// [`Tracker::set_white_clock_side`] when it resumes the game). `None` while it is still
+    /// being learned from the lever.
+    pub fn white_clock_side(&self) -> Option<ClockSide> {
+        self.clocks.fixed_white_side()
+    }
+
+    /// Sets White's clock display for the rest of the game, as [`Tracker::white_clock_side`]
+    /// told it before (call it after [`Tracker::resume`], before any clock reading): a resumed
+    /// game does not learn it again from the lever, which a restart in the middle of a game
+    /// would read the wrong way round whenever the side to move is not the side the
+    /// journal's last move says.
+    pub fn set_white_clock_side(&mut self, side: ClockSide) {
+        self.clocks.set_white_side(side);
     }
 
     /// Both clocks as last read, mapped to colours.

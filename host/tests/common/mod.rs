@@ -13,6 +13,13 @@ use dgt_hil_sim::{BoardConfig, SimBoard, SimConfig};
 
 pub const TOKEN: &str = "test-token-0123456789abcdef";
 
+/// The relay binary: `$DGT_RELAY_BIN` (to run these tests against another build), else the
+/// one cargo built for these tests.
+pub fn relay_bin() -> PathBuf {
+    std::env::var_os("DGT_RELAY_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_dgt-relay")), PathBuf::from)
+}
+
 /// A fresh temporary folder for one test.
 pub fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("dgt-relay-it-{name}-{}", std::process::id()));
@@ -54,21 +61,32 @@ impl Relay {
     /// Starts `dgt-relay` with `args` plus a loopback listener on port 0, the test token,
     /// and waits for its address.
     pub fn start(dir: &Path, args: &[&str]) -> Relay {
-        Relay::start_with_fd_limit(dir, args, None)
+        Relay::start_under(dir, &[], args)
     }
 
     /// [`Relay::start`] with `ulimit -n fd_limit` (soft and hard) when given.
     pub fn start_with_fd_limit(dir: &Path, args: &[&str], fd_limit: Option<u64>) -> Relay {
+        match fd_limit {
+            Some(n) => {
+                let script = format!("ulimit -n {n} && exec \"$0\" \"$@\"");
+                Relay::start_under(dir, &["sh", "-c", &script], args)
+            }
+            None => Relay::start_under(dir, &[], args),
+        }
+    }
+
+    /// As [`Relay::start`], run through `wrapper` (a program and its arguments that runs
+    /// the command after them, e.g. `prlimit --fsize=N --`).
+    pub fn start_under(dir: &Path, wrapper: &[&str], args: &[&str]) -> Relay {
         let stderr_path = dir.join(format!("stderr-{}.log", Instant::now().elapsed().as_nanos()));
         let stderr = std::fs::File::create(&stderr_path).unwrap();
-        let bin = env!("CARGO_BIN_EXE_dgt-relay");
-        let mut command = match fd_limit {
-            Some(n) => {
-                let mut c = Command::new("sh");
-                c.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), bin]);
+        let mut command = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut c = Command::new(program);
+                c.args(rest).arg(relay_bin());
                 c
             }
-            None => Command::new(bin),
+            None => Command::new(relay_bin()),
         };
         let mut child = command
             .args(args)
@@ -205,6 +223,28 @@ pub fn http(
         }
     }
     (status, out)
+}
+
+/// A websocket client of the relay's feed.
+pub type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Connects to the feed; returns the client and its snapshot.
+pub async fn ws_connect(r: &Relay) -> (Ws, serde_json::Value) {
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", r.addr)).await.unwrap();
+    let snapshot = ws_next(&mut ws, Duration::from_secs(5)).await;
+    assert_eq!(snapshot["type"], "snapshot", "{snapshot}");
+    (ws, snapshot)
+}
+
+/// The next JSON frame of the feed, within `timeout`.
+pub async fn ws_next(ws: &mut Ws, timeout: Duration) -> serde_json::Value {
+    use futures_util::StreamExt;
+    loop {
+        let msg = tokio::time::timeout(timeout, ws.next()).await.expect("a frame in time").unwrap().unwrap();
+        if let tokio_tungstenite::tungstenite::Message::Text(t) = msg {
+            return serde_json::from_str(t.as_str()).unwrap();
+        }
+    }
 }
 
 /// Confirmed SAN moves of board `n` in a `/api/boards` value.

@@ -5,14 +5,16 @@
 //! noise daily), `--subset K` (games per other noise profile, 12), `--profiles a,b`,
 //! `--capture-step-ms MS` (20), `--games worldcup#239,...` (only these games of the sweep,
 //! e.g. with `--all --profiles mixed`), `--keep` (keep the working folder; it holds the
-//! relay's log and `games/feed-frames.log`, every feed frame with its arrival time). Exit
-//! status 1 on any failure.
+//! relay's log and `games/feed-frames.log`, every feed frame with its arrival time).
+//! `--scripts DIR --slice K`: instead, K hand scripts of DIR and its sub-folders (the
+//! independent emulator's, `../shared/corpus/hand-scripts`), chosen by the seed, each on its
+//! own board at its own pace. Exit status 1 on any failure.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use dgt_e2e_tests::suite::{SuiteOptions, run};
+use dgt_e2e_tests::suite::{SuiteOptions, run, run_scripts};
 use dgt_hil_sim::hands::Profile;
 
 fn main() -> anyhow::Result<()> {
@@ -32,6 +34,8 @@ fn main() -> anyhow::Result<()> {
         known: Vec::new(),
     };
     let mut keep = false;
+    let mut scripts: Option<PathBuf> = None;
+    let mut slice = 16usize;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().with_context(|| format!("{a} needs a value"));
@@ -62,24 +66,33 @@ fn main() -> anyhow::Result<()> {
                 opts.games = val()?.split(',').filter(|g| !g.is_empty()).map(str::to_owned).collect();
             }
             "--keep" => keep = true,
+            "--scripts" => scripts = Some(val()?.into()),
+            "--slice" => slice = val()?.parse()?,
             "-h" | "--help" => {
-                println!("{}", include_str!("acceptance.rs").lines().take(10).collect::<Vec<_>>().join("\n"));
+                println!("{}", include_str!("acceptance.rs").lines().take(13).collect::<Vec<_>>().join("\n"));
                 return Ok(());
             }
             other => bail!("unknown argument {other}"),
         }
     }
     opts.relay_bin = dgt_e2e_tests::relay::relay_binary(true)?;
-    eprintln!(
-        "acceptance: {} sweep, {} boards at x{} (hands x{}), seed {}, relay {}",
-        if opts.full { "full" } else { "fast" },
-        opts.boards,
-        opts.speed,
-        opts.hand_speed,
-        opts.seed,
-        opts.relay_bin.display()
-    );
-    let report = run(&opts)?;
+    if let Some(dir) = &scripts {
+        eprintln!("acceptance: {slice} hand scripts of {}, seed {}", dir.display(), opts.seed);
+    } else {
+        eprintln!(
+            "acceptance: {} sweep, {} boards at x{} (hands x{}), seed {}, relay {}",
+            if opts.full { "full" } else { "fast" },
+            opts.boards,
+            opts.speed,
+            opts.hand_speed,
+            opts.seed,
+            opts.relay_bin.display()
+        );
+    }
+    let report = match &scripts {
+        Some(dir) => run_scripts(dir, slice, &opts)?,
+        None => run(&opts)?,
+    };
     println!("{report}");
     if keep {
         println!("working folder kept: {}", opts.dir.display());

@@ -1,0 +1,712 @@
+// The operator's console: every board with its device and game state, the actions on a
+// board (result, flip, new game, start position, correction), the pairings (by hand or
+// from a TRF report) and the alerts, which the operator acknowledges.
+//
+// Everything goes through the relay's admin API (host/API.md) with the admin token, which
+// is kept in this tab's sessionStorage only: never in a URL, never in storage that outlives the tab. The
+// answers are shown as the API gives them. The live state comes from the websocket feed
+// (common.js); the ports and relay-wide alerts with paths from GET /api/admin/boards.
+// The console plays no chess: the relay checks a correction (dry run) before it is sent.
+
+import {
+  $, BoardEl, FeedClient, FeedState, MARK_MISMATCH, MARK_SELECTED, START_FEN, UCI, asAlert, clockSeconds,
+  clockTicks, el, formatClock, formatTime, getJson, moveMarks, parsePlacement, playerName, setText, sizeSquares,
+  squareIndex, str, uint,
+} from './common.js';
+
+const TOKEN_KEY = 'dgt-relay-admin-token';
+const ADMIN_POLL_MS = 5000;
+const PUSH_POLL_MS = 10000;
+
+const state = new FeedState();
+const ui = {
+  ports: new Map(), // board -> port, from /api/admin/boards
+  selected: null, // board number shown in the detail panel
+  detail: null, // Detail
+  event: null,
+  checked: null, // { board, from_ply, moves: 'text' } of the last correction that passed the check
+};
+
+// ---------------------------------------------------------------------------------------
+// The token and the admin API.
+
+function token() {
+  return sessionStorage.getItem(TOKEN_KEY) || '';
+}
+
+/** Calls an admin route; resolves to { ok, status, data, text } (never throws). A refused
+ * token signs out. */
+async function api(method, path, body, contentType = 'application/json') {
+  const headers = { authorization: `Bearer ${token()}`, accept: 'application/json' };
+  let payload;
+  if (body !== undefined) {
+    headers['content-type'] = contentType;
+    payload = contentType === 'application/json' ? JSON.stringify(body) : body;
+  }
+  let r;
+  try {
+    r = await fetch(new URL(`../api/admin/${path}`, location.href), { method, headers, body: payload, cache: 'no-store' });
+  } catch (e) {
+    return { ok: false, status: 0, data: null, text: `the relay did not answer (${e})` };
+  }
+  const text = await r.text().catch(() => '');
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (r.status === 401) signOut('The relay refused the token.');
+  const why = data && typeof data.error === 'string' ? data.error : text.slice(0, 300) || r.statusText;
+  return { ok: r.ok, status: r.status, data, text: r.ok ? 'ok' : `${r.status}: ${why}` };
+}
+
+/** Shows an API answer in `node`: ok (green) or the error as the relay gave it (red). */
+function showAnswer(node, answer, okText) {
+  node.dataset.ok = String(answer.ok);
+  setText(node, answer.ok ? okText || 'Done.' : `Refused — ${answer.text}`);
+}
+
+async function signIn(candidate) {
+  sessionStorage.setItem(TOKEN_KEY, candidate);
+  const r = await api('GET', 'boards');
+  if (!r.ok) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    setText($('login-error'), r.status === 401 ? 'Wrong token.' : r.text);
+    return false;
+  }
+  setText($('login-error'), '');
+  takeAdminBoards(r.data);
+  document.body.dataset.auth = 'in';
+  $('login').hidden = true;
+  $('app').hidden = false;
+  $('sign-out').hidden = false;
+  startLive();
+  return true;
+}
+
+function signOut(why) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  document.body.dataset.auth = 'out';
+  $('login').hidden = false;
+  $('app').hidden = true;
+  $('sign-out').hidden = true;
+  setText($('login-error'), why || '');
+  $('token').value = '';
+}
+
+// ---------------------------------------------------------------------------------------
+// Data from the admin and read routes.
+
+function takeAdminBoards(data) {
+  if (!data || !Array.isArray(data.boards)) return;
+  for (const b of data.boards.slice(0, 1000)) {
+    const n = uint(b && b.board);
+    if (n !== null) ui.ports.set(n, str(b.port, 300));
+  }
+  // Relay-wide alerts with their paths (the feed's copies have them redacted).
+  if (Array.isArray(data.alerts) && state.seq !== null) {
+    const full = new Map(data.alerts.map(asAlert).filter((a) => a && a.id !== null).map((a) => [a.id, a]));
+    for (const a of state.relayAlerts) {
+      const f = full.get(a.id);
+      if (f) a.message = f.message;
+    }
+  }
+  render();
+}
+
+async function pollAdmin() {
+  if (document.body.dataset.auth !== 'in') return;
+  const r = await api('GET', 'boards');
+  if (r.ok) takeAdminBoards(r.data);
+}
+
+async function pollPush() {
+  const p = await getJson('../api/push');
+  const pill = $('push');
+  if (!p || !p.enabled) {
+    setText(pill, 'push: off');
+    pill.dataset.state = 'off';
+    return;
+  }
+  const failing = uint(p.failures_in_a_row) > 0;
+  pill.dataset.state = failing ? 'error' : 'ok';
+  setText(pill, failing ? `push: failing (${str(p.last_error, 120) || '?'})` : `push: ok · ${uint(p.games_accepted) ?? 0} games`);
+}
+
+async function loadEvent() {
+  const e = await getJson('../api/event');
+  if (!e) return;
+  ui.event = { name: str(e.name, 200) || '', round: uint(e.round) };
+  setText($('event-name'), ui.event.name);
+  const round = $('pairings-round');
+  if (!round.value && ui.event.round) round.value = String(ui.event.round);
+  const trf = $('trf-round');
+  if (!trf.value && ui.event.round) trf.value = String(ui.event.round);
+}
+
+// ---------------------------------------------------------------------------------------
+// Alerts.
+
+/** Every kept alert, newest first, with its board (null: relay-wide). */
+function allAlerts() {
+  const out = [];
+  for (const a of state.relayAlerts) out.push({ board: null, a });
+  for (const [n, e] of state.boards) for (const a of e.view.alerts) out.push({ board: n, a });
+  out.sort((x, y) => (y.a.at || 0) - (x.a.at || 0) || (y.a.id || 0) - (x.a.id || 0));
+  return out;
+}
+
+function isOpen(a) {
+  return a.level !== 'info' && a.cleared_by === null && a.acked_at === null;
+}
+
+function alertState(a) {
+  if (a.cleared_by !== null) return 'resolved';
+  if (a.acked_at !== null) return 'acknowledged';
+  return a.level === 'info' ? 'info' : 'open';
+}
+
+async function ack(id) {
+  const r = await api('POST', `alerts/${id}/ack`, {});
+  if (!r.ok) setText($('alerts-answer'), `Refused — ${r.text}`);
+  else setText($('alerts-answer'), '');
+}
+
+function renderAlerts() {
+  const openOnly = $('open-only').checked;
+  const list = allAlerts();
+  const open = list.filter((x) => isOpen(x.a));
+  const pill = $('open-count');
+  pill.dataset.count = String(open.length);
+  setText(pill, `${open.length} open alert${open.length === 1 ? '' : 's'}`);
+  const shown = openOnly ? open : list;
+  const items = shown.slice(0, 200).map(({ board, a }) => {
+    const li = el('li', `alert ${a.level}`);
+    li.dataset.id = String(a.id);
+    li.dataset.state = alertState(a);
+    li.dataset.code = a.code;
+    if (board !== null) li.dataset.board = String(board);
+    const head = el('div', 'alert-head');
+    const time = el('time', 'when', formatTime(a.at) || 'time unknown');
+    if (a.at) time.dateTime = new Date(a.at).toISOString();
+    head.append(time, el('span', 'where', board === null ? 'relay' : `board ${board}`), el('span', `level ${a.level}`, a.level), el('code', 'code', a.code));
+    const stateText = alertState(a);
+    if (stateText !== 'open') head.append(el('span', 'state', stateText));
+    li.append(head, el('p', 'message', a.message));
+    if (isOpen(a) && a.id !== null) {
+      const b = el('button', 'btn small ack', 'Acknowledge');
+      b.type = 'button';
+      b.addEventListener('click', () => ack(a.id));
+      li.append(b);
+    }
+    return li;
+  });
+  $('alert-list').replaceChildren(...items);
+  $('no-alerts').hidden = items.length > 0;
+  setText($('no-alerts'), openOnly ? 'No open alerts.' : 'No alerts.');
+}
+
+// ---------------------------------------------------------------------------------------
+// The board table.
+
+/** The squares of the board's latest unresolved position mismatch. */
+function mismatchSquares(view) {
+  for (let i = view.alerts.length - 1; i >= 0; i--) {
+    const a = view.alerts[i];
+    if (a.code === 'position_mismatch') return a.cleared_by === null ? a.squares : [];
+    if (a.code === 'position_recovered') return [];
+  }
+  return [];
+}
+
+function pushState(view) {
+  for (let i = view.alerts.length - 1; i >= 0; i--) {
+    const a = view.alerts[i];
+    if (a.code === 'push') return a.level === 'info' || a.cleared_by !== null ? 'ok' : a.level;
+  }
+  return '';
+}
+
+function clockText(e) {
+  const c = e.clock;
+  if (!c) return '–';
+  const w = formatClock(clockSeconds(e, 'white') ?? NaN);
+  const b = formatClock(clockSeconds(e, 'black') ?? NaN);
+  const run = clockTicks(e) ? (c.running === 'white' ? ' ◀ W' : ' ◀ B') : c.running ? '' : ' (stopped)';
+  return `${w} / ${b}${run}`;
+}
+
+const COLUMNS = ['num', 'serial', 'port', 'state', 'battery', 'clock', 'white', 'black', 'moves', 'last', 'mismatch', 'push', 'result'];
+const rows = new Map(); // board -> { tr, cells }
+
+/** The texts of a board's row, in the order of COLUMNS. */
+function rowTexts(n, e) {
+  const v = e.view;
+  const last = v.moves[v.moves.length - 1];
+  const mismatch = mismatchSquares(v);
+  return [
+    String(n),
+    v.serial || '–',
+    ui.ports.get(n) || '–',
+    v.status.replace('_', ' '),
+    v.battery !== null ? `${v.battery} %` : '–',
+    clockText(e),
+    playerName(v.pairing.white, '–'),
+    playerName(v.pairing.black, '–'),
+    `${v.moves.length}${v.provisional.length ? ` +${v.provisional.length}` : ''}`,
+    last ? `${last.san} ${formatTime(last.at)}`.trim() : '–',
+    mismatch.length ? mismatch.join(' ') : '',
+    pushState(v) || '–',
+    v.result || '',
+  ];
+}
+
+/** Updates the table in place (rows are kept, so a click is never lost to a redraw). */
+function renderTable() {
+  const body = $('boards-body');
+  const order = [...state.boards.keys()].sort((a, b) => a - b);
+  for (const n of [...rows.keys()]) if (!state.boards.has(n)) rows.delete(n);
+  for (const n of order) {
+    let row = rows.get(n);
+    if (!row) {
+      const tr = el('tr');
+      tr.dataset.board = String(n);
+      tr.tabIndex = 0;
+      const cells = COLUMNS.map((c) => el('td', c));
+      tr.append(...cells);
+      row = { tr, cells };
+      rows.set(n, row);
+    }
+    const e = state.boards.get(n);
+    row.tr.dataset.status = e.view.status;
+    row.tr.classList.toggle('selected', ui.selected === n);
+    rowTexts(n, e).forEach((text, i) => setText(row.cells[i], text));
+  }
+  const trs = order.map((n) => rows.get(n).tr);
+  const current = [...body.children];
+  if (current.length !== trs.length || current.some((c, i) => c !== trs[i])) body.replaceChildren(...trs);
+  $('no-boards').hidden = trs.length > 0;
+  const active = [...state.boards.values()].filter((e) => e.view.status === 'active').length;
+  setText($('boards-summary'), trs.length ? `${trs.length} boards · ${active} active` : '');
+}
+
+function select(n) {
+  ui.selected = n;
+  if (!ui.detail || ui.detail.n !== n) ui.detail = new Detail(n);
+  $('detail').hidden = false;
+  render();
+  $('detail').scrollIntoView({ block: 'nearest' });
+}
+
+// ---------------------------------------------------------------------------------------
+// One board: its position, moves and the actions on it.
+
+class Detail {
+  constructor(n) {
+    this.n = n;
+    this.fromPly = null; // the ply picked for a correction
+    this.movesKey = '';
+    const c = $('detail');
+    c.replaceChildren();
+    c.dataset.board = String(n);
+    this.title = el('h2', null, `Board ${n}`);
+    this.board = new BoardEl(true);
+    const left = el('div', 'detail-board');
+    this.players = el('p', 'muted');
+    left.append(this.players, this.board.root);
+    const right = el('div', 'detail-actions');
+
+    // Result.
+    const resultForm = el('form', 'row action');
+    resultForm.id = 'result-form';
+    this.result = el('select');
+    this.result.id = 'result-select';
+    for (const [value, text] of [['1-0', '1-0'], ['0-1', '0-1'], ['1/2-1/2', '½-½'], ['', 'no result (clear)']]) {
+      const o = el('option', null, text);
+      o.value = value;
+      this.result.append(o);
+    }
+    resultForm.append(el('label', null, 'Result '), this.result, this.button('Set result', 'submit', 'set-result'));
+    resultForm.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const value = this.result.value || null;
+      this.act('result', { result: value }, value ? `Result ${value} set.` : 'Result cleared.');
+    });
+
+    // Flip and new game.
+    const simple = el('div', 'row action');
+    const flip = this.button('Flip board', 'button', 'flip');
+    flip.addEventListener('click', () => this.act('flip', {}, 'Flipped: tracking restarts from the current position.'));
+    const fresh = this.button('New game', 'button', 'new-game');
+    fresh.addEventListener('click', () => this.act('new-game', {}, 'New game from the standard position.'));
+    simple.append(flip, fresh);
+
+    // Start position.
+    const fenForm = el('form', 'row action');
+    fenForm.id = 'fen-form';
+    this.fen = el('input');
+    this.fen.id = 'start-fen';
+    this.fen.placeholder = START_FEN;
+    this.fen.spellcheck = false;
+    this.fen.required = true;
+    fenForm.append(el('label', null, 'Start FEN '), this.fen, this.button('New game from this position', 'submit', 'set-fen'));
+    fenForm.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      this.act('start-fen', { fen: this.fen.value.trim() }, 'New game from the given position.');
+    });
+
+    // Correction.
+    const corr = el('form', 'correction action');
+    corr.id = 'correct-form';
+    corr.append(el('h3', null, 'Correct the moves'));
+    corr.append(el('p', 'muted', 'Pick the first wrong move in the list, type the right moves (UCI, e.g. g1f3 b8c6), check, then send.'));
+    this.moveList = el('ol', 'pick-moves');
+    this.moveList.id = 'pick-moves';
+    this.moveList.addEventListener('click', (ev) => {
+      const li = ev.target.closest('li[data-ply]');
+      if (li) this.pick(Number(li.dataset.ply));
+    });
+    this.fromLabel = el('p', 'from-ply', 'No move picked.');
+    this.corrMoves = el('input');
+    this.corrMoves.id = 'correct-moves';
+    this.corrMoves.spellcheck = false;
+    this.corrMoves.placeholder = 'g1f3 b8c6';
+    this.corrMoves.addEventListener('input', () => this.uncheck());
+    const check = this.button('Check', 'button', 'check-correction');
+    check.addEventListener('click', () => this.check());
+    this.send = this.button('Send correction', 'submit', 'send-correction');
+    this.send.disabled = true;
+    this.checkOut = el('div', 'check-out');
+    this.checkOut.id = 'check-out';
+    const line = el('div', 'row');
+    line.append(this.corrMoves, check, this.send);
+    corr.append(this.moveList, this.fromLabel, line, this.checkOut);
+    corr.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      this.sendCorrection();
+    });
+
+    this.answer = el('p', 'answer');
+    this.answer.id = 'action-answer';
+    this.answer.setAttribute('role', 'status');
+    right.append(resultForm, simple, fenForm, corr, this.answer);
+    const wrap = el('div', 'detail-wrap');
+    wrap.append(left, right);
+    const close = this.button('Close', 'button', 'close-detail');
+    close.classList.add('small');
+    close.addEventListener('click', () => {
+      ui.selected = null;
+      ui.detail = null;
+      $('detail').hidden = true;
+      render();
+    });
+    const head = el('div', 'row');
+    head.append(this.title, close);
+    c.append(head, wrap);
+    sizeSquares(c, this.board.root);
+  }
+
+  button(text, type, id) {
+    const b = el('button', 'btn', text);
+    b.type = type;
+    b.id = id;
+    return b;
+  }
+
+  async act(path, body, okText) {
+    setText(this.answer, '…');
+    const r = await api('POST', `boards/${this.n}/${path}`, body);
+    showAnswer(this.answer, r, okText);
+    pollAdmin();
+  }
+
+  pick(ply) {
+    const e = state.boards.get(this.n);
+    if (!e) return;
+    this.fromPly = ply;
+    const rest = e.view.moves.filter((m) => m.ply >= ply).map((m) => m.uci);
+    this.corrMoves.value = rest.join(' ');
+    this.uncheck();
+    this.renderMoves(e.view, true);
+  }
+
+  uncheck() {
+    ui.checked = null;
+    this.send.disabled = true;
+    this.checkOut.replaceChildren();
+    delete this.checkOut.dataset.ok;
+  }
+
+  /** The correction typed: from_ply and the UCI moves, or an error text. */
+  correction() {
+    if (this.fromPly === null) return { error: 'Pick the first move to replace in the list.' };
+    const moves = this.corrMoves.value.trim().split(/[\s,]+/).filter(Boolean);
+    const bad = moves.find((m) => !UCI.test(m));
+    if (bad) return { error: `"${bad}" is not a UCI move (like e2e4, or e7e8q).` };
+    return { from_ply: this.fromPly, moves };
+  }
+
+  async check() {
+    this.uncheck();
+    const c = this.correction();
+    if (c.error) {
+      this.checkOut.dataset.ok = 'false';
+      this.checkOut.append(el('p', null, c.error));
+      return;
+    }
+    const r = await api('POST', `boards/${this.n}/correct?dry_run=1`, c);
+    this.checkOut.dataset.ok = String(r.ok);
+    if (!r.ok) {
+      this.checkOut.replaceChildren(el('p', null, `Not accepted — ${r.text}`));
+      return;
+    }
+    const moves = Array.isArray(r.data && r.data.moves) ? r.data.moves : [];
+    const text = moves.slice(0, 600).map((m) => `${Math.ceil(m.ply / 2)}${m.ply % 2 ? '.' : '…'} ${str(m.san, 16)}`).join(' ');
+    this.checkOut.replaceChildren(
+      el('p', null, moves.length ? `Legal. The game will read, from ply ${c.from_ply}: ${text}` : `Legal. The moves from ply ${c.from_ply} on will be removed.`),
+    );
+    ui.checked = { board: this.n, key: JSON.stringify(c) };
+    this.send.disabled = false;
+  }
+
+  async sendCorrection() {
+    const c = this.correction();
+    if (c.error || !ui.checked || ui.checked.board !== this.n || ui.checked.key !== JSON.stringify(c)) {
+      showAnswer(this.answer, { ok: false, text: 'check the correction first' });
+      return;
+    }
+    setText(this.answer, '…');
+    const r = await api('POST', `boards/${this.n}/correct`, c);
+    showAnswer(this.answer, r, `Corrected from ply ${c.from_ply}.`);
+    if (r.ok) {
+      this.fromPly = null;
+      this.corrMoves.value = '';
+      this.uncheck();
+      this.movesKey = '';
+    }
+    pollAdmin();
+  }
+
+  renderMoves(v, force) {
+    const key = v.moves.map((m) => m.uci).join() + '/' + this.fromPly;
+    if (!force && key === this.movesKey) return;
+    this.movesKey = key;
+    const items = v.moves.map((m) => {
+      const li = el('li', m.ply === this.fromPly ? 'picked' : null, `${Math.ceil(m.ply / 2)}${m.ply % 2 ? '.' : '…'} ${m.san}`);
+      li.dataset.ply = String(m.ply);
+      li.dataset.uci = m.uci;
+      li.tabIndex = 0;
+      li.title = `ply ${m.ply} (${m.uci})${m.at ? `, ${formatTime(m.at)}` : ''}`;
+      return li;
+    });
+    const next = el('li', this.fromPly === v.moves.length + 1 ? 'picked add' : 'add', '+ add after the last move');
+    next.dataset.ply = String((v.moves.length ? v.moves[v.moves.length - 1].ply : 0) + 1);
+    items.push(next);
+    this.moveList.replaceChildren(...items);
+    setText(this.fromLabel, this.fromPly === null ? 'No move picked.' : `Replacing the moves from ply ${this.fromPly} on.`);
+  }
+
+  render() {
+    const e = state.boards.get(this.n);
+    if (!e) return;
+    const v = e.view;
+    setText(this.title, `Board ${this.n}${v.serial ? ` · serial ${v.serial}` : ''}${ui.ports.get(this.n) ? ` · ${ui.ports.get(this.n)}` : ''}`);
+    setText(this.players, `${playerName(v.pairing.white, 'White')} – ${playerName(v.pairing.black, 'Black')} · round ${v.round} · ${v.status.replace('_', ' ')}${v.result ? ` · ${v.result}` : ''}${v.flipped ? ' · flipped' : ''}`);
+    const prov = v.provisional[v.provisional.length - 1];
+    const last = prov || v.moves[v.moves.length - 1];
+    const marks = moveMarks(last && last.uci);
+    for (const s of mismatchSquares(v)) {
+      const i = squareIndex(s);
+      if (i >= 0) marks[i] |= MARK_MISMATCH;
+    }
+    if (this.fromPly !== null) {
+      const picked = v.moves.find((m) => m.ply === this.fromPly);
+      const u = picked ? UCI.exec(picked.uci) : null;
+      if (u) {
+        marks[squareIndex(u[1])] |= MARK_SELECTED;
+        marks[squareIndex(u[2])] |= MARK_SELECTED;
+      }
+    }
+    this.board.update(e.live || e.confirmed || parsePlacement(START_FEN), marks, `Board ${this.n}`);
+    this.renderMoves(v, false);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Pairings.
+
+const PLAYER_FIELDS = ['name', 'title', 'elo', 'federation', 'fide_id'];
+
+function pairingRow(board, pairing) {
+  const tr = el('tr');
+  tr.dataset.board = String(board);
+  const num = el('input');
+  num.type = 'number';
+  num.min = '1';
+  num.max = '1000';
+  num.value = String(board);
+  num.className = 'p-board';
+  const td = el('td');
+  td.append(num);
+  tr.append(td);
+  for (const side of ['white', 'black']) {
+    for (const f of PLAYER_FIELDS) {
+      const input = el('input');
+      input.className = `p-${side}-${f}`;
+      input.dataset.side = side;
+      input.dataset.field = f;
+      if (f === 'elo' || f === 'fide_id') input.inputMode = 'numeric';
+      if (f === 'title' || f === 'federation') input.size = 4;
+      const v = pairing && pairing[side] ? pairing[side][f] : null;
+      input.value = v === null || v === undefined ? '' : String(v);
+      const cell = el('td');
+      cell.append(input);
+      tr.append(cell);
+    }
+  }
+  return tr;
+}
+
+function fillPairings() {
+  const rows = [...state.boards.entries()].sort((a, b) => a[0] - b[0]).map(([n, e]) => pairingRow(n, e.view.pairing));
+  $('pairings-body').replaceChildren(...rows);
+}
+
+/** The pairings typed, as the API wants them, or an error text. */
+function readPairings() {
+  const boards = [];
+  for (const tr of $('pairings-body').querySelectorAll('tr')) {
+    const board = Number(tr.querySelector('.p-board').value);
+    if (!Number.isInteger(board) || board < 1) return { error: `board number "${tr.querySelector('.p-board').value}" is not a number` };
+    const entry = { board, white: { name: '' }, black: { name: '' } };
+    for (const input of tr.querySelectorAll('input[data-side]')) {
+      const value = input.value.trim();
+      if (!value) continue;
+      const f = input.dataset.field;
+      if (f === 'elo' || f === 'fide_id') {
+        if (!/^\d{1,12}$/.test(value)) return { error: `board ${board}: ${f === 'elo' ? 'rating' : 'FIDE id'} "${value}" is not a number` };
+        entry[input.dataset.side][f] = Number(value);
+      } else {
+        entry[input.dataset.side][f] = f === 'federation' ? value.toUpperCase() : value;
+      }
+    }
+    boards.push(entry);
+  }
+  return { boards };
+}
+
+async function savePairings(ev) {
+  ev.preventDefault();
+  const answer = $('pairings-answer');
+  const round = Number($('pairings-round').value);
+  const p = readPairings();
+  if (p.error) {
+    showAnswer(answer, { ok: false, text: p.error });
+    return;
+  }
+  const r = await api('POST', 'pairings', { round, boards: p.boards });
+  showAnswer(answer, r, `Pairings of round ${round} saved (${p.boards.length} boards).`);
+  if (r.ok) loadEvent();
+}
+
+async function loadTrf(ev) {
+  ev.preventDefault();
+  const answer = $('trf-answer');
+  const file = $('trf-file').files[0];
+  const round = Number($('trf-round').value);
+  if (!file) {
+    showAnswer(answer, { ok: false, text: 'choose a TRF file' });
+    return;
+  }
+  const text = await file.text();
+  const r = await api('POST', `pairings/trf?round=${round}`, text, 'text/plain; charset=utf-8');
+  const n = r.ok && r.data && Array.isArray(r.data.boards) ? r.data.boards.length : 0;
+  showAnswer(answer, r, `Round ${round} loaded from ${file.name}: ${n} boards paired.`);
+  if (r.ok) {
+    $('pairings-round').value = String(round);
+    loadEvent();
+    // The boards' players change through the feed; the form takes them once they have.
+    setTimeout(fillPairings, 500);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Rendering and start.
+
+let rafPending = false;
+function render() {
+  if (rafPending) return;
+  rafPending = true;
+  requestAnimationFrame(() => {
+    rafPending = false;
+    renderTable();
+    if (ui.detail) ui.detail.render();
+    if (state.alertsDirty) {
+      state.alertsDirty = false;
+      renderAlerts();
+    }
+    state.dirty.clear();
+    document.body.dataset.seq = state.seq === null ? '' : String(state.seq);
+  });
+}
+
+let live = false;
+function startLive() {
+  if (live) return;
+  live = true;
+  const feed = new FeedClient(state, {
+    onChange: () => {
+      if (!$('pairings-body').children.length) fillPairings();
+      render();
+    },
+    onStatus: (s, text) => {
+      document.body.dataset.conn = s;
+      const node = $('conn');
+      node.dataset.state = s;
+      setText(node, s === 'live' ? 'live' : text);
+    },
+  });
+  feed.start();
+  loadEvent();
+  pollPush();
+  setInterval(pollAdmin, ADMIN_POLL_MS);
+  setInterval(pollPush, PUSH_POLL_MS);
+  // Clocks and the open alerts' times.
+  setInterval(() => {
+    renderTable();
+  }, 1000);
+}
+
+function start() {
+  $('login-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const t = $('token').value.trim();
+    if (t) signIn(t);
+  });
+  $('sign-out').addEventListener('click', () => signOut('Signed out.'));
+  $('boards-body').addEventListener('click', (ev) => {
+    const tr = ev.target.closest('tr[data-board]');
+    if (tr) select(Number(tr.dataset.board));
+  });
+  $('boards-body').addEventListener('keydown', (ev) => {
+    const tr = ev.target.closest('tr[data-board]');
+    if (tr && ev.key === 'Enter') select(Number(tr.dataset.board));
+  });
+  $('open-only').addEventListener('change', renderAlerts);
+  $('ack-all').addEventListener('click', async () => {
+    for (const { a } of allAlerts()) if (isOpen(a) && a.id !== null) await ack(a.id);
+  });
+  $('pairings-form').addEventListener('submit', savePairings);
+  $('pairings-reload').addEventListener('click', fillPairings);
+  $('pairings-add').addEventListener('click', () => {
+    const used = [...$('pairings-body').querySelectorAll('.p-board')].map((i) => Number(i.value) || 0);
+    $('pairings-body').append(pairingRow(Math.max(0, ...used) + 1, null));
+  });
+  $('trf-form').addEventListener('submit', loadTrf);
+  const saved = token();
+  if (saved) signIn(saved);
+  else signOut('');
+}
+
+if (typeof document !== 'undefined') start();
