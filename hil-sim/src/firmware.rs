@@ -7,16 +7,50 @@
 
 use std::collections::VecDeque;
 
-use dgt_protocol::ee::encode_ee_moves;
+use dgt_protocol::bus::BROADCAST;
+use dgt_protocol::ee::{encode_ee_moves, encode_events};
 use dgt_protocol::{
-    Bwtime, ClockAck, ClockCommand, ClockSide, ClockStatus, ClockTimes, Command, CommandParser, DgtSquare,
-    EeEvent, FieldUpdate, HostInput, Message, PieceCode,
+    BusCommand, BusCommandKind, BusCommandParser, BusData, BusInput, BusReply, Bwtime, ClockAck,
+    ClockCommand, ClockSide, ClockStatus, ClockTimes, Command, CommandParser, DgtSquare, EeEvent, EeEvents,
+    FieldUpdate, HostInput, Message, PieceCode,
 };
 
 use crate::clock::{Button, Dgt3000};
+use crate::rng::Rng;
 
 /// Payload size of the EEPROM dump the board sends (fact sheet 6.1).
 pub const EE_PAYLOAD_LEN: usize = 0x1F00;
+
+/// Bus mode: whether the mark of what `SEND_CHANGES` has sent survives a power-up.
+///
+/// UNCONFIRMED: DGT's header says only that `SEND_CHANGES` sends "all stored information
+/// changes from the moment of the last `SEND_CHANGES`". Kept (this model): a board that
+/// was unplugged from the chain and comes back sends everything it logged meanwhile, its
+/// power-up listing included, with its first `SEND_CHANGES`; the EEPROM is non-volatile
+/// and bus mode exists so that tournament boards lose nothing. Not kept (`false`): the
+/// first `SEND_CHANGES` after a power-up starts at the power-up.
+pub const CHANGES_MARK_SURVIVES_POWER_UP: bool = true;
+
+/// Bus mode: a board answers a broadcast ping (and, UNCONFIRMED, a broadcast version
+/// request, which LiveChess sends) at a random moment within this many milliseconds (DGT's
+/// header: "randomly spread over a 1100 msec. interval. This to avoid collision").
+pub const BROADCAST_SPREAD_MS: u32 = 1_100;
+
+/// Bus mode: how long after `SET_START_GAME` the board answers (DGT's header: "about 70
+/// msec.").
+pub const START_GAME_ANSWER_MS: u32 = 70;
+
+/// A bus reply and when it goes on the line: `delay_ms` real milliseconds after the
+/// command was received, on top of the board's usual response time (which the line model
+/// adds, see [`crate::chain`]). Real time, not the board's virtual time: the line's timing
+/// is physics, whatever the speed of the game.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BusTransmit {
+    /// The reply's bytes.
+    pub bytes: Vec<u8>,
+    /// Extra delay: 0, or a broadcast answer's random moment, or the start-game delay.
+    pub delay_ms: u32,
+}
 
 /// The board's reporting mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -102,6 +136,12 @@ struct EeMemory {
     events: VecDeque<EeEvent>,
     bytes: usize,
     last_field_ms: Option<u64>,
+    /// Events ever logged: the sequence number of the next one.
+    logged: u64,
+    /// Bus mode: the sequence number of the first event `SEND_CHANGES` has not sent.
+    sent: u64,
+    /// Bus mode: the sequence number of the last start tag, if any.
+    start_tag: Option<u64>,
 }
 
 impl EeMemory {
@@ -111,6 +151,7 @@ impl EeMemory {
         let mut scratch = [0u8; 3];
         let len = event.encode(&mut scratch).unwrap_or(0);
         self.events.push_back(event);
+        self.logged += 1;
         self.bytes += len;
         while self.bytes > Self::CAPACITY {
             match self.events.pop_front() {
@@ -120,12 +161,27 @@ impl EeMemory {
         }
     }
 
+    /// The sequence number of the oldest event kept.
+    fn first_kept(&self) -> u64 {
+        self.logged - self.events.len() as u64
+    }
+
+    /// The events with sequence numbers in `from..to` that are still kept.
+    fn range(&self, from: u64, to: u64) -> Vec<EeEvent> {
+        let first = self.first_kept();
+        let skip = from.saturating_sub(first) as usize;
+        let take = to.saturating_sub(from.max(first)) as usize;
+        self.events.iter().skip(skip).take(take).copied().collect()
+    }
+
     fn field(&mut self, square: DgtSquare, piece: PieceCode, now: u64) {
         let quick = self.last_field_ms.is_some_and(|t| now.saturating_sub(t) < 250);
         self.last_field_ms = Some(now);
         // "If only one piece keeps changing, the board overwrites the last field event."
+        // Not once bus mode sent it: the change would never be sent (this model's choice).
         if let Some(EeEvent::Field { square: last, .. }) = self.events.back()
             && *last == square
+            && self.logged > self.sent
         {
             if let Some(back) = self.events.back_mut() {
                 *back = EeEvent::Field { square, piece, quick };
@@ -178,6 +234,15 @@ pub struct Firmware {
     mode: BoardMode,
     parser: CommandParser,
     bus_skip: u8,
+    bus_parser: BusCommandParser,
+    /// Bus mode: the host reads this board's changes (so it follows the board).
+    bus_polled: bool,
+    /// Bus mode: the next broadcast ping is ignored.
+    ignore_next_ping: bool,
+    /// Bus mode: the last changes packet's events, for `REPEAT_CHANGES`.
+    last_changes: Vec<u8>,
+    bus_out: VecDeque<BusTransmit>,
+    rng: Rng,
     physical: [PieceCode; 64],
     reported: [PieceCode; 64],
     /// The time of the earliest change not yet scanned, if any.
@@ -215,11 +280,18 @@ pub struct FirmwareStats {
 impl Firmware {
     /// Powers up with `position` (board-index order) on the board, at virtual time `now`.
     pub fn new(config: BoardConfig, position: [PieceCode; 64], now: u64) -> Firmware {
+        let rng = Rng::derive(u64::from(config.bus_address()), 0xB05);
         let mut fw = Firmware {
             config,
             mode: BoardMode::Bus,
             parser: CommandParser::new(),
             bus_skip: 0,
+            bus_parser: BusCommandParser::new(),
+            bus_polled: false,
+            ignore_next_ping: false,
+            last_changes: Vec::new(),
+            bus_out: VecDeque::new(),
+            rng,
             physical: position,
             reported: position,
             dirty_since: None,
@@ -240,6 +312,9 @@ impl Firmware {
     }
 
     fn power_up(&mut self, now: u64) {
+        if !CHANGES_MARK_SURVIVES_POWER_UP {
+            self.ee.sent = self.ee.logged;
+        }
         for _ in 0..3 {
             self.ee.push(EeEvent::Nop);
         }
@@ -262,6 +337,11 @@ impl Firmware {
         self.mode = BoardMode::Bus;
         self.parser = CommandParser::new();
         self.bus_skip = 0;
+        self.bus_parser = BusCommandParser::new();
+        self.bus_polled = false;
+        self.ignore_next_ping = false;
+        self.last_changes.clear();
+        self.bus_out.clear();
         self.acks.clear();
         self.out.clear();
         self.last_bwtime = None;
@@ -336,7 +416,24 @@ impl Firmware {
 
     /// True when bytes wait to be sent.
     pub fn has_output(&self) -> bool {
-        !self.out.is_empty()
+        !self.out.is_empty() || !self.bus_out.is_empty()
+    }
+
+    /// Bus replies to send, oldest first, each with its timing (see [`BusTransmit`]).
+    pub fn take_bus_output(&mut self) -> Vec<BusTransmit> {
+        self.bus_out.drain(..).collect()
+    }
+
+    /// True when a host listens: it set an update mode, or (bus mode) it reads this
+    /// board's changes.
+    pub fn host_listening(&self) -> bool {
+        self.mode.reports_fields() || self.bus_followed()
+    }
+
+    /// True when a host reads this board's changes in bus mode (how a host follows a board
+    /// on a chain; an update mode set there is every board's, before the host knows them).
+    pub fn bus_followed(&self) -> bool {
+        self.mode == BoardMode::Bus && self.bus_polled
     }
 
     fn send(&mut self, msg: Message<'_>) {
@@ -356,38 +453,179 @@ impl Firmware {
     // ----- the host side -------------------------------------------------------------
 
     /// Bytes from the host, at virtual time `now`.
+    ///
+    /// In bus mode a byte of 0x80 or more starts a bus command (answered when it names
+    /// this board, or everyone for the broadcast ones); any other byte is a single-board
+    /// command, which switches the board to single-board mode and is processed. In
+    /// single-board mode a byte of 0x80 or more switches to bus mode, and that bus command
+    /// is not processed (DGT's header).
     pub fn receive(&mut self, bytes: &[u8], now: u64) {
         for &b in bytes {
             if self.bus_skip > 0 {
-                // The address and checksum bytes of a bus command.
+                // The address and checksum bytes of the bus command that switched modes.
                 self.bus_skip -= 1;
                 self.stats.ignored_bytes += 1;
                 continue;
             }
-            let Some(input) = self.parser.push(b) else { continue };
-            match input {
-                HostInput::Command(cmd) => {
-                    if self.mode == BoardMode::Bus {
-                        self.mode = BoardMode::Idle;
+            if self.mode == BoardMode::Bus {
+                match self.bus_parser.push(b) {
+                    None => {}
+                    Some(BusInput::Command(cmd)) => self.bus_command(cmd, now),
+                    Some(BusInput::Unknown { .. } | BusInput::BadChecksum { .. }) => {
+                        self.stats.ignored_bytes += BusCommand::LEN as u64;
                     }
-                    self.command(cmd, now);
+                    Some(BusInput::Byte(b)) => {
+                        self.mode = BoardMode::Idle;
+                        self.single_board_byte(b, now);
+                    }
                 }
-                HostInput::BusModeByte(_) => {
-                    // A single-board board switches to bus mode; bus commands are not
-                    // answered by this simulator.
-                    self.mode = BoardMode::Bus;
-                    self.bus_skip = 3;
-                    self.stats.ignored_bytes += 1;
-                }
-                HostInput::Unknown(0x4A) => {
-                    self.mode = BoardMode::Bus;
-                }
-                HostInput::Unknown(_) | HostInput::Skipped { .. } | HostInput::BadClockMessage => {
-                    self.stats.ignored_bytes += 1;
-                }
+                continue;
             }
+            self.single_board_byte(b, now);
         }
         self.tick(now);
+    }
+
+    fn single_board_byte(&mut self, b: u8, now: u64) {
+        let Some(input) = self.parser.push(b) else { return };
+        match input {
+            HostInput::Command(cmd) => self.command(cmd, now),
+            HostInput::BusModeByte(_) => {
+                self.mode = BoardMode::Bus;
+                self.parser = CommandParser::new();
+                self.bus_skip = 3;
+                self.stats.ignored_bytes += 1;
+            }
+            HostInput::Unknown(0x4A) => {
+                self.mode = BoardMode::Bus;
+            }
+            HostInput::Unknown(_) | HostInput::Skipped { .. } | HostInput::BadClockMessage => {
+                self.stats.ignored_bytes += 1;
+            }
+        }
+    }
+
+    // ----- bus mode ------------------------------------------------------------------
+
+    fn bus_reply(&mut self, data: BusData<'_>, delay_ms: u32) {
+        let reply = BusReply::new(self.config.bus_address(), data);
+        let mut bytes = vec![0u8; reply.encoded_len()];
+        if reply.encode(&mut bytes).is_ok() {
+            self.bus_out.push_back(BusTransmit { bytes, delay_ms });
+        }
+    }
+
+    fn bus_events(&mut self, events: &[EeEvent]) -> Vec<u8> {
+        let mut raw = vec![0u8; 3 * events.len()];
+        let n = encode_events(events, &mut raw).unwrap_or(0);
+        raw.truncate(n);
+        raw
+    }
+
+    /// One bus command (fact sheet 2.4, DGT's header).
+    ///
+    /// UNCONFIRMED choices: a broadcast `SEND_VERSION` (LiveChess sends one) is answered
+    /// like a broadcast ping, at a random moment of the spread; other commands sent to
+    /// address 0 but the ping, `END_BUSMODE` and `RESET` are ignored; `SEND_BRD_50B` gets
+    /// no answer from a chess board; `RESET` restarts the board at once.
+    fn bus_command(&mut self, cmd: BusCommand, now: u64) {
+        let me = self.config.bus_address();
+        if cmd.address != me && cmd.address != BROADCAST {
+            return;
+        }
+        // What the scan has seen by now is in the EEPROM before anything is answered.
+        self.scan_upto(now);
+        let spread = |rng: &mut Rng| rng.range(0, u64::from(BROADCAST_SPREAD_MS) - 1) as u32;
+        if cmd.is_broadcast() {
+            match cmd.kind {
+                BusCommandKind::Ping if std::mem::take(&mut self.ignore_next_ping) => {}
+                BusCommandKind::Ping => {
+                    let delay = spread(&mut self.rng);
+                    self.bus_reply(BusData::Ping, delay);
+                }
+                BusCommandKind::SendVersion => {
+                    let delay = spread(&mut self.rng);
+                    let (major, minor) = self.config.version;
+                    self.bus_reply(BusData::Version(Some((major & 0x7F, minor & 0x7F))), delay);
+                }
+                BusCommandKind::EndBusMode => self.mode = BoardMode::Idle,
+                BusCommandKind::Reset => self.power_cycle(now),
+                _ => self.stats.ignored_bytes += BusCommand::LEN as u64,
+            }
+            return;
+        }
+        match cmd.kind {
+            BusCommandKind::SendClock => self.bus_clock(now),
+            BusCommandKind::SendBoard => self.bus_board(),
+            BusCommandKind::SendChanges => {
+                // A host that reads the changes follows the board.
+                self.bus_polled = true;
+                self.bus_changes();
+            }
+            BusCommandKind::RepeatChanges => {
+                let raw = self.last_changes.clone();
+                self.bus_reply(BusData::Update(EeEvents::new(&raw)), 0);
+            }
+            BusCommandKind::SetStartGame => {
+                self.ee.push(EeEvent::StartTag);
+                self.ee.start_tag = Some(self.ee.logged - 1);
+                for sq in DgtSquare::ALL {
+                    let piece = self.reported[usize::from(sq.index())];
+                    if !piece.is_empty() {
+                        self.ee.push(EeEvent::Field { square: sq, piece, quick: false });
+                    }
+                }
+                self.ee.last_field_ms = None;
+                self.bus_reply(BusData::StartGameWritten, START_GAME_ANSWER_MS);
+            }
+            BusCommandKind::SendFromStart => {
+                let events = match self.ee.start_tag {
+                    Some(tag) => self.ee.range(tag, self.ee.sent.max(tag + 1)),
+                    None => Vec::new(),
+                };
+                let raw = self.bus_events(&events);
+                self.bus_reply(BusData::FromStart(EeEvents::new(&raw)), 0);
+            }
+            BusCommandKind::Ping => self.bus_reply(BusData::Ping, 0),
+            BusCommandKind::IgnoreNextPing => {
+                self.ignore_next_ping = true;
+                self.bus_reply(BusData::Ping, 0);
+            }
+            BusCommandKind::SendVersion => {
+                let (major, minor) = self.config.version;
+                self.bus_reply(BusData::Version(Some((major & 0x7F, minor & 0x7F))), 0);
+            }
+            BusCommandKind::EndBusMode => self.mode = BoardMode::Idle,
+            BusCommandKind::Reset => self.power_cycle(now),
+            BusCommandKind::SendBoard50B => self.stats.ignored_bytes += BusCommand::LEN as u64,
+            BusCommandKind::SendAllD => {
+                self.bus_changes();
+                self.bus_clock(now);
+                self.bus_board();
+            }
+        }
+    }
+
+    fn bus_clock(&mut self, now: u64) {
+        let times = self.clock_reading(now);
+        self.stats.clock_times += 1;
+        self.bus_reply(BusData::Bwtime(Bwtime::Times(times)), 0);
+    }
+
+    fn bus_board(&mut self) {
+        let raw = self.physical.map(PieceCode::code);
+        self.bus_reply(BusData::BoardDump(dgt_protocol::BoardDump { raw }), 0);
+    }
+
+    /// The events logged since the last `SEND_CHANGES`; the mark moves on.
+    fn bus_changes(&mut self) {
+        let events = self.ee.range(self.ee.sent, self.ee.logged);
+        self.ee.sent = self.ee.logged;
+        self.stats.field_updates +=
+            events.iter().filter(|e| matches!(e, EeEvent::Field { .. })).count() as u64;
+        self.last_changes = self.bus_events(&events);
+        let raw = self.last_changes.clone();
+        self.bus_reply(BusData::Update(EeEvents::new(&raw)), 0);
     }
 
     fn command(&mut self, cmd: Command, now: u64) {
@@ -773,6 +1011,141 @@ mod tests {
 
     fn sq(i: u8) -> DgtSquare {
         DgtSquare::new(i).unwrap()
+    }
+
+    fn bus(fw: &mut Firmware, kind: BusCommandKind, address: u16, now: u64) -> Vec<(u32, String)> {
+        let bytes = BusCommand::new(kind, address).to_bytes().unwrap();
+        fw.receive(&bytes, now);
+        assert!(fw.take_output().is_empty(), "bus replies go out on their own queue");
+        let mut dec: dgt_protocol::BusDecoder<8192> = dgt_protocol::BusDecoder::new();
+        let mut out = Vec::new();
+        for t in fw.take_bus_output() {
+            dec.feed(&t.bytes, |d| match d {
+                dgt_protocol::BusDecoded::Reply(r) => out.push((t.delay_ms, format!("{:?}", r))),
+                other => panic!("{other:?}"),
+            });
+        }
+        out
+    }
+
+    fn changes(fw: &mut Firmware, address: u16, now: u64) -> Vec<EeEvent> {
+        let bytes = BusCommand::new(BusCommandKind::SendChanges, address).to_bytes().unwrap();
+        fw.receive(&bytes, now);
+        let mut dec: dgt_protocol::BusDecoder<8192> = dgt_protocol::BusDecoder::new();
+        let mut out = Vec::new();
+        for t in fw.take_bus_output() {
+            dec.feed(&t.bytes, |d| match d {
+                dgt_protocol::BusDecoded::Reply(BusReply { data: BusData::Update(e), address: a }) => {
+                    assert_eq!(a, address);
+                    out.extend(e.iter());
+                }
+                other => panic!("{other:?}"),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn bus_commands_are_answered_by_the_addressed_board_only() {
+        let mut fw = Firmware::new(BoardConfig::with_serial(1025), start_position(), 0);
+        let me = 1025;
+        assert_eq!(fw.config().bus_address(), me);
+        assert!(bus(&mut fw, BusCommandKind::Ping, 1026, 0).is_empty());
+        assert!(!fw.host_listening());
+        let got = bus(&mut fw, BusCommandKind::Ping, me, 0);
+        assert_eq!(got, [(0, format!("{:?}", BusReply::new(me, BusData::Ping)))]);
+        assert!(!fw.host_listening(), "a ping is not yet following the board");
+        changes(&mut fw, me, 0);
+        assert!(fw.host_listening(), "a host that reads the changes follows the board");
+        let got = bus(&mut fw, BusCommandKind::SendVersion, me, 0);
+        assert_eq!(got, [(0, format!("{:?}", BusReply::new(me, BusData::Version(Some((1, 80))))))]);
+        let got = bus(&mut fw, BusCommandKind::SendBoard, me, 0);
+        assert!(got[0].1.contains("BoardDump"), "{got:?}");
+        let got = bus(&mut fw, BusCommandKind::SendClock, me, 0);
+        assert!(got[0].1.contains("no_clock") || got[0].1.contains("Bwtime"), "{got:?}");
+        assert_eq!(fw.mode(), BoardMode::Bus);
+        // A single-board command switches it to single-board mode, and is processed.
+        fw.receive(&[0x45], 0);
+        assert_eq!(fw.mode(), BoardMode::Idle);
+        assert_eq!(fw.take_output()[..3], [0x91, 0x00, 0x08]);
+        // A bus command switches it back, unprocessed; the next one is answered.
+        fw.receive(&BusCommand::new(BusCommandKind::Ping, me).to_bytes().unwrap(), 0);
+        assert!(fw.take_bus_output().is_empty());
+        assert_eq!(fw.mode(), BoardMode::Bus);
+        assert_eq!(bus(&mut fw, BusCommandKind::Ping, me, 0).len(), 1);
+    }
+
+    #[test]
+    fn changes_are_sent_once_and_repeated_on_request() {
+        let mut fw = Firmware::new(
+            BoardConfig { scan_period_ms: 0, ..BoardConfig::with_serial(300) },
+            start_position(),
+            0,
+        );
+        // The first poll brings the power-up listing.
+        let first = changes(&mut fw, 300, 0);
+        assert_eq!(&first[..4], &[EeEvent::Nop, EeEvent::Nop, EeEvent::Nop, EeEvent::PowerUp]);
+        assert_eq!(first.last(), Some(&EeEvent::BeginPos));
+        assert!(changes(&mut fw, 300, 10).is_empty());
+        fw.set_piece(sq(52), PieceCode::Empty, 100);
+        fw.set_piece(sq(36), PieceCode::WhitePawn, 500);
+        let moved = changes(&mut fw, 300, 600);
+        assert_eq!(
+            moved,
+            [
+                EeEvent::Field { square: sq(52), piece: PieceCode::Empty, quick: false },
+                EeEvent::Field { square: sq(36), piece: PieceCode::WhitePawn, quick: false }
+            ]
+        );
+        let again = bus(&mut fw, BusCommandKind::RepeatChanges, 300, 700);
+        assert!(again[0].1.contains("Update"));
+        // A square that changes again after it was sent is a new event, not an overwrite.
+        fw.set_piece(sq(36), PieceCode::Empty, 800);
+        assert_eq!(
+            changes(&mut fw, 300, 900),
+            [EeEvent::Field { square: sq(36), piece: PieceCode::Empty, quick: false }]
+        );
+        // Unplugged (power gone) and back: what it logged comes with the power-up listing.
+        fw.set_piece(sq(36), PieceCode::WhitePawn, 1500);
+        fw.power_cycle(2000);
+        let back = changes(&mut fw, 300, 2100);
+        assert_eq!(back[0], EeEvent::Field { square: sq(36), piece: PieceCode::WhitePawn, quick: false });
+        assert!(back.contains(&EeEvent::PowerUp));
+    }
+
+    #[test]
+    fn broadcast_pings_are_spread_and_the_ignore_command_silences_the_next() {
+        let mut fw = Firmware::new(BoardConfig::with_serial(77), start_position(), 0);
+        let got = bus(&mut fw, BusCommandKind::Ping, BROADCAST, 0);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].0 < BROADCAST_SPREAD_MS);
+        let got = bus(&mut fw, BusCommandKind::IgnoreNextPing, 77, 0);
+        assert_eq!(got, [(0, format!("{:?}", BusReply::new(77, BusData::Ping)))]);
+        assert!(bus(&mut fw, BusCommandKind::Ping, BROADCAST, 0).is_empty());
+        assert_eq!(bus(&mut fw, BusCommandKind::Ping, BROADCAST, 0).len(), 1);
+        // SEND_ALL_D: changes, clock, board.
+        let all = bus(&mut fw, BusCommandKind::SendAllD, 77, 0);
+        assert_eq!(all.len(), 3);
+        assert!(all[0].1.contains("Update") && all[1].1.contains("Bwtime") && all[2].1.contains("BoardDump"));
+        // The start tag, then every piece, from the start.
+        let w = bus(&mut fw, BusCommandKind::SetStartGame, 77, 0);
+        assert_eq!(
+            w,
+            [(START_GAME_ANSWER_MS, format!("{:?}", BusReply::new(77, BusData::StartGameWritten)))]
+        );
+        changes(&mut fw, 77, 10);
+        let bytes = BusCommand::new(BusCommandKind::SendFromStart, 77).to_bytes().unwrap();
+        fw.receive(&bytes, 20);
+        let out = fw.take_bus_output();
+        let mut dec: dgt_protocol::BusDecoder<8192> = dgt_protocol::BusDecoder::new();
+        let mut events = Vec::new();
+        dec.feed(&out[0].bytes, |d| {
+            if let dgt_protocol::BusDecoded::Reply(BusReply { data: BusData::FromStart(e), .. }) = d {
+                events.extend(e.iter());
+            }
+        });
+        assert_eq!(events[0], EeEvent::StartTag);
+        assert_eq!(events.iter().filter(|e| matches!(e, EeEvent::Field { .. })).count(), 32);
     }
 
     #[test]

@@ -9,7 +9,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use dgt_protocol::{Bwtime, ClockTimes, Command, Decoded, Decoder, EeEvent, Message};
+use dgt_protocol::{
+    BusCommand, BusDecoded, BusDecoder, Bwtime, ClockTimes, Command, Decoded, Decoder, EeEvent, Message,
+};
 use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
@@ -89,6 +91,46 @@ pub struct HostPort {
     decoder: Decoder<256>,
     raw_log: Vec<u8>,
     keep_raw: bool,
+    bus_decoder: Box<BusDecoder<8192>>,
+}
+
+/// One decoded thing from a chain in bus mode, owned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BusReceived {
+    /// A reply with a good checksum.
+    Reply {
+        /// The board's address.
+        address: u16,
+        /// The reply's kind (header byte without bit 7).
+        kind: u8,
+        /// Its data.
+        data: Vec<u8>,
+    },
+    /// A framed reply whose checksum failed (noise, or boards that answered at once).
+    BadChecksum {
+        /// The address as received.
+        address: u16,
+        /// The kind as received.
+        kind: u8,
+    },
+    /// Bytes thrown away.
+    Noise(usize),
+}
+
+impl BusReceived {
+    fn from_decoded(d: BusDecoded<'_>) -> BusReceived {
+        match d {
+            BusDecoded::Reply(r) => {
+                let mut data = vec![0u8; r.encoded_len()];
+                let n = r.encode(&mut data).unwrap_or(0);
+                let data = if n >= 6 { data[5..n - 1].to_vec() } else { Vec::new() };
+                BusReceived::Reply { address: r.address, kind: r.kind(), data }
+            }
+            BusDecoded::BadChecksum { kind, address, .. } => BusReceived::BadChecksum { address, kind },
+            BusDecoded::Noise { len } => BusReceived::Noise(len),
+            BusDecoded::Skipped { total_len, .. } => BusReceived::Noise(usize::from(total_len)),
+        }
+    }
 }
 
 impl HostPort {
@@ -100,7 +142,13 @@ impl HostPort {
             .custom_flags((OFlag::O_NOCTTY | OFlag::O_NONBLOCK).bits())
             .open(path)?;
         set_raw_9600(&file).map_err(io::Error::from)?;
-        Ok(HostPort { file, decoder: Decoder::new(), raw_log: Vec::new(), keep_raw: false })
+        Ok(HostPort {
+            file,
+            decoder: Decoder::new(),
+            raw_log: Vec::new(),
+            keep_raw: false,
+            bus_decoder: Box::new(BusDecoder::new()),
+        })
     }
 
     /// Keeps every byte read, for [`HostPort::raw_log`].
@@ -148,13 +196,64 @@ impl HostPort {
         wait: Duration,
         mut done: impl FnMut(&[Received]) -> bool,
     ) -> io::Result<Vec<Received>> {
-        let deadline = Instant::now() + wait;
         let mut out = Vec::new();
+        let mut decoder = std::mem::take(&mut self.decoder);
+        let r = self.read_raw(
+            wait,
+            |bytes, out: &mut Vec<Received>| {
+                decoder.feed(bytes, |d| out.push(Received::from_decoded(d)));
+                done(out)
+            },
+            &mut out,
+        );
+        self.decoder = decoder;
+        r.map(|()| out)
+    }
+
+    /// Sends one bus command.
+    pub fn send_bus(&mut self, command: BusCommand) -> io::Result<()> {
+        let bytes = command.to_bytes().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        self.send_bytes(&bytes)
+    }
+
+    /// Reads bus replies until `done` says so (it sees everything received so far) or
+    /// `wait` passes.
+    pub fn read_bus_until(
+        &mut self,
+        wait: Duration,
+        mut done: impl FnMut(&[BusReceived]) -> bool,
+    ) -> io::Result<Vec<BusReceived>> {
+        let mut out = Vec::new();
+        let mut decoder = std::mem::take(&mut self.bus_decoder);
+        let r = self.read_raw(
+            wait,
+            |bytes, out: &mut Vec<BusReceived>| {
+                decoder.feed(bytes, |d| out.push(BusReceived::from_decoded(d)));
+                done(out)
+            },
+            &mut out,
+        );
+        self.bus_decoder = decoder;
+        r.map(|()| out)
+    }
+
+    /// Reads for `wait` or until `chunk` (given each chunk read and the output so far)
+    /// returns true.
+    fn read_raw<T>(
+        &mut self,
+        wait: Duration,
+        mut chunk: impl FnMut(&[u8], &mut Vec<T>) -> bool,
+        out: &mut Vec<T>,
+    ) -> io::Result<()> {
+        let deadline = Instant::now() + wait;
         let mut buf = [0u8; 4096];
+        if chunk(&[], out) {
+            return Ok(());
+        }
         loop {
             let now = Instant::now();
-            if now >= deadline || done(&out) {
-                return Ok(out);
+            if now >= deadline {
+                return Ok(());
             }
             let left = (deadline - now).as_millis().clamp(1, 100) as u16;
             let mut fds = [PollFd::new(self.file.as_fd(), PollFlags::POLLIN)];
@@ -170,7 +269,9 @@ impl HostPort {
                         if self.keep_raw {
                             self.raw_log.extend_from_slice(&buf[..n]);
                         }
-                        self.decoder.feed(&buf[..n], |d| out.push(Received::from_decoded(d)));
+                        if chunk(&buf[..n], out) {
+                            return Ok(());
+                        }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) => return Err(e),

@@ -13,6 +13,8 @@
 //! - [`offline`]: a scenario played through the firmware without a pty (for tests).
 //! - [`pty`], [`sim`]: boards on real ptys with stable links, one thread each
 //!   ([`SimBoard`], [`sim::spawn_fleet`]).
+//! - [`chain`]: boards daisy-chained on one pty for bus mode ([`SimChain`]): a shared line
+//!   with 9600-baud timing, the boards' response times and collisions.
 //! - [`hostport`]: the host's end (open a path like a serial port, decode what comes back).
 //!
 //! ```no_run
@@ -48,6 +50,7 @@
 //! # }
 //! ```
 
+pub mod chain;
 pub mod clock;
 pub mod firmware;
 pub mod hands;
@@ -62,9 +65,10 @@ pub mod sim;
 pub mod timemap;
 pub mod truth;
 
+pub use chain::SimChain;
 pub use clock::{Bonus, Button, Dgt3000, Period, TimeControl};
 pub use firmware::{BoardConfig, BoardMode, Firmware};
-pub use hostport::{HostPort, Received};
+pub use hostport::{BusReceived, HostPort, Received};
 pub use scenario::{Action, ClockSetup, Scenario, Setup, TimedAction};
 pub use sim::{
     BoardStatus, ScenarioHandle, ScenarioReport, SimBoard, SimConfig, StartPolicy, VirtualTime, spawn_fleet,

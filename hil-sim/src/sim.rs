@@ -15,6 +15,7 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::SimError;
+use crate::chain::ChainDrop;
 use crate::clock::{Dgt3000, SideView, TimeControl};
 use crate::firmware::{BoardConfig, BoardMode, Firmware, FirmwareStats, start_position};
 use crate::pty::{Link, Pty};
@@ -146,7 +147,8 @@ impl Default for SimConfig {
 pub enum StartPolicy {
     /// At once.
     Immediately,
-    /// When the host has put the board into an update mode (so it sees every move).
+    /// When the host has put the board into an update mode (so it sees every move); on a
+    /// chain, when the host reads the board's changes in bus mode.
     WhenHostListens,
 }
 
@@ -238,6 +240,8 @@ enum Control {
     Clock(Option<(TimeControl, ClockSide)>),
     Battery(Option<u8>),
     ClockBatteryLow(bool),
+    Unplug,
+    Plug,
     Shutdown,
 }
 
@@ -261,6 +265,38 @@ impl SimBoard {
             None => None,
         };
         let slave = Arc::new(Mutex::new(pty.slave_path().to_path_buf()));
+        let name = config.link.as_ref().map_or_else(
+            || pty.slave_path().display().to_string(),
+            |l| l.file_name().map_or_else(|| l.display().to_string(), |n| n.to_string_lossy().into_owned()),
+        );
+        let line = config.line_rate.map(|rate| LineRate {
+            rate: f64::from(rate.max(1)),
+            budget: 0.0,
+            at: Instant::now(),
+        });
+        let wire = Wire::Own(OwnPort { pty: Some(pty), link, pending: Vec::new(), line, timed: Vec::new() });
+        SimBoard::start(config, wire, slave, name)
+    }
+
+    /// A board on a chain (see [`crate::chain`]); also returns a second handle to its
+    /// wake-up pipe, for the line to wake it when host bytes arrive.
+    pub(crate) fn spawn_on_chain(
+        config: SimConfig,
+        drop: ChainDrop,
+        slave: Arc<Mutex<PathBuf>>,
+        name: String,
+    ) -> Result<(SimBoard, OwnedFd), SimError> {
+        let board = SimBoard::start(config, Wire::Chain(drop), slave, name)?;
+        let waker = board.waker.try_clone().map_err(|e| SimError::Pty { what: "dup", source: e })?;
+        Ok((board, waker))
+    }
+
+    fn start(
+        config: SimConfig,
+        wire: Wire,
+        slave: Arc<Mutex<PathBuf>>,
+        name: String,
+    ) -> Result<SimBoard, SimError> {
         let (wake_rx, wake_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)
             .map_err(|e| SimError::Pty { what: "pipe", source: e.into() })?;
         fcntl(&wake_rx, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
@@ -272,18 +308,12 @@ impl SimBoard {
             fw.attach_clock(Some(Dgt3000::new(tc.clone(), *side, 0)));
         }
         let white_side = config.clock.as_ref().map_or(ClockSide::Left, |c| c.1);
-        let name = config.link.as_ref().map_or_else(
-            || pty.slave_path().display().to_string(),
-            |l| l.file_name().map_or_else(|| l.display().to_string(), |n| n.to_string_lossy().into_owned()),
-        );
         let runner = Runner {
             vt,
             fw,
-            pty: Some(pty),
-            link,
+            wire,
             slave: Arc::clone(&slave),
             host: false,
-            pending: Vec::new(),
             orientation: config.orientation,
             white_side,
             rx,
@@ -291,11 +321,6 @@ impl SimBoard {
             scenario: None,
             reopen_at: None,
             reconnects: 0,
-            line: config.line_rate.map(|rate| LineRate {
-                rate: f64::from(rate.max(1)),
-                budget: 0.0,
-                at: Instant::now(),
-            }),
         };
         let join = std::thread::Builder::new()
             .name(format!("sim {name}"))
@@ -334,6 +359,17 @@ impl SimBoard {
     /// Does one hand action now.
     pub fn act(&self, action: Action) -> Result<(), SimError> {
         self.control(Control::Act(action))
+    }
+
+    /// Unplugs the board now, until [`SimBoard::plug`]: its own pty closes (the link
+    /// goes), or, on a chain, it leaves the line (it neither hears nor answers).
+    pub fn unplug(&self) -> Result<(), SimError> {
+        self.control(Control::Unplug)
+    }
+
+    /// Plugs an unplugged board back in: it powers up again, in bus mode.
+    pub fn plug(&self) -> Result<(), SimError> {
+        self.control(Control::Plug)
     }
 
     /// Attaches a new clock (or removes it with `None`).
@@ -408,21 +444,27 @@ pub fn spawn_fleet(
     if let Some(dir) = links_dir {
         crate::pty::ensure_dir(dir)?;
     }
-    let base: u32 = template.board.serial.trim().parse().unwrap_or(0);
     (0..count)
         .map(|i| {
-            let mut config = template.clone();
-            let serial = base.wrapping_add(i as u32);
-            let mut board = BoardConfig::with_serial(serial);
-            board.version = template.board.version;
-            board.scan_period_ms = template.board.scan_period_ms;
-            board.ack_delay_ms = template.board.ack_delay_ms;
-            board.battery_percent = template.board.battery_percent;
-            config.board = board;
+            let mut config = fleet_config(template, i);
             config.link = links_dir.map(|d| d.join(format!("board-{:02}", i + 1)));
             SimBoard::spawn(config)
         })
         .collect()
+}
+
+/// Board `i` (0-based) of a fleet or a chain made from `template`: the template's serial
+/// number plus `i`, its firmware version, scan period, ack delay and battery.
+pub(crate) fn fleet_config(template: &SimConfig, i: usize) -> SimConfig {
+    let mut config = template.clone();
+    let base: u32 = template.board.serial.trim().parse().unwrap_or(0);
+    let mut board = BoardConfig::with_serial(base.wrapping_add(i as u32));
+    board.version = template.board.version;
+    board.scan_period_ms = template.board.scan_period_ms;
+    board.ack_delay_ms = template.board.ack_delay_ms;
+    board.battery_percent = template.board.battery_percent;
+    config.board = board;
+    config
 }
 
 struct RunningScenario {
@@ -437,11 +479,9 @@ struct RunningScenario {
 struct Runner {
     vt: VirtualTime,
     fw: Firmware,
-    pty: Option<Pty>,
-    link: Option<Link>,
+    wire: Wire,
     slave: Arc<Mutex<PathBuf>>,
     host: bool,
-    pending: Vec<u8>,
     orientation: Orientation,
     white_side: ClockSide,
     rx: Receiver<Control>,
@@ -449,7 +489,25 @@ struct Runner {
     scenario: Option<RunningScenario>,
     reopen_at: Option<Instant>,
     reconnects: u32,
+}
+
+/// Where a board's bytes go.
+enum Wire {
+    /// A pty of its own, as a USB board.
+    Own(OwnPort),
+    /// A drop on a chain's shared line (see [`crate::chain`]).
+    Chain(ChainDrop),
+}
+
+/// A board's own pty.
+struct OwnPort {
+    /// `None` while unplugged.
+    pty: Option<Pty>,
+    link: Option<Link>,
+    pending: Vec<u8>,
     line: Option<LineRate>,
+    /// Bus replies waiting for their moment (a broadcast answer's random one).
+    timed: Vec<(Instant, Vec<u8>)>,
 }
 
 /// A token bucket pacing output at a serial line's rate.
@@ -510,25 +568,7 @@ impl Runner {
             }
             self.start_scenario_if_due(now);
             self.catch_up(now);
-            if let Some(pty) = &self.pty {
-                if !self.host {
-                    self.host = pty.host_present();
-                }
-                if self.host {
-                    loop {
-                        match pty.read(&mut buf) {
-                            Ok(0) => break,
-                            Ok(n) => self.fw.receive(&buf[..n], now),
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                            Err(_) => {
-                                // EIO: the host closed its end.
-                                self.host = false;
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
+            self.read_host(now, &mut buf);
             self.start_scenario_if_due(now);
             self.fw.tick(now);
             self.flush();
@@ -538,8 +578,75 @@ impl Runner {
         if let Some(s) = self.scenario.take() {
             let _ = s.done.send(self.report(&s, false));
         }
-        if let Some(link) = &self.link {
+        if let Wire::Own(OwnPort { link: Some(link), .. }) = &self.wire {
             link.remove();
+        }
+    }
+
+    /// Reads what the host wrote and hands it to the firmware. On a chain, the firmware's
+    /// answers go to the line at once, stamped with the moment the command arrived.
+    fn read_host(&mut self, now: u64, buf: &mut [u8]) {
+        match &mut self.wire {
+            Wire::Own(p) => {
+                let Some(pty) = &p.pty else { return };
+                if !self.host {
+                    self.host = pty.host_present();
+                }
+                if !self.host {
+                    return;
+                }
+                loop {
+                    match pty.read(buf) {
+                        Ok(0) => break,
+                        Ok(n) => self.fw.receive(&buf[..n], now),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(_) => {
+                            // EIO: the host closed its end.
+                            self.host = false;
+                            break;
+                        }
+                    }
+                }
+            }
+            Wire::Chain(d) => {
+                self.host = d.host_present();
+                while let Ok((at, bytes)) = d.rx.try_recv() {
+                    if !d.attached {
+                        continue;
+                    }
+                    self.fw.receive(&bytes, now);
+                    d.send(self.fw.take_output(), at, true);
+                    for t in self.fw.take_bus_output() {
+                        d.send(t.bytes, at + Duration::from_millis(u64::from(t.delay_ms)), true);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes the board off its line (see [`SimBoard::unplug`]).
+    fn unplug(&mut self) {
+        self.host = false;
+        match &mut self.wire {
+            Wire::Own(p) => {
+                p.pty = None;
+                p.pending.clear();
+                p.timed.clear();
+                if let Some(link) = &p.link {
+                    link.remove();
+                }
+            }
+            Wire::Chain(d) => {
+                d.attached = false;
+                while d.rx.try_recv().is_ok() {}
+            }
+        }
+    }
+
+    fn unplugged(&self) -> bool {
+        match &self.wire {
+            Wire::Own(p) => p.pty.is_none(),
+            Wire::Chain(d) => !d.attached,
         }
     }
 
@@ -563,6 +670,17 @@ impl Runner {
                     self.attach_clock(clock, now);
                 }
                 Control::Battery(percent) => self.fw.set_battery_percent(percent),
+                Control::Unplug => {
+                    self.catch_up(now);
+                    self.unplug();
+                    self.reopen_at = None;
+                }
+                Control::Plug => {
+                    if self.unplugged() {
+                        self.catch_up(now);
+                        self.reopen(now);
+                    }
+                }
                 Control::ClockBatteryLow(low) => {
                     self.catch_up(now);
                     if let Some(c) = self.fw.clock_mut() {
@@ -595,7 +713,13 @@ impl Runner {
         if s.start.is_some() {
             return;
         }
-        if s.policy == StartPolicy::WhenHostListens && !self.fw.mode().reports_fields() {
+        let listening = match self.wire {
+            Wire::Own(_) => self.fw.host_listening(),
+            // On a chain, a single-board command puts every board in update mode at once (a
+            // host trying the line as one board): following a board is reading its changes.
+            Wire::Chain(_) => self.fw.bus_followed(),
+        };
+        if s.policy == StartPolicy::WhenHostListens && !listening {
             return;
         }
         s.start = Some(now);
@@ -650,67 +774,94 @@ impl Runner {
         let down = crate::offline::apply_action(&mut self.fw, action, at, self.orientation, self.white_side);
         if let Some(down_ms) = down {
             let back = plugged_back_at(&self.vt, at, down_ms, Instant::now());
-            self.pty = None;
-            self.host = false;
-            self.pending.clear();
-            if let Some(link) = &self.link {
-                link.remove();
-            }
+            self.unplug();
             self.reopen_at = Some(back);
         }
     }
 
     fn reopen(&mut self, now: u64) {
-        match Pty::open() {
-            Ok(pty) => {
-                if let Ok(mut p) = self.slave.lock() {
-                    *p = pty.slave_path().to_path_buf();
+        match &mut self.wire {
+            Wire::Own(p) => match Pty::open() {
+                Ok(pty) => {
+                    if let Ok(mut path) = self.slave.lock() {
+                        *path = pty.slave_path().to_path_buf();
+                    }
+                    if let Some(link) = p.link.as_mut() {
+                        let _ = link.retarget(pty.slave_path());
+                    }
+                    p.pty = Some(pty);
                 }
-                if let Some(link) = self.link.as_mut() {
-                    let _ = link.retarget(pty.slave_path());
+                Err(_) => {
+                    self.reopen_at = Some(Instant::now() + Duration::from_millis(200));
+                    return;
                 }
-                self.pty = Some(pty);
-                self.reopen_at = None;
-                self.reconnects += 1;
-                self.fw.power_cycle(now);
+            },
+            Wire::Chain(d) => {
+                while d.rx.try_recv().is_ok() {}
+                d.attached = true;
             }
-            Err(_) => self.reopen_at = Some(Instant::now() + Duration::from_millis(200)),
         }
+        self.reopen_at = None;
+        self.reconnects += 1;
+        self.fw.power_cycle(now);
     }
 
     fn flush(&mut self) {
         let out = self.fw.take_output();
-        let Some(pty) = &self.pty else { return };
+        let bus = self.fw.take_bus_output();
+        let now = Instant::now();
+        let p = match &mut self.wire {
+            Wire::Chain(d) => {
+                d.send(out, now, false);
+                for t in bus {
+                    d.send(t.bytes, now + Duration::from_millis(u64::from(t.delay_ms)), true);
+                }
+                return;
+            }
+            Wire::Own(p) => p,
+        };
+        let Some(pty) = &p.pty else { return };
         if !self.host {
             // Nobody listens: the bytes are lost, as on a real line.
-            self.pending.clear();
+            p.pending.clear();
+            p.timed.clear();
             return;
         }
-        self.pending.extend_from_slice(&out);
-        while !self.pending.is_empty() {
-            let allowed =
-                self.line.as_mut().map_or(self.pending.len(), |l| l.allowance().min(self.pending.len()));
+        p.pending.extend_from_slice(&out);
+        for t in bus {
+            match t.delay_ms {
+                0 => p.pending.extend_from_slice(&t.bytes),
+                ms => p.timed.push((now + Duration::from_millis(u64::from(ms)), t.bytes)),
+            }
+        }
+        p.timed.sort_by_key(|t| t.0);
+        while p.timed.first().is_some_and(|t| t.0 <= now) {
+            let (_, bytes) = p.timed.remove(0);
+            p.pending.extend_from_slice(&bytes);
+        }
+        while !p.pending.is_empty() {
+            let allowed = p.line.as_mut().map_or(p.pending.len(), |l| l.allowance().min(p.pending.len()));
             if allowed == 0 {
                 break;
             }
-            match pty.write(&self.pending[..allowed]) {
+            match pty.write(&p.pending[..allowed]) {
                 Ok(n) => {
-                    self.pending.drain(..n);
-                    if let Some(l) = self.line.as_mut() {
+                    p.pending.drain(..n);
+                    if let Some(l) = p.line.as_mut() {
                         l.spend(n);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(_) => {
                     self.host = false;
-                    self.pending.clear();
+                    p.pending.clear();
                     break;
                 }
             }
         }
-        if self.pending.len() > MAX_PENDING {
-            let excess = self.pending.len() - MAX_PENDING;
-            self.pending.drain(..excess);
+        if p.pending.len() > MAX_PENDING {
+            let excess = p.pending.len() - MAX_PENDING;
+            p.pending.drain(..excess);
         }
     }
 
@@ -783,15 +934,24 @@ impl Runner {
         if let Some(t) = self.reopen_at {
             consider(t);
         }
-        let watch_master = self.host && self.pty.is_some();
-        if self.pty.is_some() && !self.host {
-            // Hang-up is level-triggered: look for a host now and then instead.
-            consider(Instant::now() + Duration::from_millis(25));
-        }
-        if !self.pending.is_empty() {
-            let pending = self.pending.len();
-            let wait = self.line.as_ref().map_or(Duration::from_millis(2), |l| l.wait(pending));
-            consider(Instant::now() + wait);
+        let own = match &self.wire {
+            Wire::Own(p) => Some(p),
+            Wire::Chain(_) => None,
+        };
+        let watch_master = self.host && own.is_some_and(|p| p.pty.is_some());
+        if let Some(p) = own {
+            if p.pty.is_some() && !self.host {
+                // Hang-up is level-triggered: look for a host now and then instead.
+                consider(Instant::now() + Duration::from_millis(25));
+            }
+            if !p.pending.is_empty() {
+                let pending = p.pending.len();
+                let wait = p.line.as_ref().map_or(Duration::from_millis(2), |l| l.wait(pending));
+                consider(Instant::now() + wait);
+            }
+            if let Some((t, _)) = p.timed.first() {
+                consider(*t);
+            }
         }
         let timeout = match wake {
             Some(t) => {
@@ -801,16 +961,18 @@ impl Runner {
             None => PollTimeout::from(1000u16),
         };
         let wake_fd = self.wake_rx.as_fd();
-        let hup = match (&self.pty, watch_master) {
-            (Some(pty), true) => {
-                let mut fds = [
-                    PollFd::new(wake_fd, PollFlags::POLLIN),
-                    PollFd::new(pty.master().as_fd(), PollFlags::POLLIN),
-                ];
+        let master = match &self.wire {
+            Wire::Own(OwnPort { pty: Some(pty), .. }) if watch_master => Some(pty.master().as_fd()),
+            _ => None,
+        };
+        let hup = match master {
+            Some(master) => {
+                let mut fds =
+                    [PollFd::new(wake_fd, PollFlags::POLLIN), PollFd::new(master, PollFlags::POLLIN)];
                 let _ = poll(&mut fds, timeout);
                 fds[1].revents().is_some_and(|r| r.contains(PollFlags::POLLHUP))
             }
-            _ => {
+            None => {
                 let mut fds = [PollFd::new(wake_fd, PollFlags::POLLIN)];
                 let _ = poll(&mut fds, timeout);
                 false
@@ -818,7 +980,10 @@ impl Runner {
         };
         if hup {
             self.host = false;
-            self.pending.clear();
+            if let Wire::Own(p) = &mut self.wire {
+                p.pending.clear();
+                p.timed.clear();
+            }
         }
     }
 }

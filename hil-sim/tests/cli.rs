@@ -151,3 +151,47 @@ fn a_hand_script_replays_on_its_own_board() {
     assert_eq!(stderr(&o).lines().count(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn bus_puts_the_boards_on_one_chain_that_answers_a_broadcast_ping() {
+    use dgt_protocol::bus::{BROADCAST, BusReplyKind};
+    use dgt_protocol::{BusCommand, BusCommandKind};
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::time::Duration;
+
+    let pgn = common::corpus("livechess-2.2.5-sample-round.pgn");
+    let dir = std::env::temp_dir().join(format!("dgt-sim-cli-bus-{}", std::process::id()));
+    let link = dir.join("chain");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dgt-sim"))
+        .args(["--bus", "--boards", "3", "--serial", "501", "--pgn", pgn.to_str().expect("utf-8")])
+        .args(["--link", link.to_str().expect("utf-8"), "--keep"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert!(first.starts_with("bus of 3 boards: /dev/pts/"), "{first}");
+    let board = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert!(board.contains("serial 00501, bus address 501"), "{board}");
+    let mut port = dgt_hil_sim::HostPort::open(&link).expect("open the chain");
+    port.send_bus(BusCommand::new(BusCommandKind::Ping, BROADCAST)).expect("send");
+    let got = port.read_bus_until(Duration::from_millis(1_500), |_| false).expect("io");
+    let mut found: Vec<u16> = got
+        .iter()
+        .filter_map(|r| match r {
+            dgt_hil_sim::BusReceived::Reply { address, kind, .. } if *kind == BusReplyKind::Ping.id() => {
+                Some(*address)
+            }
+            _ => None,
+        })
+        .collect();
+    found.sort_unstable();
+    assert_eq!(found, [501, 502, 503]);
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert!(!link.exists(), "the chain's link is removed at the end");
+    let _ = std::fs::remove_dir_all(&dir);
+}

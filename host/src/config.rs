@@ -144,6 +144,8 @@ pub struct Config {
     pub token: Option<String>,
     /// Serial ports opened by path.
     pub ports: Vec<PathBuf>,
+    /// Serial ports that carry a chain of boards in DGT's bus mode.
+    pub bus: Vec<PathBuf>,
     /// Also look for USB and Bluetooth serial devices.
     pub discover: bool,
     /// Silence after which a board is declared not responding (milliseconds).
@@ -178,6 +180,7 @@ impl Default for Config {
             data: PathBuf::from("relay-data"),
             token: None,
             ports: Vec::new(),
+            bus: Vec::new(),
             discover: false,
             silence_ms: 5000,
             battery_poll_ms: 60_000,
@@ -200,6 +203,8 @@ struct RawConfig {
     token: Option<Spanned<String>>,
     #[serde(default)]
     ports: Vec<PathBuf>,
+    #[serde(default)]
+    bus: Vec<PathBuf>,
     #[serde(default)]
     discover: bool,
     silence_ms: Option<Spanned<u64>>,
@@ -372,6 +377,7 @@ impl Config {
             cfg.token = Some(token.into_inner());
         }
         cfg.ports = raw.ports;
+        cfg.bus = raw.bus;
         cfg.discover = raw.discover;
         if let Some(s) = raw.silence_ms {
             if !(500..=60_000).contains(s.get_ref()) {

@@ -41,9 +41,14 @@ enum Cmd {
         /// A TOML configuration file.
         #[arg(long, short)]
         config: Option<PathBuf>,
-        /// A serial port to open (repeatable).
+        /// A serial port to open (repeatable): one board, or a chain of boards, which is
+        /// detected and driven in DGT's bus mode.
         #[arg(long = "port", short)]
         ports: Vec<PathBuf>,
+        /// A serial port with a chain of boards in DGT's bus mode, without trying it as one
+        /// board first (repeatable).
+        #[arg(long = "bus")]
+        bus: Vec<PathBuf>,
         /// Also open every serial device that appears with a DGT board's USB vendor id, and
         /// every Bluetooth RFCOMM port.
         #[arg(long)]
@@ -124,7 +129,7 @@ fn main() -> anyhow::Result<()> {
             println!("{}: ok ({} boards, round {})", file.display(), c.boards.len(), c.event.round);
             Ok(())
         }
-        Cmd::Run { config, ports, discover, trf, round, common } => {
+        Cmd::Run { config, ports, bus, discover, trf, round, common } => {
             let mut cfg = match &config {
                 Some(path) => Config::load(path)?,
                 None => Config::default(),
@@ -137,10 +142,14 @@ fn main() -> anyhow::Result<()> {
                 tracing::info!(round, boards = boards.len(), "pairings from {}", path.display());
             }
             cfg.ports.extend(ports);
+            cfg.bus.extend(bus);
             cfg.discover |= discover;
             apply_common(&mut cfg, common);
-            if cfg.ports.is_empty() && !cfg.discover {
-                bail!("no board to relay: give --port PATH, --discover, or ports/discover in the config");
+            if cfg.ports.is_empty() && cfg.bus.is_empty() && !cfg.discover {
+                bail!(
+                    "no board to relay: give --port PATH, --bus PATH, --discover, or ports/bus/discover in the \
+                     config"
+                );
             }
             run(cfg, None)
         }
@@ -288,6 +297,9 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
     let _ = demo;
     for p in &cfg.ports {
         relay.add_port(p.clone(), false);
+    }
+    for p in &cfg.bus {
+        relay.add_bus_port(p.clone());
     }
     if cfg.discover {
         relay.discover();

@@ -17,13 +17,31 @@
 //! is connected but dead). The port is reopened [`REOPEN_FIRST`] later, then with backoff;
 //! while the device node is missing its path is watched every [`NODE_POLL`], so a
 //! replugged board (same path, or the same symlink) is opened as soon as it reappears.
+//!
+//! # One board or a chain (DGT's bus mode)
+//! A port may carry a daisy chain of boards instead of one. [`run_port`] runs the
+//! single-board handshake first ([`detect`]); a board that answers it cleanly, and whose
+//! bus address (`46`) is its serial number as DGT's boards give it, is one board. A line
+//! where the handshake gets no answer, gets garbage, or gets answers that do not agree (the
+//! serial numbers of several boards talking at once) is tried as a chain: [`run_bus`] runs
+//! a [`BusPoller`] on it, and gives each board it finds a virtual serial port (an in-memory
+//! pipe on which the poller plays that board's side of the single-board protocol). The
+//! board's task gets that virtual port exactly as it gets a real one (its handshake runs on
+//! it, the registry finds the task by serial number), so every board on a chain has its
+//! own session, game, journal and alerts. A board gone from the chain closes its virtual
+//! port: its task sees the port lost (`not_responding`); back, it gets a new one. `--bus`
+//! ([`LineKind::Bus`]) skips the single-board handshake. Once a port was a chain, it is
+//! reopened as one.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dgt_session::{Link, LinkEvent, LinkTiming};
+use dgt_protocol::bus::address_of_serial;
+use dgt_protocol::{Decoded, Decoder, Message};
+use dgt_session::{BusEvent, BusPoller, BusTiming, Link, LinkEvent, LinkTiming};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::shutdown::Listener;
@@ -97,6 +115,18 @@ pub async fn identify<T: AsyncRead + AsyncWrite + Unpin>(
     timing: LinkTiming,
     stop: &mut Listener,
 ) -> Result<Link, NotIdentified> {
+    identify_watching(io, epoch, timing, stop, |_| None).await
+}
+
+/// [`identify`], showing `watch` every chunk read; `watch` gives up (with its reason) by
+/// returning one.
+async fn identify_watching<T: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut T,
+    epoch: Epoch,
+    timing: LinkTiming,
+    stop: &mut Listener,
+    mut watch: impl FnMut(&[u8]) -> Option<String>,
+) -> Result<Link, NotIdentified> {
     let mut link = Link::open(epoch.ms(), timing);
     let mut buf = [0u8; 512];
     loop {
@@ -125,11 +155,136 @@ pub async fn identify<T: AsyncRead + AsyncWrite + Unpin>(
             _ = stop.wait() => return Err(NotIdentified::Shutdown),
             n = io.read(&mut buf) => match n {
                 Ok(0) => return Err(NotIdentified::Lost("the device went away (end of file on the port)".into())),
-                Ok(n) => link.on_bytes(epoch.ms(), &buf[..n]),
+                Ok(n) => {
+                    if let Some(why) = watch(&buf[..n]) {
+                        return Err(NotIdentified::Lost(why));
+                    }
+                    link.on_bytes(epoch.ms(), &buf[..n]);
+                }
                 Err(e) => return Err(NotIdentified::Lost(gone_reason(&e))),
             },
             _ = sleep_until_opt(deadline) => link.poll(epoch.ms()),
         }
+    }
+}
+
+/// What [`detect`] notes in the bytes of the handshake.
+struct Watch {
+    side: Decoder,
+    /// Garbled bytes since the first clean message (what a port opened in the middle of a
+    /// board's message garbles comes before it, and does not count).
+    noise: usize,
+    /// Every garbled byte.
+    garbled: usize,
+    /// A clean message came.
+    clean: bool,
+    /// When the first garbled byte was seen.
+    first_noise: Option<Instant>,
+    address: Option<u16>,
+}
+
+/// A handshake that only got garbled bytes for this long is given up: several boards
+/// answer at once (a single board answers within milliseconds; a port opened in the middle
+/// of a board's message garbles only that message).
+pub const GARBLED_FOR: Duration = Duration::from_secs(1);
+
+impl Watch {
+    fn new() -> Watch {
+        Watch { side: Decoder::new(), noise: 0, garbled: 0, clean: false, first_noise: None, address: None }
+    }
+
+    /// Notes a chunk; gives up when only garbage came for [`GARBLED_FOR`].
+    fn look(&mut self, bytes: &[u8]) -> Option<String> {
+        let (noise, garbled, clean, address) =
+            (&mut self.noise, &mut self.garbled, &mut self.clean, &mut self.address);
+        self.side.feed(bytes, |d| match d {
+            Decoded::Noise { len } => {
+                *garbled += len;
+                if *clean {
+                    *noise += len;
+                }
+            }
+            Decoded::Message(m) => {
+                *clean = true;
+                if let Message::BusAddress(a) = m {
+                    *address = Some(a);
+                }
+            }
+            _ => {}
+        });
+        if self.garbled > 0 && self.first_noise.is_none() {
+            self.first_noise = Some(Instant::now());
+        }
+        self.first_noise
+            .filter(|t| t.elapsed() >= GARBLED_FOR)
+            .map(|_| format!("{} garbled bytes and no clean answer", self.garbled))
+    }
+}
+
+/// What a port carries, as [`detect`] found it.
+#[derive(Debug)]
+pub enum Detected {
+    /// One board: its link, past the handshake.
+    One(Box<Link>),
+    /// Not one board that answers alone: to be tried as a chain in bus mode. Why, for
+    /// people.
+    Chain(String),
+}
+
+/// How long [`detect`] waits for the bus address after the handshake.
+pub const ADDRESS_WAIT: Duration = Duration::from_millis(300);
+
+/// The single-board handshake, checked for a chain: a line whose answers were garbled
+/// (noise during the handshake after its first clean answer), or whose bus address (`46`)
+/// is not the serial number's (several boards answering at once leave the OR of their
+/// answers, each valid on its own), is a chain. A board that does not answer `46` is taken for one board.
+pub async fn detect<T: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut T,
+    epoch: Epoch,
+    timing: LinkTiming,
+    stop: &mut Listener,
+) -> Result<Detected, NotIdentified> {
+    let mut watch = Watch::new();
+    let mut link = match identify_watching(io, epoch, timing, stop, |b| watch.look(b)).await {
+        Ok(link) => link,
+        Err(NotIdentified::Shutdown) => return Err(NotIdentified::Shutdown),
+        Err(NotIdentified::Lost(reason)) => return Ok(Detected::Chain(reason)),
+    };
+    let write = async {
+        io.write_all(&[0x46]).await?;
+        io.flush().await
+    };
+    write.await.map_err(|e| NotIdentified::Lost(gone_reason(&e)))?;
+    let until = Instant::now() + ADDRESS_WAIT;
+    let mut buf = [0u8; 512];
+    while watch.address.is_none() {
+        tokio::select! {
+            _ = stop.wait() => return Err(NotIdentified::Shutdown),
+            n = io.read(&mut buf) => match n {
+                Ok(0) => return Err(NotIdentified::Lost("the device went away (end of file on the port)".into())),
+                Ok(n) => {
+                    let _ = watch.look(&buf[..n]);
+                    link.on_bytes(epoch.ms(), &buf[..n]);
+                }
+                Err(e) => return Err(NotIdentified::Lost(gone_reason(&e))),
+            },
+            _ = tokio::time::sleep_until(until) => break,
+        }
+    }
+    let (address, mut noise) = (watch.address, watch.noise);
+    let serial = link.serial().unwrap_or_default().to_owned();
+    let expected = serial.trim().parse::<u32>().ok().map(address_of_serial);
+    if watch.clean {
+        noise += watch.side.take_noise().unwrap_or(0);
+    }
+    if noise > 0 {
+        return Ok(Detected::Chain(format!("{noise} garbled bytes during the handshake")));
+    }
+    match (address, expected) {
+        (Some(a), Some(e)) if a != e => Ok(Detected::Chain(format!(
+            "serial number {serial} but bus address {a}: several boards answered"
+        ))),
+        _ => Ok(Detected::One(Box::new(link))),
     }
 }
 
@@ -140,11 +295,25 @@ pub trait AttachTo: Send + Sync + 'static {
     fn attach(&self, serial: &str, port: Attached) -> impl std::future::Future<Output = bool> + Send;
 }
 
+/// What a port is expected to carry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LineKind {
+    /// One board or a chain: see [`detect`].
+    #[default]
+    Detect,
+    /// A chain in DGT's bus mode (`--bus`): no single-board handshake.
+    Bus,
+}
+
 /// How [`run_port`] behaves.
 #[derive(Clone, Debug)]
 pub struct PortOptions {
     /// Link timing.
     pub timing: LinkTiming,
+    /// One board or a chain.
+    pub line: LineKind,
+    /// The bus's timing, for a chain.
+    pub bus: BusTiming,
     /// Stop (instead of retrying) when the device node disappears: for discovered ports,
     /// which discovery restarts when the node comes back.
     pub exit_when_missing: bool,
@@ -156,6 +325,8 @@ impl Default for PortOptions {
     fn default() -> Self {
         PortOptions {
             timing: LinkTiming::default(),
+            line: LineKind::Detect,
+            bus: BusTiming::default(),
             exit_when_missing: false,
             max_backoff: Duration::from_secs(5),
         }
@@ -198,6 +369,7 @@ pub async fn run_port<A: AttachTo>(
 ) {
     let mut backoff = REOPEN_FIRST;
     let mut last_open_error = String::new();
+    let mut chain = opts.line == LineKind::Bus;
     loop {
         if stop.is_triggered() {
             return;
@@ -207,19 +379,35 @@ pub async fn run_port<A: AttachTo>(
                 last_open_error.clear();
                 tracing::info!("port open");
                 backoff = REOPEN_FIRST;
-                match identify(&mut port, epoch, opts.timing, &mut stop).await {
+                let detected = if chain {
+                    Ok(Detected::Chain("a chain in bus mode".into()))
+                } else {
+                    detect(&mut port, epoch, opts.timing, &mut stop).await
+                };
+                match detected {
                     Err(NotIdentified::Shutdown) => return,
                     Err(NotIdentified::Lost(reason)) => {
                         tracing::warn!(%reason, "no board on the port; reopening")
                     }
-                    Ok(link) => {
+                    Ok(Detected::Chain(why)) => {
+                        tracing::info!(%why, "trying the line as a chain of boards in bus mode");
+                        let bus = BusPort { path: &path, epoch, ids: &ids, opts: &opts };
+                        match run_bus(Box::new(port), &bus, &boards, &mut stop).await {
+                            BusEnd::Shutdown => return,
+                            BusEnd::Lost(reason, found) => {
+                                chain |= found;
+                                tracing::warn!(%reason, "bus line lost; reopening");
+                            }
+                        }
+                    }
+                    Ok(Detected::One(link)) => {
                         let serial = link.serial().unwrap_or_default().to_owned();
                         let (released, back) = oneshot::channel();
                         let attached = Attached {
                             port_id: ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                             path: path.display().to_string(),
                             io: Box::new(port),
-                            link,
+                            link: *link,
                             released,
                         };
                         if !boards.attach(&serial, attached).await {
@@ -258,6 +446,180 @@ pub async fn run_port<A: AttachTo>(
             _ = stop.wait() => return,
         }
     }
+}
+
+/// What a bus port task needs beside the port.
+struct BusPort<'a> {
+    path: &'a std::path::Path,
+    epoch: Epoch,
+    ids: &'a std::sync::Arc<std::sync::atomic::AtomicU64>,
+    opts: &'a PortOptions,
+}
+
+/// Why [`run_bus`] returned.
+#[derive(Debug)]
+enum BusEnd {
+    /// Shutdown was requested.
+    Shutdown,
+    /// The port went away (or carries no board): why, and whether a board was found on it.
+    Lost(String, bool),
+}
+
+/// The bus task's end of one board's virtual port.
+struct VirtualEnd {
+    /// Which opening of the board's line (a stale reader's bytes are dropped).
+    generation: u64,
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for VirtualEnd {
+    fn drop(&mut self) {
+        // With the reader's half gone too, the board task reads the end of its port.
+        self.reader.abort();
+    }
+}
+
+/// Bytes the board sessions wrote on their virtual ports: address, generation, bytes
+/// (empty when the session closed its port).
+type FromSessions = mpsc::UnboundedSender<(u16, u64, Vec<u8>)>;
+
+/// A virtual port's buffer, each way: far more than a board sends in a polling cycle.
+const VIRTUAL_PORT_BUFFER: usize = 64 * 1024;
+
+/// Runs a chain on an open port until the port is lost or shutdown (see the module docs).
+async fn run_bus<A: AttachTo>(
+    mut io: Box<dyn PortIo>,
+    bus: &BusPort<'_>,
+    boards: &std::sync::Arc<A>,
+    stop: &mut Listener,
+) -> BusEnd {
+    let epoch = bus.epoch;
+    let mut poller = BusPoller::open(epoch.ms(), bus.opts.bus);
+    let (tx, mut rx) = mpsc::unbounded_channel::<(u16, u64, Vec<u8>)>();
+    let mut lines: HashMap<u16, VirtualEnd> = HashMap::new();
+    let mut generation = 0u64;
+    let mut found = false;
+    let mut buf = [0u8; 1024];
+    loop {
+        let out = poller.take_output();
+        if !out.is_empty() {
+            let w = async {
+                io.write_all(&out).await?;
+                io.flush().await
+            };
+            if let Err(e) = w.await {
+                return BusEnd::Lost(gone_reason(&e), found);
+            }
+        }
+        while let Some(event) = poller.next_event() {
+            match event {
+                BusEvent::Found { address, serial, version } => {
+                    found = true;
+                    generation += 1;
+                    tracing::info!(address, %serial, ?version, "board on the bus; opening its virtual port");
+                    let end = open_virtual(bus, boards, stop, &tx, address, serial, generation);
+                    lines.insert(address, end);
+                }
+                BusEvent::Gone { address, reason } => {
+                    tracing::warn!(address, %reason, "board gone from the bus; closing its virtual port");
+                    lines.remove(&address);
+                }
+            }
+        }
+        for address in poller.lines_with_output() {
+            let bytes = poller.take_line_output(address);
+            tracing::trace!(
+                address,
+                bytes = bytes.len(),
+                open = lines.contains_key(&address),
+                "to the virtual port"
+            );
+            if let Some(end) = lines.get_mut(&address)
+                && end.write.write_all(&bytes).await.is_err()
+            {
+                lines.remove(&address);
+            }
+        }
+        let deadline = epoch.at(poller.next_deadline());
+        tokio::select! {
+            biased;
+            _ = stop.wait() => return BusEnd::Shutdown,
+            n = io.read(&mut buf) => match n {
+                Ok(0) => return BusEnd::Lost("the device went away (end of file on the port)".into(), found),
+                Ok(n) => poller.on_bytes(epoch.ms(), &buf[..n]),
+                Err(e) => return BusEnd::Lost(gone_reason(&e), found),
+            },
+            Some((address, g, bytes)) = rx.recv() => {
+                if lines.get(&address).is_some_and(|l| l.generation == g) {
+                    if bytes.is_empty() {
+                        // The board's task gave its port back: offer the board again.
+                        lines.remove(&address);
+                        poller.line_closed(epoch.ms(), address);
+                    } else {
+                        poller.line_input(address, &bytes);
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => poller.poll(epoch.ms()),
+        }
+        if !found && !poller.discovering() && poller.present().is_empty() {
+            return BusEnd::Lost("no board answered in bus mode either".into(), false);
+        }
+    }
+}
+
+/// Opens a virtual port for the board at `address`: a reader forwards what its session
+/// writes, and a task runs its handshake and hands it to the board's task by serial number.
+fn open_virtual<A: AttachTo>(
+    bus: &BusPort<'_>,
+    boards: &std::sync::Arc<A>,
+    stop: &Listener,
+    tx: &FromSessions,
+    address: u16,
+    serial: String,
+    generation: u64,
+) -> VirtualEnd {
+    let (ours, theirs) = tokio::io::duplex(VIRTUAL_PORT_BUFFER);
+    let (mut read, write) = tokio::io::split(ours);
+    let forward = tx.clone();
+    let reader = tokio::spawn(async move {
+        let mut buf = [0u8; 512];
+        loop {
+            match read.read(&mut buf).await {
+                Ok(0) | Err(_) => {
+                    let _ = forward.send((address, generation, Vec::new()));
+                    return;
+                }
+                Ok(n) => {
+                    if forward.send((address, generation, buf[..n].to_vec())).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    let path = format!("{} (bus address {address})", bus.path.display());
+    let (epoch, timing) = (bus.epoch, bus.opts.timing);
+    let port_id = bus.ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let boards = std::sync::Arc::clone(boards);
+    let mut stop = stop.clone();
+    tokio::spawn(async move {
+        let mut io = theirs;
+        let link = match identify(&mut io, epoch, timing, &mut stop).await {
+            Ok(link) => link,
+            Err(e) => {
+                tracing::warn!(address, ?e, "no handshake on the virtual port");
+                return;
+            }
+        };
+        let (released, back) = oneshot::channel();
+        let attached = Attached { port_id, path, io: Box::new(io), link, released };
+        if boards.attach(&serial, attached).await {
+            let _ = back.await;
+        }
+    });
+    VirtualEnd { generation, write, reader }
 }
 
 /// Returns once `path` exists again (checked every [`NODE_POLL`]).

@@ -303,6 +303,16 @@ impl Relay {
     /// Starts a port task for `path` unless one runs. Discovered ports stop when their
     /// device node disappears; configured ones are retried forever.
     pub fn add_port(self: &Arc<Self>, path: PathBuf, discovered: bool) {
+        self.add_port_as(path, discovered, crate::port::LineKind::Detect);
+    }
+
+    /// Starts a port task for `path` as a chain of boards in DGT's bus mode (`--bus`),
+    /// without the single-board handshake, unless one runs.
+    pub fn add_bus_port(self: &Arc<Self>, path: PathBuf) {
+        self.add_port_as(path, false, crate::port::LineKind::Bus);
+    }
+
+    fn add_port_as(self: &Arc<Self>, path: PathBuf, discovered: bool, line: crate::port::LineKind) {
         {
             let mut reg = self.registry.lock().unwrap_or_else(|p| p.into_inner());
             if !reg.ports.insert(path.clone()) {
@@ -311,6 +321,7 @@ impl Relay {
         }
         let opts = PortOptions {
             timing: self.session.link,
+            line,
             exit_when_missing: discovered,
             ..PortOptions::default()
         };

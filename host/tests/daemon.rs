@@ -209,6 +209,7 @@ fn the_example_configuration_checks() {
         "data",
         "token",
         "ports",
+        "bus",
         "discover",
         "silence_ms",
         "battery_poll_ms",

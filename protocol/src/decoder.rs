@@ -6,9 +6,11 @@
 //! as [`Decoded::Noise`] with its length, so line trouble is visible instead of silent.
 //!
 //! Memory is fixed: payloads up to `N` bytes are buffered; the EEPROM dump is decoded as a
-//! stream of events; anything else larger than `N` is skipped by its length.
+//! stream of events; anything else larger than `N` is skipped by its length. The framing
+//! itself is shared with the bus decoder ([`crate::bus::BusDecoder`]).
 
 use crate::ee::{EeEvent, EeParser};
+use crate::frame::{Framer, Step};
 use crate::message::{Message, id};
 
 /// One thing the decoder recognised.
@@ -38,37 +40,12 @@ pub enum Decoded<'a> {
     },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    /// Waiting for a header byte; counting noise.
-    Idle,
-    /// Got the id; waiting for the high length byte.
-    LengthHigh,
-    /// Waiting for the low length byte.
-    LengthLow,
-    /// Buffering a payload.
-    Payload,
-    /// Streaming an EEPROM payload through the event parser.
-    EePayload,
-    /// Counting down a payload too large to buffer.
-    Skip,
-}
-
 /// The streaming decoder; `N` is the largest payload it buffers (at least 64 for a board
 /// dump; 256 holds every message seen from real boards but the EEPROM dump).
 #[derive(Clone, Debug)]
 pub struct Decoder<const N: usize = 256> {
-    state: State,
-    id: u8,
-    length_high: u8,
-    /// Payload bytes the current message announced.
-    expected: usize,
-    /// Payload bytes received so far.
-    received: usize,
-    /// Bytes discarded since the last report.
-    noise: usize,
+    framer: Framer<N>,
     ee: EeParser,
-    buf: [u8; N],
 }
 
 impl<const N: usize> Default for Decoder<N> {
@@ -80,28 +57,13 @@ impl<const N: usize> Default for Decoder<N> {
 impl<const N: usize> Decoder<N> {
     /// A decoder waiting for its first header.
     pub const fn new() -> Self {
-        Decoder {
-            state: State::Idle,
-            id: 0,
-            length_high: 0,
-            expected: 0,
-            received: 0,
-            noise: 0,
-            ee: EeParser::new(),
-            buf: [0; N],
-        }
+        Decoder { framer: Framer::new(3), ee: EeParser::new() }
     }
 
     /// Bytes discarded since the last [`Decoded::Noise`], not yet reported (noise is
     /// reported when the next header arrives; call this when the line goes quiet).
     pub fn take_noise(&mut self) -> Option<usize> {
-        if self.state == State::Idle && self.noise > 0 {
-            let n = self.noise;
-            self.noise = 0;
-            Some(n)
-        } else {
-            None
-        }
+        self.framer.take_noise()
     }
 
     /// Forgets any message in progress (after a reconnect, say).
@@ -109,92 +71,23 @@ impl<const N: usize> Decoder<N> {
         *self = Self::new();
     }
 
-    /// Bytes of the message in progress so far (header included), for abort accounting.
-    fn in_progress(&self) -> usize {
-        match self.state {
-            State::Idle => 0,
-            State::LengthHigh => 1,
-            State::LengthLow => 2,
-            State::Payload | State::EePayload | State::Skip => 3 + self.received,
-        }
-    }
-
     /// Takes one byte; returns what it completed, if anything.
     pub fn push(&mut self, byte: u8) -> Option<Decoded<'_>> {
-        if byte & 0x80 != 0 {
-            // A header: whatever was in progress is abandoned.
-            let dropped = self.noise + self.in_progress();
-            self.noise = 0;
-            self.ee = EeParser::new();
-            self.id = byte & 0x7F;
-            self.state = State::LengthHigh;
-            return if dropped > 0 { Some(Decoded::Noise { len: dropped }) } else { None };
-        }
-        match self.state {
-            State::Idle => {
-                self.noise += 1;
-                None
+        let Decoder { framer, ee } = self;
+        match framer.push(byte, |id| id == id::EE_MOVES)? {
+            Step::Noise(len) => Some(Decoded::Noise { len }),
+            Step::StreamStart { total, .. } => {
+                *ee = EeParser::new();
+                Some(Decoded::EeMovesStart { total_len: total as u16 })
             }
-            State::LengthHigh => {
-                self.length_high = byte;
-                self.state = State::LengthLow;
-                None
-            }
-            State::LengthLow => {
-                let total = (usize::from(self.length_high) << 7) | usize::from(byte);
-                if total < 3 {
-                    self.noise += 3;
-                    self.state = State::Idle;
-                    return None;
-                }
-                self.expected = total - 3;
-                self.received = 0;
-                if self.id == id::EE_MOVES {
-                    self.state = State::EePayload;
-                    self.ee = EeParser::new();
-                    if self.expected == 0 {
-                        self.state = State::Idle;
-                    }
-                    return Some(Decoded::EeMovesStart { total_len: total as u16 });
-                }
-                if self.expected > N {
-                    self.state = State::Skip;
-                    return None;
-                }
-                self.state = State::Payload;
-                if self.expected == 0 {
-                    return Some(self.finish_payload());
-                }
-                None
-            }
-            State::Payload => {
-                self.buf[self.received] = byte;
-                self.received += 1;
-                if self.received == self.expected { Some(self.finish_payload()) } else { None }
-            }
-            State::EePayload => {
-                self.received += 1;
-                let event = self.ee.push(byte);
-                if self.received == self.expected {
-                    self.state = State::Idle;
-                    return event.or_else(|| self.ee.finish()).map(Decoded::EeEvent);
-                }
+            Step::Streamed { byte, last } => {
+                let event = ee.push(byte);
+                let event = if last { event.or_else(|| ee.finish()) } else { event };
                 event.map(Decoded::EeEvent)
             }
-            State::Skip => {
-                self.received += 1;
-                if self.received == self.expected {
-                    self.state = State::Idle;
-                    return Some(Decoded::Skipped { id: self.id, total_len: (self.expected + 3) as u16 });
-                }
-                None
-            }
+            Step::Frame { id, body } => Some(Decoded::Message(Message::parse(id, body))),
+            Step::Skipped { id, total } => Some(Decoded::Skipped { id, total_len: total as u16 }),
         }
-    }
-
-    fn finish_payload(&mut self) -> Decoded<'_> {
-        self.state = State::Idle;
-        Decoded::Message(Message::parse(self.id, &self.buf[..self.expected]))
     }
 
     /// Feeds a chunk, calling `sink` for everything it completes.
@@ -203,18 +96,10 @@ impl<const N: usize> Decoder<N> {
     /// in bulk.
     pub fn feed<F: FnMut(Decoded<'_>)>(&mut self, mut bytes: &[u8], mut sink: F) {
         while let Some((&first, rest)) = bytes.split_first() {
-            if self.state == State::Payload {
-                // Copy all but the last byte of a clean payload run at once; the last byte
-                // goes through `push` so that completion is handled in one place.
-                let want = (self.expected - self.received).min(bytes.len());
-                let run = bytes[..want].iter().position(|b| b & 0x80 != 0).unwrap_or(want);
-                if run > 1 {
-                    let n = run - 1;
-                    self.buf[self.received..self.received + n].copy_from_slice(&bytes[..n]);
-                    self.received += n;
-                    bytes = &bytes[n..];
-                    continue;
-                }
+            let n = self.framer.bulk(bytes);
+            if n > 0 {
+                bytes = &bytes[n..];
+                continue;
             }
             if let Some(out) = self.push(first) {
                 sink(out);

@@ -195,6 +195,20 @@ impl EeParser {
     }
 }
 
+/// Writes the bytes of `events` one after the other (as a bus changes reply carries them);
+/// returns how many.
+pub fn encode_events(events: &[EeEvent], out: &mut [u8]) -> Result<usize, EncodeError> {
+    let mut scratch = [0u8; 3];
+    let mut at = 0usize;
+    for event in events {
+        let n = event.encode(&mut scratch)?;
+        let dst = out.get_mut(at..at + n).ok_or(EncodeError::BufferTooSmall { needed: at + n })?;
+        dst.copy_from_slice(&scratch[..n]);
+        at += n;
+    }
+    Ok(at)
+}
+
 /// Writes a whole EE_MOVES message holding `events`; returns the bytes written.
 pub fn encode_ee_moves(events: &[EeEvent], out: &mut [u8]) -> Result<usize, EncodeError> {
     let mut scratch = [0u8; 3];

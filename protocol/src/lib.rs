@@ -4,6 +4,8 @@
 //!   the board), with encoders, and a streaming parser for the board's side.
 //! - [`message`]: what the board sends, typed, with encoders for simulators.
 //! - [`decoder`]: a fixed-memory streaming decoder that resynchronises on line noise.
+//! - [`bus`]: bus mode, many boards on one line: addressed commands with a checksum, the
+//!   boards' replies and their decoder (sharing the single-board decoder's framing).
 //! - [`clock`]: the BWTIME message, which is either clock times or a clock ack.
 //! - [`ee`]: the EEPROM event dump, decoded as a stream.
 //! - [`square`], [`piece`]: board indices and piece codes, and their chess meaning.
@@ -14,14 +16,20 @@
 //! DGT's written permission.
 #![no_std]
 
+pub mod bus;
 pub mod clock;
 pub mod command;
 pub mod decoder;
 pub mod ee;
+mod frame;
 pub mod message;
 pub mod piece;
 pub mod square;
 
+pub use bus::{
+    BusCommand, BusCommandKind, BusCommandParser, BusData, BusDecoded, BusDecoder, BusInput, BusReply,
+    BusReplyKind, EeEvents,
+};
 pub use clock::{
     AckKind, Bwtime, ClockAck, ClockSide, ClockStatus, ClockTime, ClockTimes, SideFlags, SideReading,
 };

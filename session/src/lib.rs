@@ -11,6 +11,9 @@
 //! - [`BoardSession`]: the link, the `dgt-core` tracker, [`reconcile`] after an outage,
 //!   health alerts, and the operator's actions (flip, new game, correction, result),
 //!   checked by the core.
+//! - [`bus`]: a chain of boards on one line in DGT's bus mode ([`BusPoller`]): finds and
+//!   polls them, and gives each board a virtual single-board line for its own link and
+//!   session.
 //!
 //! ```
 //! use dgt_session::{BoardSession, Effect, Link, SessionConfig};
@@ -36,6 +39,7 @@
 mod admin;
 pub mod alert;
 mod board;
+pub mod bus;
 pub mod effect;
 pub mod health;
 pub mod link;
@@ -44,5 +48,6 @@ pub mod reconcile;
 pub use admin::AdminError;
 pub use alert::{Alert, AlertCode, AlertLevel};
 pub use board::{BoardSession, PLIES, SavedGame, SessionConfig, TICK_MS};
+pub use bus::{BusEvent, BusPoller, BusStats, BusTiming};
 pub use effect::{Effect, LinkState, MoveState};
 pub use link::{Link, LinkEvent, LinkTiming};

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use dgt_hil_sim::hands::{GameEnd, PlanOptions, Profile, plan_game};
 use dgt_hil_sim::pgn::SourceGame;
-use dgt_hil_sim::{BoardConfig, GroundTruth, Scenario, SimConfig, StartPolicy, spawn_fleet};
+use dgt_hil_sim::{
+    BoardConfig, GroundTruth, Scenario, SimBoard, SimChain, SimConfig, StartPolicy, spawn_fleet,
+};
 
 use crate::feed::{FeedGame, Recorder};
 use crate::offline::{Pace, outage_windows, press_unseen};
@@ -151,6 +153,12 @@ pub struct Outcome {
     /// The pace it was played at (for the real length of an unplugged cable, see
     /// [`outage_windows`]).
     pub pace: Option<Pace>,
+    /// Virtual time of the scenario's start on its board (the simulator's clock).
+    pub started_ms: Option<u64>,
+    /// Spans of the scenario (ms from its start) when its board was off the chain by an
+    /// [`Unplug`], until the relay could have it back: presses then are unseen, as in
+    /// [`outage_windows`].
+    pub off_chain: Vec<(u64, u64)>,
 }
 
 /// A batch's results.
@@ -172,7 +180,33 @@ pub struct RunResult {
     pub clean_exit: bool,
     /// The relay log's tail when something went wrong.
     pub log_tail: String,
+    /// Anything else worth printing (the chain's line counters).
+    pub notes: Vec<String>,
+    /// Each board's status changes on the feed, by serial number.
+    pub statuses: BTreeMap<String, Vec<String>>,
 }
+
+/// A board taken off a chain and put back while the batch runs, as a person pulling the
+/// chain's cable between two boards would (unlike the `disconnect` profile, for as long as
+/// the relay needs to see it gone, whatever the game's speed).
+#[derive(Clone, Copy, Debug)]
+pub struct Unplug {
+    /// Which board of the chain (0 is the first).
+    pub board: usize,
+    /// Real time from the start of the batch.
+    pub after: Duration,
+    /// Real time off the chain.
+    pub down: Duration,
+}
+
+/// How long after a board is put back on a chain the relay may take to have it again (its
+/// ping of a gone board every 2 s, then the board's handshake on its virtual port): presses
+/// until then are counted as made while it was away.
+const BACK_ON_CHAIN: Duration = Duration::from_secs(3);
+
+/// A polling cycle on a chain of 12 (under a second): a press made this long before the
+/// board left may not have been read before it left, and is counted as made while away.
+const LAST_CYCLE: Duration = Duration::from_secs(1);
 
 fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
@@ -187,26 +221,113 @@ fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// Runs `jobs` on `opts.boards` simulated boards against one relay process.
+/// The simulated boards of a batch, as [`run`] makes them.
+fn template(opts: &RunOptions) -> SimConfig {
+    SimConfig {
+        board: BoardConfig::with_serial(opts.first_serial),
+        speed: opts.speed,
+        hand_speed: opts.hand_speed,
+        ..SimConfig::default()
+    }
+}
+
+/// Runs `jobs` on `opts.boards` simulated boards, each on its own pty, against one relay
+/// process.
 pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let started = Instant::now();
     let _ = std::fs::remove_dir_all(&opts.dir);
     std::fs::create_dir_all(&opts.dir)?;
     let n = opts.boards.clamp(1, jobs.len().max(1));
-    let template = SimConfig {
-        board: BoardConfig::with_serial(opts.first_serial),
-        speed: opts.speed,
-        hand_speed: opts.hand_speed,
-        ..SimConfig::default()
-    };
     let links = opts.dir.join("links");
-    let boards = spawn_fleet(n, &template, Some(&links)).context("spawning simulated boards")?;
+    let boards = spawn_fleet(n, &template(opts), Some(&links)).context("spawning simulated boards")?;
+    let mut ports = Vec::new();
+    for b in &boards {
+        ports.push("--port".into());
+        ports.push(b.path().display().to_string());
+    }
+    run_on(jobs, opts, &boards, ports, started)
+}
+
+/// Runs `jobs` on `opts.boards` simulated boards daisy-chained on one pty in DGT's bus
+/// mode, against one relay process given the chain with `--port` (the relay detects the
+/// chain) or, with `force_bus`, `--bus`.
+/// With `unplug`, one board leaves the chain for a while and comes back.
+pub fn run_chain(
+    jobs: Vec<Job>,
+    opts: &RunOptions,
+    force_bus: bool,
+    unplug: Option<Unplug>,
+) -> anyhow::Result<RunResult> {
+    let started = Instant::now();
+    let _ = std::fs::remove_dir_all(&opts.dir);
+    std::fs::create_dir_all(&opts.dir)?;
+    let n = opts.boards.clamp(1, jobs.len().max(1));
+    let chain = SimChain::spawn(n, &template(opts), Some(&opts.dir.join("chain")))
+        .context("spawning the chain of simulated boards")?;
+    let flag = if force_bus { "--bus" } else { "--port" };
+    let ports = vec![flag.to_owned(), chain.path().display().to_string()];
+    let done = std::sync::atomic::AtomicBool::new(false);
+    // The board's virtual time when it left the chain and when the relay could have it back.
+    let off: Mutex<Option<(u64, u64)>> = Mutex::new(None);
+    let mut result = std::thread::scope(|s| {
+        if let Some(u) = unplug
+            && let Some(board) = chain.boards().get(u.board)
+        {
+            let (done, off) = (&done, &off);
+            s.spawn(move || {
+                // Sleeps in short steps so a batch that ends early is not kept waiting.
+                let nap = |d: Duration| {
+                    let until = Instant::now() + d;
+                    while Instant::now() < until && !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                };
+                nap(u.after.saturating_sub(LAST_CYCLE));
+                let Ok(from) = board.status().map(|st| st.virtual_ms) else { return };
+                nap(LAST_CYCLE);
+                if board.unplug().is_ok() {
+                    nap(u.down);
+                    let _ = board.plug();
+                    nap(BACK_ON_CHAIN);
+                    if let (Ok(st), Ok(mut o)) = (board.status(), off.lock()) {
+                        *o = Some((from, st.virtual_ms));
+                    }
+                }
+            });
+        }
+        let r = run_on(jobs, opts, chain.boards(), ports, started);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        r
+    })?;
+    let window = off.lock().ok().and_then(|o| *o);
+    if let (Some(u), Some((from, to))) = (unplug, window) {
+        let serial = (opts.first_serial + u.board as u32).to_string();
+        for o in result.outcomes.iter_mut().filter(|o| o.serial == serial) {
+            if let Some(start) = o.started_ms {
+                o.off_chain.push((from.saturating_sub(start), to.saturating_sub(start)));
+            }
+        }
+        result.notes.push(format!("board {serial} off the chain for {} virtual ms", to.saturating_sub(from)));
+    }
+    let line = chain.stats();
+    result.notes.push(format!(
+        "line: {} transmissions, {} collided, {} bytes to the relay, {} from it",
+        line.transmissions, line.collisions, line.bytes, line.host_bytes
+    ));
+    Ok(result)
+}
+
+fn run_on(
+    jobs: Vec<Job>,
+    opts: &RunOptions,
+    boards: &[SimBoard],
+    ports: Vec<String>,
+    started: Instant,
+) -> anyhow::Result<RunResult> {
+    let n = boards.len();
     let mut args: Vec<String> =
         vec!["run".into(), "--data".into(), opts.dir.join("data").display().to_string()];
-    for b in &boards {
-        args.push("--port".into());
-        args.push(b.path().display().to_string());
-    }
+    args.extend(ports);
     let mut relay = Relay::start(&opts.relay_bin, &opts.dir, &args)?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
     let recorder = Recorder::start_logged(rt.handle(), relay.addr, Some(&opts.dir.join("feed-frames.log")))?;
@@ -242,10 +363,14 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
                     let mut notes = Vec::new();
                     let timeout =
                         job.scenario.real_duration(opts.speed, opts.hand_speed) + Duration::from_secs(60);
+                    let mut started_ms = None;
                     let completed =
                         match board.start_scenario(job.scenario.clone(), StartPolicy::WhenHostListens) {
                             Ok(h) => match h.wait(timeout) {
-                                Ok(r) => r.completed,
+                                Ok(r) => {
+                                    started_ms = Some(r.started_ms);
+                                    r.completed
+                                }
                                 Err(e) => {
                                     notes.push(format!("simulator: {e}"));
                                     false
@@ -321,6 +446,8 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
                                 hand_speed: opts.hand_speed,
                                 ..Pace::RELAY_SUITE
                             }),
+                            started_ms,
+                            off_chain: Vec::new(),
                         });
                     }
                 }
@@ -370,9 +497,14 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
     }
     let relay_stat = proc_stat(relay.pid());
     let feed_problems = recorder.with(|s| s.problems.clone());
+    let statuses = recorder.with(|s| {
+        s.statuses
+            .iter()
+            .map(|(b, v)| (s.serial_of.get(b).cloned().unwrap_or_else(|| format!("board {b}")), v.clone()))
+            .collect()
+    });
     let log_tail = relay.log_tail();
     let clean_exit = relay.terminate().is_some_and(|s| s.success());
-    drop(boards);
     drop(rt);
     let jobs = Arc::try_unwrap(jobs).map_err(|_| anyhow::anyhow!("jobs still shared"))?;
     Ok(RunResult {
@@ -384,6 +516,8 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
         wall: started.elapsed(),
         clean_exit,
         log_tail,
+        notes: Vec::new(),
+        statuses,
     })
 }
 
@@ -455,7 +589,8 @@ pub fn check(job: &Job, o: &Outcome) -> GameCheck {
     }
     let has_clock = t.clock.is_some();
     // Presses nobody saw (the cable pulled), as the offline harness finds them.
-    let outages = outage_windows(&job.scenario, o.pace);
+    let mut outages = outage_windows(&job.scenario, o.pace);
+    outages.extend_from_slice(&o.off_chain);
     // Plies whose `%clk` was rightly left out: their `%emt`, and the mover's next one's.
     let mut no_clk_unseen = vec![false; t.moves.len()];
     for (i, m) in t.moves.iter().enumerate() {

@@ -332,6 +332,8 @@ pub fn kill_run(jobs: Vec<Job>, opts: &KillRunOptions) -> anyhow::Result<KillRun
             sim_completed: true,
             notes: Vec::new(),
             pace: Some(Pace { speed: opts.speed, hand_speed: opts.hand_speed, ..Pace::RELAY_SUITE }),
+            started_ms: None,
+            off_chain: Vec::new(),
         };
         let c = acceptance::check(job, &outcome);
         if !c.exact() {

@@ -52,6 +52,8 @@ pub struct FeedState {
     pub round_of: BTreeMap<u64, u64>,
     /// The serial number of each board.
     pub serial_of: BTreeMap<u64, String>,
+    /// Each board's status changes (`active`, `not_responding`, ...), in order.
+    pub statuses: BTreeMap<u64, Vec<String>>,
     /// Frames received.
     pub frames: u64,
     /// Snapshots received (the first one included).
@@ -151,6 +153,9 @@ impl FeedState {
             ("status", Some(b)) => {
                 if let Some(s) = f["serial"].as_str() {
                     self.serial_of.insert(b, s.to_owned());
+                }
+                if let Some(s) = f["status"].as_str() {
+                    self.statuses.entry(b).or_default().push(s.to_owned());
                 }
             }
             ("error", _) => self.problems.push(format!("error frame {f}")),

@@ -7,6 +7,9 @@
 //! Hand scripts: `dgt-sim --script FILE.json|DIR --links DIR` puts one board per script
 //! (`dgt-hand-script/1`, the `*.json` files directly in DIR) behind `DIR/board-01` ..,
 //! each replaying its script at the script's own pace (`--speed` still applies).
+//! Bus mode: `--bus` puts all the boards on one pty as a daisy chain (behind `--link PATH`,
+//! or `DIR/bus` with `--links DIR`), each answering its own address, for software that
+//! drives a chain in DGT's bus mode.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -22,7 +25,7 @@ use dgt_hil_sim::hands::{GameEnd, PlanOptions, Profile, plan_game};
 use dgt_hil_sim::pgn::{SourceGame, read_games};
 use dgt_hil_sim::pty::ensure_dir;
 use dgt_hil_sim::scenario::Action;
-use dgt_hil_sim::{ScenarioHandle, SimBoard, SimConfig, StartPolicy};
+use dgt_hil_sim::{ScenarioHandle, SimBoard, SimChain, SimConfig, StartPolicy};
 use dgt_protocol::ClockSide;
 use nix::sys::signal::{SigSet, Signal};
 use shakmaty::{Board, Color, Piece, Square};
@@ -86,6 +89,11 @@ struct Cli {
     /// Pace each board's output like a real 9600-baud line (960 bytes a second).
     #[arg(long)]
     paced: bool,
+    /// All boards on one pty, daisy-chained for DGT's bus mode (behind --link PATH, or
+    /// DIR/bus with --links DIR): each board answers its own address (its serial number),
+    /// replies share the line at 9600 baud and collide when they overlap.
+    #[arg(long)]
+    bus: bool,
     /// Serial number of the first board (the others count up).
     #[arg(long, default_value_t = 10001)]
     serial: u32,
@@ -190,6 +198,11 @@ fn run(cli: &Cli) -> Result<()> {
         return replay_scripts(cli, version, path);
     }
     if cli.interactive || cli.script.is_some() {
+        if cli.bus {
+            bail!(
+                "--bus chains replays (--pgn) or hand scripts; --interactive and command files drive one board"
+            );
+        }
         return single_board(cli, version);
     }
     let Some(pgn) = &cli.pgn else {
@@ -226,8 +239,88 @@ fn board_config(cli: &Cli, i: usize, version: (u8, u8)) -> BoardConfig {
     board
 }
 
+/// The boards of a run: each on a pty of its own, or all on one chain (`--bus`).
+enum Boards {
+    Own(Vec<SimBoard>),
+    Chain(SimChain),
+}
+
+impl Boards {
+    fn list(&self) -> &[SimBoard] {
+        match self {
+            Boards::Own(b) => b,
+            Boards::Chain(c) => c.boards(),
+        }
+    }
+
+    fn shutdown(self) -> Result<()> {
+        match self {
+            Boards::Own(boards) => {
+                for b in boards {
+                    b.shutdown()?;
+                }
+            }
+            Boards::Chain(c) => c.shutdown()?,
+        }
+        Ok(())
+    }
+}
+
+/// Starts `n` boards (`what` names board `i` in errors), on their own ptys behind
+/// `--links DIR/board-NN` (or `--link` for one), or with `--bus` on one chain; prints where.
+fn spawn_boards(cli: &Cli, n: usize, version: (u8, u8), what: impl Fn(usize) -> String) -> Result<Boards> {
+    let template = |i: usize| SimConfig {
+        board: board_config(cli, i, version),
+        speed: cli.speed,
+        hand_speed: cli.hand_speed,
+        line_rate: cli.paced.then_some(960),
+        ..SimConfig::default()
+    };
+    if cli.bus {
+        let link = match (&cli.links, &cli.link) {
+            (_, Some(link)) => Some(link.clone()),
+            (Some(dir), None) => Some(dir.join("bus")),
+            (None, None) => None,
+        };
+        if let Some(dir) = link.as_ref().and_then(|l| l.parent()).filter(|d| !d.as_os_str().is_empty()) {
+            ensure_dir(dir)?;
+        }
+        let chain = SimChain::spawn(n, &template(0), link.as_deref()).context("cannot start the chain")?;
+        if let Some(l) = chain.link()
+            && let Ok(mut links) = LINKS.lock()
+        {
+            links.push(l.to_path_buf());
+        }
+        match chain.link() {
+            Some(l) => println!("bus of {n} boards: {} -> {}", chain.slave_path().display(), l.display()),
+            None => println!("bus of {n} boards: {}", chain.slave_path().display()),
+        }
+        for (i, b) in chain.boards().iter().enumerate() {
+            let serial = cli.serial + i as u32;
+            println!("  {} serial {serial:05}, bus address {}  {}", b.name(), serial & 0x3FFF, what(i));
+        }
+        return Ok(Boards::Chain(chain));
+    }
+    let mut boards = Vec::with_capacity(n);
+    for i in 0..n {
+        let link = match (&cli.links, &cli.link) {
+            (Some(dir), _) => Some(dir.join(format!("board-{:02}", i + 1))),
+            (None, Some(link)) if n == 1 => Some(link.clone()),
+            (None, Some(_)) => bail!("--link names one board; use --links DIR for several"),
+            _ => None,
+        };
+        let board = SimBoard::spawn(SimConfig { link, ..template(i) })
+            .with_context(|| format!("cannot start {}", what(i)))?;
+        register_link(&board);
+        let at = board.link().map_or(String::new(), |l| format!(" -> {}", l.display()));
+        println!("{} {}{at}  {}", board.name(), board.slave_path().display(), what(i));
+        boards.push(board);
+    }
+    Ok(Boards::Own(boards))
+}
+
 struct Lane {
-    board: SimBoard,
+    board: usize,
     games: Vec<usize>,
     next: usize,
     current: Option<(usize, ScenarioHandle)>,
@@ -254,23 +347,7 @@ fn replay(
     if usable.is_empty() {
         bail!("no game to replay from index {}", cli.first_game);
     }
-    let mut lanes = Vec::with_capacity(cli.boards);
-    for i in 0..cli.boards {
-        let link = match (&cli.links, &cli.link) {
-            (Some(dir), _) => Some(dir.join(format!("board-{:02}", i + 1))),
-            (None, Some(link)) if cli.boards == 1 => Some(link.clone()),
-            (None, Some(_)) => bail!("--link names one board; use --links DIR for several"),
-            _ => None,
-        };
-        let board = SimBoard::spawn(SimConfig {
-            board: board_config(cli, i, version),
-            link,
-            speed: cli.speed,
-            hand_speed: cli.hand_speed,
-            line_rate: cli.paced.then_some(960),
-            ..SimConfig::default()
-        })
-        .with_context(|| format!("cannot start board {}", i + 1))?;
+    let assigned = |i: usize| -> Vec<usize> {
         let mut mine: Vec<usize> = usable.iter().copied().skip(i).step_by(cli.boards).collect();
         if mine.is_empty() {
             mine.push(usable[i % usable.len()]);
@@ -278,13 +355,15 @@ fn replay(
         if let Some(n) = cli.games_per_board {
             mine.truncate(n.max(1));
         }
-        register_link(&board);
-        match board.link() {
-            Some(l) => println!("{} {} -> {}", board.name(), board.slave_path().display(), l.display()),
-            None => println!("{} {}", board.name(), board.slave_path().display()),
-        }
-        lanes.push(Lane { board, games: mine, next: 0, current: None, round: 0 });
-    }
+        mine
+    };
+    let boards = spawn_boards(cli, cli.boards, version, |i| {
+        let games: Vec<String> = assigned(i).iter().map(|g| (g + 1).to_string()).collect();
+        format!("games {}", games.join(","))
+    })?;
+    let mut lanes: Vec<Lane> = (0..cli.boards)
+        .map(|i| Lane { board: i, games: assigned(i), next: 0, current: None, round: 0 })
+        .collect();
     if !cli.no_wait {
         println!("each board starts its game when a host puts it in an update mode (--no-wait: at once)");
     }
@@ -295,6 +374,7 @@ fn replay(
     loop {
         let mut busy = false;
         for (b, lane) in lanes.iter_mut().enumerate() {
+            let board = &boards.list()[lane.board];
             if let Some((g, handle)) = &lane.current {
                 let Some(report) = handle.try_report() else {
                     busy = true;
@@ -309,7 +389,7 @@ fn replay(
                 if let Some(t) = &report.truth {
                     println!(
                         "{}: game {} done ({} plies, {}, {})",
-                        lane.board.name(),
+                        board.name(),
                         g + 1,
                         t.moves.len(),
                         t.result,
@@ -331,7 +411,7 @@ fn replay(
             let opts =
                 PlanOptions { profile, seed, scan_period_ms: cli.scan_ms, end, ..PlanOptions::default() };
             let scenario = plan_game(&games[g], &opts);
-            lane.current = Some((g, lane.board.start_scenario(scenario, policy)?));
+            lane.current = Some((g, board.start_scenario(scenario, policy)?));
             busy = true;
         }
         if !busy || stopped() {
@@ -346,10 +426,7 @@ fn replay(
             std::thread::sleep(Duration::from_millis(100));
         }
     }
-    for lane in lanes {
-        lane.board.shutdown()?;
-    }
-    Ok(())
+    boards.shutdown()
 }
 
 /// One board per hand script, each replaying its script (again with `--loop`); the truth
@@ -367,26 +444,12 @@ fn replay_scripts(cli: &Cli, version: (u8, u8), path: &std::path::Path) -> Resul
         ensure_dir(dir)?;
     }
     let policy = if cli.no_wait { StartPolicy::Immediately } else { StartPolicy::WhenHostListens };
+    if cli.links.is_none() && cli.link.is_some() && scripts.len() > 1 && !cli.bus {
+        bail!("--link names one board; use --links DIR for a folder of scripts");
+    }
+    let boards = spawn_boards(cli, scripts.len(), version, |i| scripts[i].to_string())?;
     let mut lanes = Vec::with_capacity(scripts.len());
-    for (i, script) in scripts.iter().enumerate() {
-        let link = match (&cli.links, &cli.link) {
-            (Some(dir), _) => Some(dir.join(format!("board-{:02}", i + 1))),
-            (None, Some(link)) if scripts.len() == 1 => Some(link.clone()),
-            (None, Some(_)) => bail!("--link names one board; use --links DIR for a folder of scripts"),
-            _ => None,
-        };
-        let board = SimBoard::spawn(SimConfig {
-            board: board_config(cli, i, version),
-            link,
-            speed: cli.speed,
-            hand_speed: cli.hand_speed,
-            line_rate: cli.paced.then_some(960),
-            ..SimConfig::default()
-        })
-        .with_context(|| format!("cannot start the board of {}", script.name))?;
-        register_link(&board);
-        let at = board.link().map_or(String::new(), |l| format!(" -> {}", l.display()));
-        println!("{} {}{at}  {script}", board.name(), board.slave_path().display());
+    for (board, script) in boards.list().iter().zip(&scripts) {
         let handle = board.start_scenario(script.to_scenario(), policy)?;
         lanes.push((board, Some(handle), 0u64));
     }
@@ -440,10 +503,8 @@ fn replay_scripts(cli: &Cli, version: (u8, u8), path: &std::path::Path) -> Resul
             std::thread::sleep(Duration::from_millis(100));
         }
     }
-    for (board, _, _) in lanes {
-        board.shutdown()?;
-    }
-    Ok(())
+    drop(lanes);
+    boards.shutdown()
 }
 
 const HELP: &str = "commands: lift SQ | place SQ PIECE (FEN letter) | move FROM TO [PROMO] | press white|black \

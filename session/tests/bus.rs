@@ -1,0 +1,174 @@
+//! [`BusPoller`] against a chain of the project's simulated board firmwares, in virtual
+//! time: the poller's bytes reach every plugged board, the boards' replies go on the
+//! simulator's line model (9600-baud byte slots, collisions), and each board found gets a
+//! [`BoardSession`] on its virtual line, with its own link handshake, exactly as the relay
+//! runs them.
+
+#[path = "support/chain.rs"]
+mod chain;
+
+use chain::{Chain, FIRST};
+use dgt_hil_sim::clock::Dgt3000;
+use dgt_protocol::ClockSide;
+use dgt_session::{AlertCode, BusEvent, Effect, LinkState};
+use shakmaty::Square;
+
+#[test]
+fn twelve_boards_are_found_and_each_gets_its_own_session() {
+    let mut c = Chain::new(12);
+    c.run(10_000);
+    let want: Vec<u16> = (FIRST..FIRST + 12).collect();
+    assert_eq!(c.found(), want, "stats {:?}", c.poller.stats());
+    for a in &want {
+        let per = &c.per[a];
+        assert_eq!(per.session.link_state(), LinkState::Active, "board {a}");
+        assert_eq!(per.session.serial(), Some(format!("{a:05}").as_str()));
+        assert!(
+            per.effects.iter().any(|(_, e)| matches!(e, Effect::GameStarted { .. })),
+            "board {a}: the start position was read"
+        );
+    }
+    let stats = c.poller.stats();
+    assert!(stats.cycles > 10, "{stats:?}");
+    // Twelve changes polls (about 15 ms each) and a clock reading per board a second.
+    assert!(stats.last_cycle_ms < 600, "{stats:?}");
+    assert_eq!(c.events.iter().filter(|(_, e)| matches!(e, BusEvent::Gone { .. })).count(), 0);
+}
+
+#[test]
+fn moves_and_presses_on_every_board_reach_their_own_session() {
+    let mut c = Chain::new(6);
+    for a in FIRST..FIRST + 6 {
+        c.clock(a);
+    }
+    c.run(8_000);
+    for a in FIRST..FIRST + 6 {
+        c.play(a, Square::E2, Square::E4);
+        c.press(a, ClockSide::Left);
+    }
+    c.run(1_500);
+    for a in FIRST..FIRST + 6 {
+        c.play(a, Square::E7, Square::E5);
+        c.press(a, ClockSide::Right);
+    }
+    c.run(3_000);
+    for a in FIRST..FIRST + 6 {
+        let moves = c.confirmed(a);
+        let ucis: Vec<&str> = moves.iter().map(|(u, _)| u.as_str()).collect();
+        assert_eq!(ucis, ["e2e4", "e7e5"], "board {a}");
+        assert!(moves.iter().all(|(_, clk)| clk.is_some()), "board {a}: {moves:?}");
+    }
+    let stats = c.poller.stats();
+    assert_eq!(stats.timeouts, 0, "{stats:?}");
+}
+
+#[test]
+fn a_board_off_the_chain_is_not_responding_and_back_it_resumes_with_its_moves() {
+    let mut c = Chain::new(4);
+    let away = FIRST + 2;
+    c.clock(away);
+    c.run(8_000);
+    c.play(away, Square::E2, Square::E4);
+    c.press(away, ClockSide::Left);
+    c.run(1_500);
+    assert_eq!(c.confirmed(away).len(), 1);
+    // Off the chain: its session hears nothing; the others go on.
+    c.plugged[usize::from(away - FIRST)] = false;
+    c.run(4_000);
+    assert!(c.events.iter().any(|(_, e)| matches!(e, BusEvent::Gone { address, .. } if *address == away)));
+    assert_eq!(c.per[&away].session.link_state(), LinkState::NotResponding);
+    assert!(c.alerts(away).contains(&AlertCode::NotResponding));
+    for a in [FIRST, FIRST + 1, FIRST + 3] {
+        assert_eq!(c.per[&a].session.link_state(), LinkState::Active, "board {a}");
+    }
+    // Two moves made while it is away (its firmware logs them), then it is put back.
+    c.play(away, Square::E7, Square::E5);
+    c.press(away, ClockSide::Right);
+    c.run(1_000);
+    c.play(away, Square::G1, Square::F3);
+    c.press(away, ClockSide::Left);
+    c.run(1_000);
+    let now = c.now();
+    c.fw(away).power_cycle(now);
+    c.plugged[usize::from(away - FIRST)] = true;
+    c.run(8_000);
+    assert_eq!(c.per[&away].session.link_state(), LinkState::Active);
+    assert!(c.alerts(away).contains(&AlertCode::BoardBack), "{:?}", c.alerts(away));
+    let ucis: Vec<String> = c.confirmed(away).into_iter().map(|(u, _)| u).collect();
+    assert_eq!(ucis, ["e2e4", "e7e5", "g1f3"]);
+    // The two plies came from the board's event log (what its changes brought while no line
+    // was open), not from a guess at the position.
+    assert!(!c.alerts(away).contains(&AlertCode::MovesReconstructed), "{:?}", c.alerts(away));
+}
+
+#[test]
+fn garbage_on_the_line_loses_no_board_and_no_move() {
+    let mut c = Chain::new(6);
+    c.clock(FIRST);
+    c.run(8_000);
+    // Random bytes every 150 ms for 6 s, over the replies.
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let start = c.now_us;
+    for k in 0..40u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let len = 1 + (x % 12) as usize;
+        let bytes: Vec<u8> = (0..len).map(|i| (x >> (i * 5)) as u8).collect();
+        c.garbage.push((start + k * 150_000 + x % 100_000, bytes));
+    }
+    c.play(FIRST, Square::D2, Square::D4);
+    c.press(FIRST, ClockSide::Left);
+    c.run(6_000);
+    c.play(FIRST, Square::D7, Square::D5);
+    c.press(FIRST, ClockSide::Right);
+    c.run(3_000);
+    let stats = c.poller.stats();
+    assert!(stats.bad_checksums + stats.noise_bytes > 0, "{stats:?}");
+    assert_eq!(c.events.iter().filter(|(_, e)| matches!(e, BusEvent::Gone { .. })).count(), 0, "{stats:?}");
+    let ucis: Vec<String> = c.confirmed(FIRST).into_iter().map(|(u, _)| u).collect();
+    assert_eq!(ucis, ["d2d4", "d7d5"], "{stats:?}");
+}
+
+/// A planned game (the simulator's hands, clean) on one board of a chain of three, from
+/// the scenario's own setup: every move and every `%clk` as the ground truth has them.
+#[test]
+fn a_planned_game_comes_out_exact_with_its_clock_times() {
+    use dgt_hil_sim::hands::{PlanOptions, plan_game};
+    use dgt_hil_sim::offline::apply_action;
+    use dgt_hil_sim::scenario::board_codes;
+    let pgn = "[Event \"t\"]\n[TimeControl \"300+2\"]\n[Result \"*\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 *\n";
+    let game = &dgt_hil_sim::pgn::parse_games(pgn)[0];
+    let scenario = plan_game(game, &PlanOptions { start_delay_ms: 1_000, ..PlanOptions::default() });
+    let truth = scenario.truth.clone().expect("truth");
+    let mut c = Chain::new(3);
+    c.run(6_000);
+    // The scenario starts now on board FIRST, as the simulator starts it when the relay
+    // polls the board.
+    let start = c.now();
+    let setup = scenario.setup.clone();
+    let white = setup.clock.as_ref().map_or(ClockSide::Left, |k| k.white_side);
+    {
+        let fw = c.fw(FIRST);
+        fw.set_position(board_codes(&setup.position, setup.orientation), start);
+        if let Some(k) = &setup.clock {
+            fw.attach_clock(Some(Dgt3000::new(k.time_control.clone(), k.first_side, start)));
+        }
+        fw.rephase_scan(start);
+    }
+    for a in &scenario.actions {
+        while c.now() < start + a.at_ms {
+            c.step();
+        }
+        let now = c.now();
+        apply_action(c.fw(FIRST), &a.action, now, setup.orientation, white);
+    }
+    c.run(5_000);
+    let got = c.confirmed(FIRST);
+    let want: Vec<(String, Option<u32>)> = truth
+        .moves
+        .iter()
+        .map(|m| (m.uci.clone(), if m.color == "white" { m.white_clock_s } else { m.black_clock_s }))
+        .collect();
+    assert_eq!(got, want);
+}

@@ -1,0 +1,253 @@
+//! A chain of the project's simulated board firmwares on the simulator's line model, driven
+//! by a [`BusPoller`] in virtual time, each board found with its own [`BoardSession`]: shared
+//! by the bus tests and the latency bench (each uses a part of it).
+#![allow(dead_code)]
+use std::collections::BTreeMap;
+
+use dgt_hil_sim::chain::{COMMAND_WIRE_US, Line};
+use dgt_hil_sim::clock::{Button, Dgt3000, TimeControl};
+use dgt_hil_sim::firmware::{BoardConfig, Firmware, start_position};
+use dgt_protocol::{ClockSide, DgtSquare, Orientation, PieceCode};
+use dgt_session::{
+    AlertCode, BoardSession, BusEvent, BusPoller, BusTiming, Effect, Link, LinkState, MoveState,
+    SessionConfig,
+};
+use shakmaty::Square;
+
+/// The first board's serial number (and bus address); the others count up.
+pub const FIRST: u16 = 201;
+
+/// One board's session and, while its handshake runs, its link.
+pub struct Per {
+    pub session: BoardSession,
+    pub link: Option<Link>,
+    pub effects: Vec<(u64, Effect)>,
+}
+
+/// The chain, its line, the poller and the sessions; time in microseconds.
+pub struct Chain {
+    pub now_us: u64,
+    pub fws: Vec<Firmware>,
+    pub plugged: Vec<bool>,
+    pub line: Line,
+    pub poller: BusPoller,
+    pub config: SessionConfig,
+    pub per: BTreeMap<u16, Per>,
+    pub events: Vec<(u64, BusEvent)>,
+    /// Line noise to put on the line: (time in microseconds, bytes).
+    pub garbage: Vec<(u64, Vec<u8>)>,
+}
+
+impl Chain {
+    pub fn new(n: usize) -> Chain {
+        let fws = (0..n)
+            .map(|i| {
+                Firmware::new(BoardConfig::with_serial(u32::from(FIRST) + i as u32), start_position(), 0)
+            })
+            .collect();
+        Chain {
+            now_us: 0,
+            fws,
+            plugged: vec![true; n],
+            line: Line::new(n + 1),
+            poller: BusPoller::open(0, BusTiming::default()),
+            config: SessionConfig::default(),
+            per: BTreeMap::new(),
+            events: Vec::new(),
+            garbage: Vec::new(),
+        }
+    }
+
+    pub fn now(&self) -> u64 {
+        self.now_us / 1000
+    }
+
+    /// Bytes both ways on the line and the virtual lines, then deadlines, for 1 ms.
+    pub fn step(&mut self) {
+        let now = self.now();
+        // The host's bytes reach every plugged board; their answers go on the line after the
+        // command's wire time and a 3 ms response.
+        let out = self.poller.take_output();
+        for (i, fw) in self.fws.iter_mut().enumerate() {
+            if !self.plugged[i] {
+                continue;
+            }
+            if !out.is_empty() {
+                fw.receive(&out, now);
+                let reply_at = self.now_us + COMMAND_WIRE_US + 3_000;
+                let single = fw.take_output();
+                if !single.is_empty() {
+                    self.line.schedule(i, reply_at, &single);
+                }
+                for t in fw.take_bus_output() {
+                    self.line.schedule(i, reply_at + u64::from(t.delay_ms) * 1000, &t.bytes);
+                }
+            }
+            fw.tick(now);
+            let own = fw.take_output();
+            if !own.is_empty() {
+                self.line.schedule(i, self.now_us, &own);
+            }
+        }
+        let noise = self.fws.len();
+        while self.garbage.first().is_some_and(|(at, _)| *at <= self.now_us) {
+            let (at, bytes) = self.garbage.remove(0);
+            self.line.schedule(noise, at, &bytes);
+        }
+        let mut bytes = Vec::new();
+        self.line.emit(self.now_us, &mut bytes);
+        if !bytes.is_empty() {
+            self.poller.on_bytes(now, &bytes);
+        }
+        if now >= self.poller.next_deadline() {
+            self.poller.poll(now);
+        }
+        while let Some(e) = self.poller.next_event() {
+            match &e {
+                BusEvent::Found { address, .. } => {
+                    let number = u32::from(*address - FIRST + 1);
+                    let config = self.config;
+                    let per = self.per.entry(*address).or_insert_with(|| Per {
+                        session: BoardSession::new(number, None, config),
+                        link: None,
+                        effects: Vec::new(),
+                    });
+                    per.link = Some(Link::open(now, config.link));
+                }
+                BusEvent::Gone { address, reason } => {
+                    if let Some(per) = self.per.get_mut(address) {
+                        per.link = None;
+                        per.session.on_port_lost(now, reason);
+                    }
+                }
+            }
+            self.events.push((now, e));
+        }
+        self.pump(now);
+        self.now_us += 1_000;
+    }
+
+    /// The virtual lines: link or session output to the poller, the poller's answers back,
+    /// until all are quiet.
+    pub fn pump(&mut self, now: u64) {
+        for _ in 0..8 {
+            let mut moved = false;
+            for (address, per) in self.per.iter_mut() {
+                if let Some(link) = per.link.as_mut() {
+                    link.poll(now);
+                    let out = link.take_output();
+                    if !out.is_empty() {
+                        self.poller.line_input(*address, &out);
+                        moved = true;
+                    }
+                    let back = self.poller.take_line_output(*address);
+                    if !back.is_empty() {
+                        link.on_bytes(now, &back);
+                        moved = true;
+                    }
+                    if link.is_identified() {
+                        let link = per.link.take().expect("the link");
+                        per.session.attach(now, link, "bus");
+                        moved = true;
+                    }
+                    continue;
+                }
+                if per.session.link_state() == LinkState::Active {
+                    let back = self.poller.take_line_output(*address);
+                    if !back.is_empty() {
+                        per.session.on_bytes(now, &back);
+                        moved = true;
+                    }
+                }
+                if now >= per.session.next_deadline() {
+                    per.session.poll(now);
+                }
+                for e in per.session.drain_effects() {
+                    if let Effect::Write(bytes) = &e {
+                        self.poller.line_input(*address, bytes);
+                        moved = true;
+                    }
+                    per.effects.push((now, e));
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+    }
+
+    pub fn run(&mut self, ms: u64) {
+        let end = self.now_us + ms * 1000;
+        while self.now_us < end {
+            self.step();
+        }
+    }
+
+    pub fn fw(&mut self, address: u16) -> &mut Firmware {
+        &mut self.fws[usize::from(address - FIRST)]
+    }
+
+    pub fn set(&mut self, address: u16, square: Square, piece: PieceCode) {
+        let now = self.now();
+        self.fw(address).set_piece(DgtSquare::from_square(square, Orientation::Normal), piece, now);
+    }
+
+    /// A move by hand: lift, 300 ms, place, 300 ms.
+    pub fn play(&mut self, address: u16, from: Square, to: Square) {
+        let piece = self.fws[usize::from(address - FIRST)].physical()
+            [usize::from(DgtSquare::from_square(from, Orientation::Normal).index())];
+        self.set(address, from, PieceCode::Empty);
+        self.run(300);
+        self.set(address, to, piece);
+        self.run(300);
+    }
+
+    pub fn press(&mut self, address: u16, side: ClockSide) {
+        let now = self.now();
+        self.fw(address).press_clock(side, now);
+    }
+
+    pub fn confirmed(&self, address: u16) -> Vec<(String, Option<u32>)> {
+        let Some(per) = self.per.get(&address) else { return Vec::new() };
+        per.effects
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Effect::Move { state: MoveState::Confirmed, info } => Some((info.uci.to_string(), info.clk)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn found(&self) -> Vec<u16> {
+        let mut v: Vec<u16> = self
+            .events
+            .iter()
+            .filter_map(|(_, e)| match e {
+                BusEvent::Found { address, .. } => Some(*address),
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    pub fn alerts(&self, address: u16) -> Vec<AlertCode> {
+        self.per[&address]
+            .effects
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Effect::Alert(a) => Some(a.code),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Attaches a clock (5 min + 2 s) to a board and starts it.
+    pub fn clock(&mut self, address: u16) {
+        let now = self.now();
+        let fw = self.fw(address);
+        fw.attach_clock(Some(Dgt3000::new(TimeControl::fischer(300, 2), ClockSide::Left, now)));
+        fw.press_button(Button::Run, now);
+    }
+}
