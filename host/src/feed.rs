@@ -708,6 +708,11 @@ impl Hub {
         self.lock().round = round;
     }
 
+    /// The default round (see [`Hub::set_round`]).
+    pub fn round(&self) -> u32 {
+        self.lock().round
+    }
+
     /// Current websocket receivers.
     pub fn receivers(&self) -> usize {
         self.tx.receiver_count()

@@ -141,6 +141,7 @@ impl Relay {
                 let p = crate::nats::publish::Publisher::new(
                     settings.clone(),
                     source,
+                    config.event.name.clone(),
                     Arc::clone(&store),
                     Arc::clone(&hub),
                 );

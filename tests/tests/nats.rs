@@ -174,6 +174,10 @@ fn two_venues_two_edges_lose_and_duplicate_nothing_when_nats_or_a_venue_dies() {
         assert!(c.with(|s| s.problems.is_empty()), "{name}: {:?}", c.with(|s| s.problems.clone()));
     }
     for (name, e) in ["edge-a", "edge-b"].iter().zip(&edges) {
+        // Clock readings are not journaled: they come as forwarded live deltas.
+        let boards = e.json("/api/boards").expect("edge boards");
+        let clocks = boards.as_array().map_or(0, |a| a.iter().filter(|b| !b["clock"].is_null()).count());
+        assert!(clocks > 0, "{name}: no board shows a clock: {boards}");
         for ((board, round), (_, pgn)) in &truth {
             let (status, body) = e.get(&format!("/pgn/{round}/{board}")).expect("PGN over HTTP");
             assert_eq!(status, 200, "{name}: /pgn/{round}/{board}");
@@ -182,5 +186,36 @@ fn two_venues_two_edges_lose_and_duplicate_nothing_when_nats_or_a_venue_dies() {
     }
     drop(edges);
     drop(nats);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn two_venues_claiming_one_board_raise_a_conflict_alert_on_the_edge() {
+    let Some(nats_bin) = nats_binary() else {
+        assert!(!nats_required(), "DGT_REQUIRE_NATS=1 but nats-server is not installed");
+        println!(
+            "SKIPPED: nats-server is not installed (apt-get install nats-server); set DGT_REQUIRE_NATS=1 to fail instead"
+        );
+        return;
+    };
+    let bin = relay_binary(false).unwrap_or_else(|e| panic!("{e:#}"));
+    let root: PathBuf = dgt_e2e_tests::acceptance::work_dir("nats-conflict");
+    let _ = std::fs::remove_dir_all(&root);
+    let nats = NatsServer::start(&nats_bin, &root.join("nats")).expect("nats-server starts");
+    let url = nats.url();
+    let e = edge(&bin, &root.join("edge"), &url);
+    // Both venues number their boards from 1.
+    let v1 = venue(&bin, &root.join("venue-1"), 1, &url);
+    let v2 = venue(&bin, &root.join("venue-2"), 1, &url);
+    wait_for("a board_conflict alert", Duration::from_secs(30), || {
+        e.json("/api/boards").ok().is_some_and(|b| {
+            b.as_array().is_some_and(|a| {
+                a.iter().any(|v| {
+                    v["alerts"].as_array().is_some_and(|al| al.iter().any(|x| x["code"] == "board_conflict"))
+                })
+            })
+        })
+    });
+    drop((v1, v2, e, nats));
     let _ = std::fs::remove_dir_all(&root);
 }

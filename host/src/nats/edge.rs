@@ -142,6 +142,12 @@ impl EdgeState {
         self.games.get(&(round, board)).map(|g| &g.rec.header)
     }
 
+    /// The venue relay whose game board `board` shows.
+    pub fn owner(&self, board: u32) -> Option<&str> {
+        let round = self.shown.get(&board)?;
+        self.games.get(&(*round, board)).map(|g| g.source.as_str())
+    }
+
     /// The latest round of any game.
     pub fn latest_round(&self) -> Option<u32> {
         self.shown.values().max().copied()
@@ -263,6 +269,25 @@ fn apply_to(relay: &Relay, state: &mut EdgeState, line: Line) {
     }
 }
 
+/// Applies a venue's forwarded clock, status or alert delta to a board that venue owns
+/// (relay-wide alerts always).
+fn apply_live(relay: &Relay, state: &EdgeState, source: &str, delta: Delta) {
+    if let Some(board) = delta.board()
+        && state.owner(board) != Some(source)
+    {
+        return;
+    }
+    match delta {
+        Delta::Clock { board, clock } => {
+            relay.hub.clock(board, clock);
+        }
+        d @ (Delta::Status { .. } | Delta::Alert { .. }) => {
+            relay.hub.publish(d);
+        }
+        _ => {}
+    }
+}
+
 /// Options of `dgt-relay edge`.
 #[derive(Clone, Debug)]
 pub struct EdgeOptions {
@@ -357,6 +382,10 @@ async fn follow(
             continue;
         }
         *last_seq = seq;
+        if let Some((source, delta)) = super::live::parse(msg.headers.as_ref(), &msg.payload) {
+            apply_live(relay, state, &source, delta);
+            continue;
+        }
         match Line::parse(msg.subject.as_str(), msg.headers.as_ref(), &msg.payload) {
             Some(line) => apply_to(relay, state, line),
             None => {

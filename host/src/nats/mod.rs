@@ -20,6 +20,7 @@
 //! lower-case letters, digits and `-`.
 
 pub mod edge;
+pub mod live;
 pub mod publish;
 
 use std::time::Duration;

@@ -86,6 +86,8 @@ pub struct Publisher {
     hub: Arc<Hub>,
     settings: NatsSettings,
     source: String,
+    /// The event name, for the subjects of forwarded live deltas.
+    event: String,
     cursors: BTreeMap<(u32, u32), Cursor>,
     /// The last failure was reported to the operator.
     failing: bool,
@@ -98,9 +100,16 @@ impl std::fmt::Debug for Publisher {
 }
 
 impl Publisher {
-    /// A publisher for the journals of `store`, publishing as `source`.
-    pub fn new(settings: NatsSettings, source: String, store: Arc<Store>, hub: Arc<Hub>) -> Publisher {
-        Publisher { store, hub, settings, source, cursors: BTreeMap::new(), failing: false }
+    /// A publisher for the journals of `store`, publishing as `source`; the hub's clock,
+    /// status and alert deltas are forwarded too ([`super::live`]), under `event`.
+    pub fn new(
+        settings: NatsSettings,
+        source: String,
+        event: String,
+        store: Arc<Store>,
+        hub: Arc<Hub>,
+    ) -> Publisher {
+        Publisher { store, hub, settings, source, event, cursors: BTreeMap::new(), failing: false }
     }
 
     /// Publishes until `stop`, then once more for at most a few seconds.
@@ -116,6 +125,14 @@ impl Publisher {
                 return;
             }
         };
+        let live = super::live::forward(
+            client.clone(),
+            Arc::clone(&self.hub),
+            self.source.clone(),
+            self.event.clone(),
+            stop.clone(),
+        );
+        let forwarder = tokio::spawn(tracing::Instrument::instrument(live, tracing::info_span!("live")));
         let js = jetstream::new(client);
         let mut stream_ready = false;
         loop {
@@ -144,6 +161,7 @@ impl Publisher {
                         "NATS: lines left unpublished at shutdown; they go out on the next start"
                     ),
                 }
+                let _ = forwarder.await;
                 return;
             }
         }
