@@ -3,8 +3,12 @@
 //! delivery that did not arrive.
 //!
 //! ```text
-//! cargo run --release -p dgt-e2e-tests --bin latency -- BOARDS SUBSCRIBERS [SECONDS=15] [PRESS_MS=1000] [CLIENT_THREADS=nproc]
+//! cargo run --release -p dgt-e2e-tests --bin latency -- BOARDS SUBSCRIBERS [SECONDS=15] [PRESS_MS=1000] [CLIENT_THREADS=nproc] [direct|edge]
 //! ```
+//!
+//! With `edge` the relay publishes to a `nats-server` (JetStream, started here on a free
+//! loopback port) and the subscribers connect to a `dgt-relay edge` reading that stream:
+//! the same press-to-frame path with NATS and a second relay process added.
 //!
 //! # What runs where
 //! - This process: `BOARDS` in-process `SimBoard`s (speed 1, scan period 0) on real ptys,
@@ -93,6 +97,11 @@ fn main() -> anyhow::Result<()> {
     let seconds: u64 = arg(&args, 3, 15);
     let press_ms: u64 = arg(&args, 4, 1000);
     let threads: usize = arg(&args, 5, std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let via_edge = match args.get(6).map(String::as_str) {
+        None | Some("direct") => false,
+        Some("edge") => true,
+        Some(other) => bail!("unknown mode {other:?}: direct or edge"),
+    };
     let bin = relay_binary(true)?;
     let dir = dgt_e2e_tests::acceptance::work_dir("latency");
     let _ = std::fs::remove_dir_all(&dir);
@@ -102,7 +111,17 @@ fn main() -> anyhow::Result<()> {
     let template = SimConfig { board: board_cfg, speed: 1.0, ..SimConfig::default() };
     let fleet = spawn_fleet(boards, &template, Some(&dir.join("links")))?;
     let cfg = dir.join("relay.toml");
-    std::fs::write(&cfg, format!("max_subscribers = {}\n", subs + 10))?;
+    let limits = format!("max_subscribers = {}\n", subs + 10);
+    // With `edge`: a NATS server, the relay publishing to it, and an edge serving the clients.
+    let nats = match via_edge {
+        true => {
+            let nats_bin = dgt_e2e_tests::nats::nats_binary().context("nats-server is not installed")?;
+            Some(dgt_e2e_tests::nats::NatsServer::start(&nats_bin, &dir.join("nats"))?)
+        }
+        false => None,
+    };
+    let nats_section = nats.as_ref().map(|n| format!("[nats]\nurl = \"{}\"\n", n.url())).unwrap_or_default();
+    std::fs::write(&cfg, format!("{limits}{nats_section}"))?;
     let mut relay_args: Vec<String> = vec![
         "run".into(),
         "--config".into(),
@@ -115,6 +134,26 @@ fn main() -> anyhow::Result<()> {
         relay_args.push(b.path().display().to_string());
     }
     let relay = Relay::start(&bin, &dir, &relay_args)?;
+    let edge = match &nats {
+        Some(n) => {
+            let edge_dir = dir.join("edge");
+            std::fs::create_dir_all(&edge_dir)?;
+            let edge_cfg = edge_dir.join("edge.toml");
+            std::fs::write(&edge_cfg, &limits)?;
+            let args: Vec<String> = vec![
+                "edge".into(),
+                "--nats".into(),
+                n.url(),
+                "--config".into(),
+                edge_cfg.display().to_string(),
+                "--data".into(),
+                edge_dir.join("data").display().to_string(),
+            ];
+            Some(Relay::start(&bin, &edge_dir, &args)?)
+        }
+        None => None,
+    };
+    let serving = edge.as_ref().unwrap_or(&relay);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let v = relay.json("/api/boards")?;
@@ -140,7 +179,7 @@ fn main() -> anyhow::Result<()> {
     let mut clients = Command::new(std::env::current_exe()?)
         .args([
             "--clients".to_owned(),
-            relay.addr.to_string(),
+            serving.addr.to_string(),
             subs.to_string(),
             out.display().to_string(),
             threads.to_string(),
@@ -162,6 +201,7 @@ fn main() -> anyhow::Result<()> {
     }
     let presses: Arc<Mutex<HashMap<(u64, u64), u64>>> = Arc::new(Mutex::new(HashMap::new()));
     let cpu0 = proc_stat(relay.pid());
+    let ecpu0 = edge.as_ref().map(|e| proc_stat(e.pid()));
     let ccpu0 = proc_stat(clients.id());
     let t0 = Instant::now();
     let cycle = [
@@ -199,6 +239,12 @@ fn main() -> anyhow::Result<()> {
     });
     let elapsed = t0.elapsed().as_secs_f64();
     let cpu1 = proc_stat(relay.pid());
+    let edge_cpu = match (&edge, ecpu0) {
+        (Some(e), Some(c0)) => {
+            format!("; edge CPU {:.1}% of one core", 100.0 * (proc_stat(e.pid()).cpu_s - c0.cpu_s) / elapsed)
+        }
+        _ => String::new(),
+    };
     let ccpu1 = proc_stat(clients.id());
     // Late frames still count: wait before stopping the clients.
     std::thread::sleep(Duration::from_millis(3000));
@@ -249,7 +295,8 @@ fn main() -> anyhow::Result<()> {
     let last_ms = median(spread.values().map(|s| s.1).collect());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "boards {boards:>3} subscribers {subs:>4}: {} presses, {} deliveries, {missing} lost ({:.3} %); latency ms p50 {:.2} p99 {:.2} max {:.2}; per press (median) first subscriber {first_ms:.2} ms, last {last_ms:.2} ms; relay CPU {:.1}% of one core, RSS {} MiB (peak {} MiB), {} threads; client process CPU {:.1}% ({threads} threads); {client_stats}; load {}",
+        "{} boards {boards:>3} subscribers {subs:>4}: {} presses, {} deliveries, {missing} lost ({:.3} %); latency ms p50 {:.2} p99 {:.2} max {:.2}; per press (median) first subscriber {first_ms:.2} ms, last {last_ms:.2} ms; relay CPU {:.1}% of one core, RSS {} MiB (peak {} MiB), {} threads; client process CPU {:.1}% ({threads} threads); {client_stats}; load {}{edge_cpu}",
+        if via_edge { "edge  " } else { "direct" },
         presses.len(),
         lat.len(),
         100.0 * missing as f64 / (presses.len() * subs).max(1) as f64,
@@ -263,7 +310,9 @@ fn main() -> anyhow::Result<()> {
         100.0 * (ccpu1.cpu_s - ccpu0.cpu_s) / elapsed,
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
     );
+    drop(edge);
     drop(relay);
+    drop(nats);
     drop(fleet);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
