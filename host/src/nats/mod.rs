@@ -66,7 +66,7 @@ pub enum NatsError {
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NatsSection {
-    /// `nats://host:port`.
+    /// `nats://host:port`, or several comma-separated (a cluster).
     pub url: String,
     /// User name, with `password`.
     #[serde(default)]
@@ -149,9 +149,11 @@ impl NatsSection {
     /// Checks the section.
     pub fn settings(&self) -> Result<NatsSettings, String> {
         let url = self.url.trim();
-        let ok_scheme = ["nats://", "tls://"].iter().any(|p| url.starts_with(p)) || !url.contains("://");
-        if url.is_empty() || url.len() > 1000 || !ok_scheme || url.chars().any(char::is_whitespace) {
-            return Err(format!("nats url {url:?} is not nats://host:port"));
+        let ok_scheme =
+            |u: &str| ["nats://", "tls://"].iter().any(|p| u.starts_with(p)) || !u.contains("://");
+        let each_ok = url.split(',').all(|u| !u.is_empty() && ok_scheme(u));
+        if url.is_empty() || url.len() > 1000 || !each_ok || url.chars().any(char::is_whitespace) {
+            return Err(format!("nats url {url:?} is not nats://host:port (or a comma-separated list)"));
         }
         let auth = match (&self.user, &self.password, &self.token) {
             (None, None, None) => Auth::None,
@@ -199,8 +201,10 @@ pub async fn connect(settings: &NatsSettings, name: &str) -> Result<Connection, 
         Auth::User(u, p) => opts = opts.user_and_password(u.clone(), p.clone()),
         Auth::Token(t) => opts = opts.token(t.clone()),
     }
+    // A cluster is given as a comma-separated list of servers.
+    let servers: Vec<&str> = settings.url.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
     let client = opts
-        .connect(settings.url.as_str())
+        .connect(servers)
         .await
         .map_err(|e| NatsError::Connect { url: settings.url.clone(), message: e.to_string() })?;
     Ok((client, watch))
@@ -306,6 +310,8 @@ mod tests {
         let ok = NatsSettings::from_url("nats://127.0.0.1:4222").unwrap();
         assert_eq!((ok.stream.as_str(), ok.auth == Auth::None), ("DGT", true));
         assert!(NatsSettings::from_url("http://x").is_err());
+        assert!(NatsSettings::from_url("nats://a:1,nats://b:2,nats://c:3").is_ok());
+        assert!(NatsSettings::from_url("nats://a:1,,nats://b:2").is_err());
         assert!(NatsSettings::from_url("").is_err());
         let half = NatsSection {
             url: "nats://h:1".into(),
