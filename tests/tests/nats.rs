@@ -3,7 +3,9 @@
 //! websocket client each. The server is killed mid-round and restarted, then a venue relay
 //! is killed with SIGKILL and restarted. Afterwards each edge's client must have received
 //! every confirmed move of every journal exactly once and in journal order, and each
-//! edge's PGN over HTTP must be the game its journal tells.
+//! edge's PGN over HTTP must be the game its journal tells. Then one edge is killed: a
+//! client that reconnects to the other gets every game whole; and a new edge started last
+//! catches up from the stream.
 //!
 //! Without `nats-server` the test says so and skips, unless `DGT_REQUIRE_NATS=1` (CI).
 
@@ -19,9 +21,19 @@ use dgt_relay::record::Record;
 /// Simulator speed: thinking time fast-forwarded, hands at their own pace.
 const SPEED: &str = "50";
 
-/// Confirmed moves per game as its journal tells them, in journal order, keyed by
-/// (board, round); with each game's PGN as an edge writes it.
-type Games = BTreeMap<(u64, u64), (Vec<(u32, String)>, String)>;
+/// One game as its journal tells it.
+#[derive(Debug)]
+struct Game {
+    /// Every Move record, in journal order (later takebacks included).
+    sent: Vec<(u32, String)>,
+    /// The moves that stand at the end (UCI).
+    last: Vec<String>,
+    /// Its PGN as an edge writes it.
+    pgn: String,
+}
+
+/// Games keyed by (board, round).
+type Games = BTreeMap<(u64, u64), Game>;
 
 fn journals(data: &Path) -> Games {
     let mut out = Games::new();
@@ -42,7 +54,8 @@ fn journals(data: &Path) -> Games {
             }
             let Ok(Some(g)) = dgt_relay::store::replay(&p) else { continue };
             let key = (u64::from(g.header.board), u64::from(g.header.round));
-            out.insert(key, (moves, dgt_relay::pgn::write_game(&g, None)));
+            let last = g.moves.iter().map(|m| m.uci.clone()).collect();
+            out.insert(key, Game { sent: moves, last, pgn: dgt_relay::pgn::write_game(&g, None) });
         }
     }
     out
@@ -159,7 +172,7 @@ fn two_venues_two_edges_lose_and_duplicate_nothing_when_nats_or_a_venue_dies() {
         "both venues played: {truth:?}"
     );
     let expected: BTreeMap<(u64, u64), Vec<(u32, String)>> =
-        truth.iter().map(|(k, (moves, _))| (*k, moves.clone())).filter(|(_, m)| !m.is_empty()).collect();
+        truth.iter().map(|(k, g)| (*k, g.sent.clone())).filter(|(_, m)| !m.is_empty()).collect();
     println!(
         "journals: {} games, {} confirmed moves; NATS down from {before} venue moves, venue 1 restarted at {restarted}",
         expected.len(),
@@ -178,13 +191,43 @@ fn two_venues_two_edges_lose_and_duplicate_nothing_when_nats_or_a_venue_dies() {
         let boards = e.json("/api/boards").expect("edge boards");
         let clocks = boards.as_array().map_or(0, |a| a.iter().filter(|b| !b["clock"].is_null()).count());
         assert!(clocks > 0, "{name}: no board shows a clock: {boards}");
-        for ((board, round), (_, pgn)) in &truth {
+        for ((board, round), g) in &truth {
             let (status, body) = e.get(&format!("/pgn/{round}/{board}")).expect("PGN over HTTP");
             assert_eq!(status, 200, "{name}: /pgn/{round}/{board}");
-            assert_eq!(&body, pgn, "{name}: /pgn/{round}/{board} differs from the journal's game");
+            assert_eq!(body, g.pgn, "{name}: /pgn/{round}/{board} differs from the journal's game");
         }
     }
-    drop(edges);
+
+    // An edge dies: its viewers reconnect to the other one and resynchronise from its
+    // snapshot, which has every board's latest game whole.
+    let [mut edge_a, edge_b] = edges;
+    let _ = edge_a.child.kill();
+    let _ = edge_a.child.wait();
+    let again = Recorder::start(rt.handle(), edge_b.addr).expect("reconnect to edge-b");
+    wait_for("edge-b's snapshot", Duration::from_secs(10), || again.with(|s| s.snapshots >= 1));
+    let mut latest: BTreeMap<u64, u64> = BTreeMap::new();
+    for (board, round) in truth.keys() {
+        let r = latest.entry(*board).or_insert(*round);
+        *r = (*r).max(*round);
+    }
+    for (board, round) in latest {
+        let want = &truth[&(board, round)].last;
+        let got: Vec<String> = again
+            .with(|s| s.games.get(&(board, round)).map(|g| g.moves.iter().map(|m| m.uci.clone()).collect()))
+            .unwrap_or_default();
+        assert_eq!(&got, want, "board {board} round {round} after reconnecting to edge-b");
+    }
+
+    // A new edge catches up from the stream's start.
+    let edge_c = edge(&bin, &root.join("edge-c"), &url);
+    wait_for("edge-c to catch up", Duration::from_secs(20), || {
+        truth.iter().all(|((board, round), g)| {
+            edge_c
+                .get(&format!("/pgn/{round}/{board}"))
+                .is_ok_and(|(status, body)| status == 200 && body == g.pgn)
+        })
+    });
+    drop((edge_a, edge_b, edge_c));
     drop(nats);
     let _ = std::fs::remove_dir_all(&root);
 }
