@@ -206,6 +206,10 @@ impl Publisher {
             tracing::warn!(path = %path.display(), "journal does not start with a game record; not published");
             return Ok(());
         };
+        // The stamp tells a game from the one it replaced (an empty game started again).
+        // Two games of one board and round started within the same second share it, so the
+        // second one's lines would be taken for the first's and dropped as duplicates; the
+        // relay only replaces a game that has no move yet, so nothing played is lost.
         let stamp = super::game_stamp(&header);
         let mut next = if cursor.stamp == stamp { cursor.next } else { 0 };
         let start = next;
