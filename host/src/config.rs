@@ -171,6 +171,8 @@ pub struct Config {
     /// websocket feed and call the admin API from a browser; their hosts are also accepted
     /// as `Host` when listening on loopback (a reverse proxy on the same machine).
     pub allowed_origins: Vec<String>,
+    /// Publishing to NATS JetStream (`[nats]`), when configured.
+    pub nats: Option<crate::nats::NatsSettings>,
 }
 
 impl Default for Config {
@@ -191,6 +193,7 @@ impl Default for Config {
             max_connections: None,
             header_timeout_ms: 10_000,
             allowed_origins: Vec::new(),
+            nats: None,
         }
     }
 }
@@ -216,6 +219,8 @@ struct RawConfig {
     allowed_origins: Vec<Spanned<String>>,
     #[serde(default)]
     lichess: Option<Spanned<crate::push::LichessSection>>,
+    #[serde(default)]
+    nats: Option<Spanned<crate::nats::NatsSection>>,
     #[serde(default)]
     event: Option<RawEvent>,
     #[serde(default)]
@@ -403,6 +408,9 @@ impl Config {
         if let Some(l) = raw.lichess {
             cfg.lichess = Some(l.get_ref().settings().map_err(|m| at(l.span().start, m))?);
         }
+        if let Some(n) = raw.nats {
+            cfg.nats = Some(n.get_ref().settings().map_err(|m| at(n.span().start, m))?);
+        }
         if let Some(m) = raw.max_connections {
             if !(16..=1_000_000).contains(m.get_ref()) {
                 return Err(at(m.span().start, "max_connections must be between 16 and 1000000".to_owned()));
@@ -509,7 +517,7 @@ pub fn check_serial(s: &str) -> Result<(), String> {
 
 /// 32 hex characters from the operating system's random source. Without one there is no
 /// token worth having: the error says to set one.
-fn random_token() -> Result<String, ConfigError> {
+pub(crate) fn random_token() -> Result<String, ConfigError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| {
         ConfigError::Invalid(format!(

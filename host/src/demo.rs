@@ -27,6 +27,8 @@ pub struct DemoOptions {
     pub speed: f64,
     /// First serial number (boards get consecutive ones).
     pub first_serial: u32,
+    /// First board number (boards get consecutive ones).
+    pub first_board: u32,
 }
 
 /// The running simulated boards; dropping it stops them.
@@ -78,7 +80,7 @@ impl Demo {
             paths.push(board.path());
             let (b, games, stop, tournament) =
                 (Arc::clone(&board), Arc::clone(&games), Arc::clone(&stop), tournament.clone());
-            let number = i + 1;
+            let number = opts.first_board + i;
             let n_boards = opts.boards as usize;
             let driver = std::thread::Builder::new()
                 .name(format!("demo board {number}"))

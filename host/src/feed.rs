@@ -934,6 +934,11 @@ impl Hub {
         self.lock().round = round;
     }
 
+    /// The default round (see [`Hub::set_round`]).
+    pub fn round(&self) -> u32 {
+        self.lock().round
+    }
+
     /// Current websocket receivers.
     pub fn receivers(&self) -> usize {
         self.tx.receiver_count()
@@ -1423,13 +1428,15 @@ mod tests {
             ResultFromBoard,
             Storage,
             Push,
+            Nats,
+            BoardConflict,
         ];
         for code in all {
             match code {
                 NotResponding | BoardBack | PositionMismatch | PositionRecovered | MovesReconstructed
                 | MoveOrderUnknown | Resume | Capacity | BatteryLow | BatteryOk | ClockLost | ClockBack
                 | ClockBatteryLow | ClockBatteryOk | ClockPaused | ClockRunning | ClockCommand
-                | ResultFromBoard | Storage | Push => {}
+                | ResultFromBoard | Storage | Push | Nats | BoardConflict => {}
             }
         }
         all.to_vec()

@@ -16,6 +16,7 @@ pub mod export;
 pub mod feed;
 pub mod fuzz;
 pub mod http;
+pub mod nats;
 pub mod pgn;
 pub mod port;
 pub mod push;

@@ -74,8 +74,33 @@ enum Cmd {
         /// PGN file of games to replay.
         #[arg(long)]
         games: Option<PathBuf>,
+        /// The first simulated board's number (the others follow): two demo relays
+        /// publishing to one NATS stream need distinct board numbers.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=900))]
+        first_board: u32,
         #[command(flatten)]
         common: Common,
+    },
+    /// A relay with no boards: serves the feed, PGN and live page from a NATS JetStream
+    /// stream that venue relays publish to (`[nats]` or `--nats`).
+    Edge {
+        /// The NATS server, nats://HOST:PORT.
+        #[arg(long, value_name = "URL")]
+        nats: String,
+        /// A TOML configuration file (listen, token, `[lichess]`, `[nats]` credentials and
+        /// stream); boards and ports in it are ignored.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Only this event (as named in the venue relays' `[event]`); default: every event
+        /// in the stream.
+        #[arg(long)]
+        event: Option<String>,
+        /// Address to listen on, HOST:PORT (default 127.0.0.1:8080).
+        #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
+        listen: Option<SocketAddr>,
+        /// Folder for the PGN files the edge writes (default dgt-relay-edge).
+        #[arg(long)]
+        data: Option<PathBuf>,
     },
     /// Check a configuration file and exit.
     CheckConfig {
@@ -93,6 +118,10 @@ struct Common {
     /// Data folder for journals and PGN.
     #[arg(long)]
     data: Option<PathBuf>,
+    /// Publish every journal record to this NATS server's JetStream (nats://HOST:PORT), as
+    /// `[nats] url` in the configuration does.
+    #[arg(long, value_name = "URL")]
+    nats: Option<String>,
 }
 
 #[cfg(feature = "demo")]
@@ -144,17 +173,36 @@ fn main() -> anyhow::Result<()> {
             cfg.ports.extend(ports);
             cfg.bus.extend(bus);
             cfg.discover |= discover;
-            apply_common(&mut cfg, common);
+            apply_common(&mut cfg, common)?;
             if cfg.ports.is_empty() && cfg.bus.is_empty() && !cfg.discover {
                 bail!(
                     "no board to relay: give --port PATH, --bus PATH, --discover, or ports/bus/discover in the \
                      config"
                 );
             }
-            run(cfg, None)
+            run(cfg, None, None)
+        }
+        Cmd::Edge { nats, config, event, listen, data } => {
+            let mut cfg = match &config {
+                Some(path) => Config::load(path)?,
+                None => Config { data: PathBuf::from("dgt-relay-edge"), ..Config::default() },
+            };
+            // An edge has no boards: the configuration's are the venue relays' business.
+            cfg.boards.clear();
+            cfg.ports.clear();
+            cfg.discover = false;
+            set_nats_url(&mut cfg, &nats)?;
+            if let Some(l) = listen {
+                cfg.listen = l;
+            }
+            if let Some(d) = data {
+                cfg.data = d;
+            }
+            let settings = cfg.nats.take().context("no NATS settings")?;
+            run(cfg, None, Some(dgt_relay::nats::edge::EdgeOptions { nats: settings, event }))
         }
         #[cfg(feature = "demo")]
-        Cmd::Demo { boards, speed, games, common } => {
+        Cmd::Demo { boards, speed, games, first_board, common } => {
             if !(speed > 0.0 && speed <= 1000.0) {
                 bail!("--speed must be between 0 and 1000");
             }
@@ -173,17 +221,23 @@ fn main() -> anyhow::Result<()> {
                 },
                 ..Config::default()
             };
-            apply_common(&mut cfg, common);
-            let opts = dgt_relay::demo::DemoOptions { boards, speed, first_serial: 10_001 };
-            // Simulated board i has serial 10001 + i and board number i + 1.
+            apply_common(&mut cfg, common)?;
+            let opts = dgt_relay::demo::DemoOptions {
+                boards,
+                speed,
+                first_serial: 10_000 + first_board,
+                first_board,
+            };
+            // Simulated board i has serial 10000 + first_board + i and board number
+            // first_board + i.
             for i in 0..boards {
                 cfg.boards.push(dgt_relay::config::BoardConfig {
-                    number: i + 1,
+                    number: first_board + i,
                     serial: Some(format!("{:05}", opts.first_serial + i)),
                     pairing: dgt_relay::config::Pairing::default(),
                 });
             }
-            run(cfg, Some((games, opts)))
+            run(cfg, Some((games, opts)), None)
         }
     }
 }
@@ -196,13 +250,27 @@ fn run_stamp() -> String {
     format!("{}-{}", date.replace('.', ""), time.replace(':', ""))
 }
 
-fn apply_common(cfg: &mut Config, common: Common) {
+fn apply_common(cfg: &mut Config, common: Common) -> anyhow::Result<()> {
     if let Some(l) = common.listen {
         cfg.listen = l;
     }
     if let Some(d) = common.data {
         cfg.data = d;
     }
+    if let Some(url) = common.nats {
+        set_nats_url(cfg, &url)?;
+    }
+    Ok(())
+}
+
+/// Sets the NATS server, keeping the configuration's credentials and stream if it has them.
+fn set_nats_url(cfg: &mut Config, url: &str) -> anyhow::Result<()> {
+    let fresh = dgt_relay::nats::NatsSettings::from_url(url).map_err(|m| anyhow::anyhow!("--nats: {m}"))?;
+    match &mut cfg.nats {
+        Some(n) => n.url = fresh.url,
+        None => cfg.nats = Some(fresh),
+    }
+    Ok(())
 }
 
 /// The demo's games and options (none when relaying real boards).
@@ -217,15 +285,20 @@ type DemoSetup = Option<std::convert::Infallible>;
 /// published move wakes one task per client; on a shared runtime the next clock press's
 /// serial bytes would wait in the run queue behind all of them, so the boards get their
 /// own worker threads, which the kernel runs as soon as bytes arrive.
-fn run(cfg: Config, demo: DemoSetup) -> anyhow::Result<()> {
+fn run(cfg: Config, demo: DemoSetup, edge: Option<dgt_relay::nats::edge::EdgeOptions>) -> anyhow::Result<()> {
     let boards = tokio::runtime::Builder::new_multi_thread().thread_name("boards").enable_all().build()?;
     let feed = tokio::runtime::Builder::new_multi_thread().thread_name("feed").enable_all().build()?;
-    let result = boards.block_on(serve(cfg, demo, feed.handle().clone()));
+    let result = boards.block_on(serve(cfg, demo, edge, feed.handle().clone()));
     feed.shutdown_timeout(std::time::Duration::from_secs(1));
     result
 }
 
-async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -> anyhow::Result<()> {
+async fn serve(
+    mut cfg: Config,
+    demo: DemoSetup,
+    edge: Option<dgt_relay::nats::edge::EdgeOptions>,
+    feed: tokio::runtime::Handle,
+) -> anyhow::Result<()> {
     // First of all, so that a signal during start-up is a clean stop too, not a kill.
     let mut signals = StopSignals::new().context("cannot install the signal handlers")?;
     let generated = cfg.ensure_token()?;
@@ -301,6 +374,12 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
     for p in &cfg.bus {
         relay.add_bus_port(p.clone());
     }
+    // An edge's feed comes from the stream.
+    let follower = edge.map(|opts| {
+        tracing::info!(url = %opts.nats.url, stream = %opts.nats.stream, "edge: serving from NATS");
+        let stop = relay.shutdown().listener();
+        tokio::spawn(dgt_relay::nats::edge::run(opts, Arc::clone(&relay), stop))
+    });
     if cfg.discover {
         relay.discover();
     }
@@ -341,6 +420,9 @@ async fn serve(mut cfg: Config, demo: DemoSetup, feed: tokio::runtime::Handle) -
     let signal = signals.recv().await;
     tracing::info!(signal, "shutting down");
     relay.stop().await;
+    if let Some(f) = follower {
+        let _ = f.await;
+    }
     match tokio::time::timeout(std::time::Duration::from_secs(5), server).await {
         Ok(Ok(Ok(()))) => {}
         Ok(Ok(Err(e))) => tracing::warn!(error = %e, "server error at shutdown"),

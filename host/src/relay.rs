@@ -142,8 +142,30 @@ impl Relay {
             relay.tournament.clone(),
             relay.writer_shutdown.listener(),
         );
+        // Journal lines to NATS JetStream, stopped with the PGN writer so the last moves go
+        // out too.
+        let publisher = match &config.nats {
+            Some(settings) => {
+                let source = crate::nats::publish::source_id(settings, &config.data)?;
+                tracing::info!(url = %settings.url, stream = %settings.stream, %source, "publishing to NATS");
+                let p = crate::nats::publish::Publisher::new(
+                    settings.clone(),
+                    source,
+                    config.event.name.clone(),
+                    Arc::clone(&store),
+                    Arc::clone(&hub),
+                );
+                Some(p.run(relay.writer_shutdown.listener()))
+            }
+            None => None,
+        };
         let writer = tokio::spawn(async move {
-            tokio::join!(pgn_writer, export);
+            let publish = async move {
+                if let Some(p) = publisher {
+                    tracing::Instrument::instrument(p, tracing::info_span!("nats")).await;
+                }
+            };
+            tokio::join!(pgn_writer, export, publish);
         });
         *relay.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
         relay.catch_file_size_signal();

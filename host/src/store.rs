@@ -109,11 +109,39 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io { path: path.to_owned(), source }
 }
 
+/// Which journals grew since a reader last looked: the NATS publisher's wake-up. Marked
+/// after the fsync only, so a reader never sees a record before it is durable.
+#[derive(Debug, Default)]
+pub struct Appends {
+    /// (round, board) -> the journal was created anew (truncated) since the last look.
+    dirty: Mutex<BTreeMap<(u32, u32), bool>>,
+    notify: Notify,
+}
+
+impl Appends {
+    fn mark(&self, key: (u32, u32), created: bool) {
+        *self.dirty.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert(false) |= created;
+        self.notify.notify_one();
+    }
+
+    /// Takes the journals marked since the last call, with their "created anew" flag.
+    pub fn take(&self) -> BTreeMap<(u32, u32), bool> {
+        std::mem::take(&mut *self.dirty.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Waits until a journal is marked (returns at once if one was marked meanwhile).
+    pub async fn changed(&self) {
+        self.notify.notified().await;
+    }
+}
+
 /// An open journal, appended to by one board task.
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
     file: Arc<File>,
+    key: (u32, u32),
+    appends: Arc<Appends>,
 }
 
 impl Journal {
@@ -132,7 +160,9 @@ impl Journal {
         let path = self.path.clone();
         tokio::task::spawn_blocking(move || append_sync(&file, &path, &line))
             .await
-            .map_err(|e| StoreError::Task(e.to_string()))?
+            .map_err(|e| StoreError::Task(e.to_string()))??;
+        self.appends.mark(self.key, false);
+        Ok(())
     }
 }
 
@@ -195,6 +225,7 @@ pub struct Store {
     _lock: File,
     /// Counts PGN changes, for readers other than the file writer (the Lichess push).
     changes: tokio::sync::watch::Sender<u64>,
+    appends: Arc<Appends>,
 }
 
 impl std::fmt::Debug for Store {
@@ -258,6 +289,7 @@ impl Store {
             notices,
             _lock: lock,
             changes: tokio::sync::watch::channel(0).0,
+            appends: Arc::default(),
         };
         Ok((store, games))
     }
@@ -276,9 +308,42 @@ impl Store {
         &self.root
     }
 
+    /// The journals' growth, for readers that follow them (the NATS publisher).
+    pub fn appends(&self) -> Arc<Appends> {
+        Arc::clone(&self.appends)
+    }
+
     /// Where a game's journal lives.
     pub fn journal_path(&self, round: u32, board: u32) -> PathBuf {
         self.root.join(format!("round-{round}")).join(format!("game-{board}.journal"))
+    }
+
+    /// Every journal in the data folder, as (round, board).
+    pub fn journals(&self) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        let Ok(rounds) = fs::read_dir(&self.root) else { return out };
+        for entry in rounds.flatten() {
+            let name = entry.file_name();
+            let Some(round) =
+                name.to_str().and_then(|n| n.strip_prefix("round-")).and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(games) = fs::read_dir(entry.path()) else { continue };
+            for e in games.flatten() {
+                let n = e.file_name();
+                if let Some(board) = n
+                    .to_str()
+                    .and_then(|n| n.strip_prefix("game-"))
+                    .and_then(|n| n.strip_suffix(".journal"))
+                    .and_then(|n| n.parse::<u32>().ok())
+                {
+                    out.push((round, board));
+                }
+            }
+        }
+        out.sort_unstable();
+        out
     }
 
     /// True when a journal exists for this game.
@@ -301,7 +366,9 @@ impl Store {
         .await
         .map_err(|e| StoreError::Task(e.to_string()))??;
         let file = reopen_append(file, &path)?;
-        let j = Journal { path, file: Arc::new(file) };
+        let key = (header.round, header.board);
+        self.appends.mark(key, true);
+        let j = Journal { path, file: Arc::new(file), key, appends: Arc::clone(&self.appends) };
         j.append(&Record::Game(header.clone())).await?;
         Ok(j)
     }
@@ -311,7 +378,7 @@ impl Store {
     pub fn open_journal(&self, round: u32, board: u32) -> Result<Journal, StoreError> {
         let path = self.journal_path(round, board);
         let file = OpenOptions::new().read(true).append(true).open(&path).map_err(io_err(&path))?;
-        Ok(Journal { path, file: Arc::new(file) })
+        Ok(Journal { path, file: Arc::new(file), key: (round, board), appends: Arc::clone(&self.appends) })
     }
 
     /// Sets a game's PGN text and schedules its files for writing.
@@ -924,6 +991,8 @@ mod tests {
         let full = Journal {
             path: j.path().to_owned(),
             file: Arc::new(OpenOptions::new().append(true).open("/dev/full").unwrap()),
+            key: (1, 1),
+            appends: store.appends(),
         };
         let err = full.append(&mv(2)).await.unwrap_err();
         assert!(err.to_string().contains("No space"), "{err}");

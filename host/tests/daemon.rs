@@ -203,6 +203,12 @@ fn the_example_configuration_checks() {
     std::fs::write(&with_token, text.replace("\n# token = ", "\ntoken = ")).expect("write");
     let out = run_to_end(&["check-config", with_token.to_str().expect("path")]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The commented-out [nats] section is valid when set.
+    assert!(text.contains("\n# [nats]\n# url = "), "the example documents [nats]");
+    let with_nats = dir.join("nats.toml");
+    std::fs::write(&with_nats, text.replace("\n# [nats]\n# url = ", "\n[nats]\nurl = ")).expect("write");
+    let out = run_to_end(&["check-config", with_nats.to_str().expect("path")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // Every key the configuration accepts appears in the example.
     for key in [
         "listen",
@@ -229,6 +235,10 @@ fn the_example_configuration_checks() {
         "black",
         "fide_id",
         "title",
+        "[nats]",
+        "password",
+        "stream",
+        "source",
     ] {
         assert!(text.contains(key), "relay.example.toml does not document {key}");
     }

@@ -63,6 +63,10 @@ pub enum AlertCode {
     /// Lichess refused a pushed game or the push, or pushing keeps failing (raised by the
     /// host's Lichess push).
     Push,
+    /// Publishing to NATS JetStream fails, or works again (raised by the host's publisher).
+    Nats,
+    /// Two venue relays claim the same board of the same round (raised by an edge).
+    BoardConflict,
 }
 
 impl AlertCode {
@@ -89,6 +93,8 @@ impl AlertCode {
             AlertCode::ResultFromBoard => "result_from_board",
             AlertCode::Storage => "storage",
             AlertCode::Push => "push",
+            AlertCode::Nats => "nats",
+            AlertCode::BoardConflict => "board_conflict",
         }
     }
 }

@@ -4,6 +4,7 @@
 //! truth of the replayed corpus games and read back by independent PGN readers.
 //!
 //! - [`relay`]: the relay process, its HTTP API, its CPU and memory.
+//! - [`nats`]: a real nats-server with JetStream, for the venue relay and edge tests.
 //! - [`feed`]: a recording websocket client.
 //! - [`acceptance`]: corpus games under noise profiles, compared with the ground truth.
 //! - [`captures`]: the three real board captures written into a pty chunk by chunk.
@@ -20,6 +21,7 @@ pub mod export_format;
 pub mod faults;
 pub mod feed;
 pub mod interop;
+pub mod nats;
 pub mod offline;
 pub mod relay;
 pub mod scripts;

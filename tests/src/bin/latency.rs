@@ -3,8 +3,13 @@
 //! delivery that did not arrive.
 //!
 //! ```text
-//! cargo run --release -p dgt-e2e-tests --bin latency -- BOARDS SUBSCRIBERS [SECONDS=15] [PRESS_MS=1000] [CLIENT_THREADS=nproc]
+//! cargo run --release -p dgt-e2e-tests --bin latency -- BOARDS SUBSCRIBERS [SECONDS=15] [PRESS_MS=1000] [CLIENT_THREADS=nproc] [direct|edge|edge2]
 //! ```
+//!
+//! With `edge` the relay publishes to a `nats-server` (JetStream, started here on a free
+//! loopback port) and the subscribers connect to a `dgt-relay edge` reading that stream:
+//! the same press-to-frame path with NATS and a second relay process added. With `edge2`,
+//! two edges with `SUBSCRIBERS` each (one client process per edge).
 //!
 //! # What runs where
 //! - This process: `BOARDS` in-process `SimBoard`s (speed 1, scan period 0) on real ptys,
@@ -93,6 +98,13 @@ fn main() -> anyhow::Result<()> {
     let seconds: u64 = arg(&args, 3, 15);
     let press_ms: u64 = arg(&args, 4, 1000);
     let threads: usize = arg(&args, 5, std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let (mode, n_edges) = match args.get(6).map(String::as_str) {
+        None | Some("direct") => ("direct", 0usize),
+        Some("edge") => ("edge", 1),
+        Some("edge2") => ("edge2", 2),
+        Some(other) => bail!("unknown mode {other:?}: direct, edge or edge2"),
+    };
+    let via_edge = n_edges > 0;
     let bin = relay_binary(true)?;
     let dir = dgt_e2e_tests::acceptance::work_dir("latency");
     let _ = std::fs::remove_dir_all(&dir);
@@ -102,7 +114,17 @@ fn main() -> anyhow::Result<()> {
     let template = SimConfig { board: board_cfg, speed: 1.0, ..SimConfig::default() };
     let fleet = spawn_fleet(boards, &template, Some(&dir.join("links")))?;
     let cfg = dir.join("relay.toml");
-    std::fs::write(&cfg, format!("max_subscribers = {}\n", subs + 10))?;
+    let limits = format!("max_subscribers = {}\n", subs + 10);
+    // With `edge`: a NATS server, the relay publishing to it, and an edge serving the clients.
+    let nats = match via_edge {
+        true => {
+            let nats_bin = dgt_e2e_tests::nats::nats_binary().context("nats-server is not installed")?;
+            Some(dgt_e2e_tests::nats::NatsServer::start(&nats_bin, &dir.join("nats"))?)
+        }
+        false => None,
+    };
+    let nats_section = nats.as_ref().map(|n| format!("[nats]\nurl = \"{}\"\n", n.url())).unwrap_or_default();
+    std::fs::write(&cfg, format!("{limits}{nats_section}"))?;
     let mut relay_args: Vec<String> = vec![
         "run".into(),
         "--config".into(),
@@ -115,6 +137,27 @@ fn main() -> anyhow::Result<()> {
         relay_args.push(b.path().display().to_string());
     }
     let relay = Relay::start(&bin, &dir, &relay_args)?;
+    let mut edges = Vec::new();
+    for k in 0..n_edges {
+        let Some(n) = &nats else { break };
+        edges.push({
+            let edge_dir = dir.join(format!("edge-{k}"));
+            std::fs::create_dir_all(&edge_dir)?;
+            let edge_cfg = edge_dir.join("edge.toml");
+            std::fs::write(&edge_cfg, &limits)?;
+            let args: Vec<String> = vec![
+                "edge".into(),
+                "--nats".into(),
+                n.url(),
+                "--config".into(),
+                edge_cfg.display().to_string(),
+                "--data".into(),
+                edge_dir.join("data").display().to_string(),
+            ];
+            Relay::start(&bin, &edge_dir, &args)?
+        });
+    }
+    let serving: Vec<&Relay> = if edges.is_empty() { vec![&relay] } else { edges.iter().collect() };
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let v = relay.json("/api/boards")?;
@@ -135,26 +178,31 @@ fn main() -> anyhow::Result<()> {
         .filter_map(|b| Some((b["serial"].as_str()?.to_owned(), b["board"].as_u64()?)))
         .collect();
 
-    // The subscribers, in their own process.
-    let out = dir.join("arrivals.txt");
-    let mut clients = Command::new(std::env::current_exe()?)
-        .args([
-            "--clients".to_owned(),
-            relay.addr.to_string(),
-            subs.to_string(),
-            out.display().to_string(),
-            threads.to_string(),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("starting the client process")?;
-    let mut client_out = BufReader::new(clients.stdout.take().context("client stdout")?);
-    let mut line = String::new();
-    client_out.read_line(&mut line)?;
-    if line.trim() != "ready" {
-        bail!("client process: {line}");
+    // The subscribers, in their own process (one per serving relay).
+    let mut client_procs = Vec::new();
+    for (k, srv) in serving.iter().enumerate() {
+        let out = dir.join(format!("arrivals-{k}.txt"));
+        let mut clients = Command::new(std::env::current_exe()?)
+            .args([
+                "--clients".to_owned(),
+                srv.addr.to_string(),
+                subs.to_string(),
+                out.display().to_string(),
+                threads.to_string(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("starting the client process")?;
+        let mut client_out = BufReader::new(clients.stdout.take().context("client stdout")?);
+        let mut line = String::new();
+        client_out.read_line(&mut line)?;
+        if line.trim() != "ready" {
+            bail!("client process: {line}");
+        }
+        client_procs.push((clients, client_out, out));
     }
+    let total_subs = subs * client_procs.len();
     std::thread::sleep(Duration::from_millis(500));
 
     for b in &fleet {
@@ -162,7 +210,8 @@ fn main() -> anyhow::Result<()> {
     }
     let presses: Arc<Mutex<HashMap<(u64, u64), u64>>> = Arc::new(Mutex::new(HashMap::new()));
     let cpu0 = proc_stat(relay.pid());
-    let ccpu0 = proc_stat(clients.id());
+    let ecpu0: Vec<f64> = edges.iter().map(|e| proc_stat(e.pid()).cpu_s).collect();
+    let ccpu0: f64 = client_procs.iter().map(|(c, _, _)| proc_stat(c.id()).cpu_s).sum();
     let t0 = Instant::now();
     let cycle = [
         (Color::White, Square::G1, Square::F3),
@@ -199,30 +248,41 @@ fn main() -> anyhow::Result<()> {
     });
     let elapsed = t0.elapsed().as_secs_f64();
     let cpu1 = proc_stat(relay.pid());
-    let ccpu1 = proc_stat(clients.id());
+    let edge_cpu: String = edges
+        .iter()
+        .zip(&ecpu0)
+        .map(|(e, c0)| {
+            format!("; edge CPU {:.1}% of one core", 100.0 * (proc_stat(e.pid()).cpu_s - c0) / elapsed)
+        })
+        .collect();
+    let ccpu1: f64 = client_procs.iter().map(|(c, _, _)| proc_stat(c.id()).cpu_s).sum();
     // Late frames still count: wait before stopping the clients.
     std::thread::sleep(Duration::from_millis(3000));
-    drop(clients.stdin.take());
-    line.clear();
-    client_out.read_line(&mut line)?;
-    let client_stats = line.trim().to_owned();
-    let status = clients.wait()?;
-    if !status.success() {
-        bail!("client process failed: {status}");
-    }
-
-    let presses = presses.lock().map(|p| p.clone()).unwrap_or_default();
-    let mut per_client: Vec<HashMap<(u64, u64), u64>> = vec![HashMap::new(); subs];
-    for l in BufReader::new(std::fs::File::open(&out)?).lines() {
-        let l = l?;
-        let f: Vec<u64> = l.split(' ').filter_map(|x| x.parse().ok()).collect();
-        if let [c, b, p, t] = f[..]
-            && let Some(m) = per_client.get_mut(c as usize)
-        {
-            m.entry((b, p)).or_insert(t);
+    let mut stats = Vec::new();
+    let mut per_client: Vec<HashMap<(u64, u64), u64>> = vec![HashMap::new(); total_subs];
+    for (k, (mut clients, mut client_out, out)) in client_procs.into_iter().enumerate() {
+        drop(clients.stdin.take());
+        let mut line = String::new();
+        client_out.read_line(&mut line)?;
+        stats.push(line.trim().to_owned());
+        let status = clients.wait()?;
+        if !status.success() {
+            bail!("client process failed: {status}");
+        }
+        for l in BufReader::new(std::fs::File::open(&out)?).lines() {
+            let l = l?;
+            let f: Vec<u64> = l.split(' ').filter_map(|x| x.parse().ok()).collect();
+            if let [c, b, p, t] = f[..]
+                && let Some(m) = per_client.get_mut(k * subs + c as usize)
+            {
+                m.entry((b, p)).or_insert(t);
+            }
         }
     }
-    let mut lat: Vec<f64> = Vec::with_capacity(presses.len() * subs);
+    let client_stats = stats.join(" | ");
+
+    let presses = presses.lock().map(|p| p.clone()).unwrap_or_default();
+    let mut lat: Vec<f64> = Vec::with_capacity(presses.len() * total_subs);
     let mut missing = 0usize;
     // Per press: the first and the last subscriber to get it.
     let mut spread: HashMap<(u64, u64), (f64, f64)> = HashMap::new();
@@ -249,10 +309,10 @@ fn main() -> anyhow::Result<()> {
     let last_ms = median(spread.values().map(|s| s.1).collect());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "boards {boards:>3} subscribers {subs:>4}: {} presses, {} deliveries, {missing} lost ({:.3} %); latency ms p50 {:.2} p99 {:.2} max {:.2}; per press (median) first subscriber {first_ms:.2} ms, last {last_ms:.2} ms; relay CPU {:.1}% of one core, RSS {} MiB (peak {} MiB), {} threads; client process CPU {:.1}% ({threads} threads); {client_stats}; load {}",
+        "{mode:<6} boards {boards:>3} subscribers {total_subs:>4}: {} presses, {} deliveries, {missing} lost ({:.3} %); latency ms p50 {:.2} p99 {:.2} max {:.2}; per press (median) first subscriber {first_ms:.2} ms, last {last_ms:.2} ms; relay CPU {:.1}% of one core, RSS {} MiB (peak {} MiB), {} threads; client process CPU {:.1}% ({threads} threads); {client_stats}; load {}{edge_cpu}",
         presses.len(),
         lat.len(),
-        100.0 * missing as f64 / (presses.len() * subs).max(1) as f64,
+        100.0 * missing as f64 / (presses.len() * total_subs).max(1) as f64,
         pct(0.5),
         pct(0.99),
         lat.last().copied().unwrap_or(f64::NAN),
@@ -260,10 +320,12 @@ fn main() -> anyhow::Result<()> {
         cpu1.rss_kib / 1024,
         cpu1.hwm_kib / 1024,
         cpu1.threads,
-        100.0 * (ccpu1.cpu_s - ccpu0.cpu_s) / elapsed,
+        100.0 * (ccpu1 - ccpu0) / elapsed,
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
     );
+    drop(edges);
     drop(relay);
+    drop(nats);
     drop(fleet);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
