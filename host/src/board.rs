@@ -691,17 +691,24 @@ fn now_utc() -> (String, String) {
 /// The UTC date (`yyyy.mm.dd`) and time (`hh:mm:ss`) of seconds since 1970, as PGN writes
 /// them.
 pub fn utc_date_time(secs: u64) -> (String, String) {
-    let days = (secs / 86_400) as i64;
-    let tod = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (format!("{y:04}.{m:02}.{d:02}"), format!("{:02}:{:02}:{:02}", tod / 3600, (tod / 60) % 60, tod % 60))
+    let t = i64::try_from(secs)
+        .ok()
+        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    (
+        format!("{:04}.{:02}.{:02}", t.year(), u8::from(t.month()), t.day()),
+        format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_date_time;
+
+    #[test]
+    fn pgn_dates_and_times_are_utc() {
+        assert_eq!(utc_date_time(0), ("1970.01.01".to_owned(), "00:00:00".to_owned()));
+        assert_eq!(utc_date_time(951_782_400), ("2000.02.29".to_owned(), "00:00:00".to_owned()));
+        assert_eq!(utc_date_time(1_764_100_000), ("2025.11.25".to_owned(), "19:46:40".to_owned()));
+    }
 }
