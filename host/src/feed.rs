@@ -1662,6 +1662,38 @@ mod tests {
         }
     }
 
+    #[test]
+    fn with_a_delay_spectators_get_the_game_late_in_order_and_the_operator_at_once() {
+        let hub = Hub::new(1);
+        hub.delay().set(3).unwrap();
+        let (snap, mut rx) = hub.subscribe();
+        let t0 = Instant::now();
+        hub.publish(Delta::Move { board: 1, state: MoveState::Confirmed, mv: mv(1, "e4"), fen: None });
+        hub.clock_at(1, clocks(300, 299, Some(Side::Black)), t0);
+        hub.publish(Delta::Result { board: 1, result: Some("1-0".into()), termination: None });
+        // An alert is not the game: it goes at once.
+        hub.publish(alert(AlertCode::Storage, AlertLevel::Warning));
+        assert_eq!(hub.board(1).unwrap().moves.len(), 1);
+        assert_eq!(hub.board(1).unwrap().result.as_deref(), Some("1-0"));
+        assert!(hub.public_board(1).is_none_or(|b| b.moves.is_empty() && b.result.is_none()));
+        assert_eq!(rx.try_recv().unwrap().seq, snap.seq + 1);
+        assert!(rx.try_recv().is_err());
+        hub.release(t0 + Duration::from_millis(2900));
+        assert!(rx.try_recv().is_err());
+        hub.release(Instant::now() + Duration::from_secs(3));
+        let types: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|f| serde_json::from_str::<serde_json::Value>(f.json.as_str()).unwrap()["type"].to_string())
+            .collect();
+        assert_eq!(types, [r#""move""#, r#""clock""#, r#""result""#]);
+        let public = hub.public_board(1).unwrap();
+        assert_eq!((public.moves.len(), public.result.as_deref()), (1, Some("1-0")));
+        assert!(hub.next_due().is_none());
+        // Back to no delay: straight through.
+        hub.delay().set(0).unwrap();
+        hub.publish(Delta::Result { board: 1, result: None, termination: None });
+        assert!(hub.public_board(1).unwrap().result.is_none());
+    }
+
     fn clocks(white: u32, black: u32, running: Option<Side>) -> ClockView {
         ClockView { white: Some(white), black: Some(black), running }
     }
