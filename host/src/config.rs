@@ -173,6 +173,8 @@ pub struct Config {
     pub allowed_origins: Vec<String>,
     /// Publishing to NATS JetStream (`[nats]`), when configured.
     pub nats: Option<crate::nats::NatsSettings>,
+    /// The broadcast delay of everything public, seconds (0 to 3600; see [`crate::delay`]).
+    pub delay_s: u32,
 }
 
 impl Default for Config {
@@ -194,6 +196,7 @@ impl Default for Config {
             header_timeout_ms: 10_000,
             allowed_origins: Vec::new(),
             nats: None,
+            delay_s: 0,
         }
     }
 }
@@ -213,6 +216,7 @@ struct RawConfig {
     silence_ms: Option<Spanned<u64>>,
     battery_poll_ms: Option<Spanned<u64>>,
     max_subscribers: Option<Spanned<usize>>,
+    delay_s: Option<Spanned<u64>>,
     max_connections: Option<Spanned<usize>>,
     header_timeout_ms: Option<Spanned<u64>>,
     #[serde(default)]
@@ -404,6 +408,9 @@ impl Config {
                 return Err(at(m.span().start, "max_subscribers must be between 1 and 100000".to_owned()));
             }
             cfg.max_subscribers = m.into_inner();
+        }
+        if let Some(d) = raw.delay_s {
+            cfg.delay_s = crate::delay::check(*d.get_ref()).map_err(|e| at(d.span().start, e.to_string()))?;
         }
         if let Some(l) = raw.lichess {
             cfg.lichess = Some(l.get_ref().settings().map_err(|m| at(l.span().start, m))?);

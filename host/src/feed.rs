@@ -516,10 +516,26 @@ pub struct Snapshot {
     pub boards: Vec<BoardView>,
 }
 
+/// A change waiting for the broadcast delay.
+#[derive(Debug)]
+enum Pending {
+    /// A delta for the public feed.
+    Delta(Delta),
+    /// A clock reading that is not a delta (see [`Hub::clock`]).
+    Reading(u32, ClockView),
+}
+
 struct HubInner {
+    /// The sequence number of the last frame sent (the public feed's).
     seq: u64,
     round: u32,
+    /// The live boards: the operator's views.
     boards: BTreeMap<u32, BoardView>,
+    /// The boards as spectators see them, the live ones `delay` ago (see [`crate::delay`]);
+    /// their alerts are taken from `boards`, as alerts are not delayed.
+    public: BTreeMap<u32, BoardView>,
+    /// Game changes waiting for the broadcast delay, oldest first.
+    pending: crate::delay::DelayLine<Pending>,
     relay_alerts: Vec<AlertEntry>,
     /// Per standing condition (see [`Hub::publish_condition`]), the id of its latest alert.
     conditions: BTreeMap<&'static str, u64>,
@@ -575,6 +591,66 @@ impl HubInner {
     fn set_acked(&mut self, board: Option<u32>, id: u64, at: u64) {
         if let Some(a) = self.alerts_mut(board).iter_mut().find(|a| a.id == id) {
             a.acked_at.get_or_insert(at);
+        }
+    }
+
+    /// A public board as spectators see it, with the live alerts.
+    fn public_view(&self, v: &BoardView) -> BoardView {
+        let alerts = self.boards.get(&v.board).map_or(&v.alerts, |l| &l.alerts);
+        BoardView { port: None, alerts: alerts.iter().map(|a| self.private.entry(a)).collect(), ..v.clone() }
+    }
+
+    /// Numbers `delta`, applies it to the public boards and sends it to the subscribers.
+    fn send(&mut self, tx: &broadcast::Sender<Arc<Frame>>, mut delta: Delta, wall: u64) -> u64 {
+        // A whole board released late keeps the public board's connection state (sent at
+        // once, so newer) and the live alerts.
+        if let Delta::Board { view } = &mut delta {
+            if let Some(old) = self.public.get(&view.board) {
+                view.status = old.status;
+                view.serial.clone_from(&old.serial);
+                view.port.clone_from(&old.port);
+            }
+            if let Some(live) = self.boards.get(&view.board) {
+                view.alerts.clone_from(&live.alerts);
+            }
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        let round = self.round;
+        delta.apply(&mut self.public, round);
+        let body = match &delta {
+            Delta::Alert { board, alert } => {
+                if let Some(n) = board {
+                    self.public.entry(*n).or_insert_with(|| BoardView::new(*n, round));
+                }
+                let entry = self.add_alert(*board, alert.clone(), wall);
+                serde_json::to_string(&AlertFrame { board: *board, alert: &self.private.entry(&entry) })
+            }
+            Delta::AlertAck { board, id, acked_at } => {
+                self.set_acked(*board, *id, *acked_at);
+                serde_json::to_string(&delta)
+            }
+            _ => serde_json::to_string(&*self.private.delta(&delta)),
+        };
+        let body = body.unwrap_or_else(|e| format!(r#"{{"type":"error","message":"{e}"}}"#));
+        // No receivers is fine.
+        let _ = tx.send(Arc::new(Frame::new(seq, delta.board(), &body)));
+        seq
+    }
+
+    /// Sends the changes that have waited out `delay` at `now`.
+    fn release(&mut self, tx: &broadcast::Sender<Arc<Frame>>, now: Instant, delay: Duration) {
+        for p in self.pending.release(now, delay) {
+            match p {
+                Pending::Delta(d) => {
+                    self.send(tx, d, now_ms());
+                }
+                Pending::Reading(board, clock) => {
+                    if let Some(v) = self.public.get_mut(&board) {
+                        v.clock = Some(clock);
+                    }
+                }
+            }
         }
     }
 }
@@ -712,6 +788,8 @@ fn redact_absolute_paths(text: &str) -> String {
 pub struct Hub {
     inner: Mutex<HubInner>,
     tx: broadcast::Sender<Arc<Frame>>,
+    /// The broadcast delay of the public feed and views.
+    delay: crate::delay::Delay,
 }
 
 impl std::fmt::Debug for Hub {
@@ -728,6 +806,8 @@ impl Hub {
                 seq: 0,
                 round,
                 boards: BTreeMap::new(),
+                public: BTreeMap::new(),
+                pending: crate::delay::DelayLine::default(),
                 relay_alerts: Vec::new(),
                 conditions: BTreeMap::new(),
                 next_alert: now_ms().max(1),
@@ -735,6 +815,7 @@ impl Hub {
                 private: Private::default(),
             }),
             tx: broadcast::channel(RING).0,
+            delay: crate::delay::Delay::default(),
         }
     }
 
@@ -746,7 +827,7 @@ impl Hub {
     /// Numbers, applies and sends one delta; returns its sequence number.
     pub fn publish(&self, delta: Delta) -> u64 {
         let mut inner = self.lock();
-        Hub::publish_locked(&mut inner, &self.tx, delta, Instant::now())
+        self.publish_locked(&mut inner, delta, Instant::now())
     }
 
     /// Publishes a relay-wide alert about a standing condition named `topic` (the PGN
@@ -759,18 +840,12 @@ impl Hub {
             inner.relay_alerts.retain(|a| a.id != old);
         }
         let id = inner.next_alert;
-        let seq =
-            Hub::publish_locked(&mut inner, &self.tx, Delta::Alert { board: None, alert }, Instant::now());
+        let seq = self.publish_locked(&mut inner, Delta::Alert { board: None, alert }, Instant::now());
         inner.conditions.insert(topic, id);
         seq
     }
 
-    fn publish_locked(
-        inner: &mut HubInner,
-        tx: &broadcast::Sender<Arc<Frame>>,
-        mut delta: Delta,
-        now: Instant,
-    ) -> u64 {
+    fn publish_locked(&self, inner: &mut HubInner, mut delta: Delta, now: Instant) -> u64 {
         let wall = now_ms();
         match &delta {
             Delta::Clock { board, clock } => {
@@ -809,25 +884,18 @@ impl Hub {
             }
             _ => {}
         }
-        inner.seq += 1;
-        let seq = inner.seq;
         let round = inner.round;
         delta.apply(&mut inner.boards, round);
-        let body = match &delta {
-            Delta::Alert { board, alert } => {
-                let entry = inner.add_alert(*board, alert.clone(), wall);
-                serde_json::to_string(&AlertFrame { board: *board, alert: &inner.private.entry(&entry) })
-            }
-            Delta::AlertAck { board, id, acked_at } => {
-                inner.set_acked(*board, *id, *acked_at);
-                serde_json::to_string(&delta)
-            }
-            _ => serde_json::to_string(&*inner.private.delta(&delta)),
-        };
-        let body = body.unwrap_or_else(|e| format!(r#"{{"type":"error","message":"{e}"}}"#));
-        // No receivers is fine.
-        let _ = tx.send(Arc::new(Frame::new(seq, delta.board(), &body)));
-        seq
+        let delay = self.delay.get();
+        // Alerts and connection states are not the game: spectators get them at once.
+        let game = !matches!(delta, Delta::Alert { .. } | Delta::AlertAck { .. } | Delta::Status { .. });
+        if game && (!delay.is_zero() || !inner.pending.is_empty()) {
+            inner.pending.push(now, Pending::Delta(delta));
+            // With the delay back to zero, what waited goes first, then this.
+            inner.release(&self.tx, now, delay);
+            return inner.seq;
+        }
+        inner.send(&self.tx, delta, wall)
     }
 
     /// Takes a clock reading of `board`. The reading always updates the board's state (so
@@ -846,19 +914,45 @@ impl Hub {
         let sent = inner.sent_clocks.get(&board).copied();
         let due = sent.is_none_or(|(last, at)| clock_needs_delta(&last, now.duration_since(at), &clock));
         if due {
-            return Some(Hub::publish_locked(&mut inner, &self.tx, Delta::Clock { board, clock }, now));
+            return Some(self.publish_locked(&mut inner, Delta::Clock { board, clock }, now));
         }
         if let Some(view) = inner.boards.get_mut(&board) {
             view.clock = Some(clock);
         }
+        let delay = self.delay.get();
+        if delay.is_zero() && inner.pending.is_empty() {
+            if let Some(view) = inner.public.get_mut(&board) {
+                view.clock = Some(clock);
+            }
+        } else {
+            inner.pending.push(now, Pending::Reading(board, clock));
+            inner.release(&self.tx, now, delay);
+        }
         None
+    }
+
+    /// The broadcast delay of the public feed and views.
+    pub fn delay(&self) -> &crate::delay::Delay {
+        &self.delay
+    }
+
+    /// Sends the public changes that have waited out the delay at `now`.
+    pub fn release(&self, now: Instant) {
+        let mut inner = self.lock();
+        let delay = self.delay.get();
+        inner.release(&self.tx, now, delay);
+    }
+
+    /// When the next waiting public change is due, if one waits.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.lock().pending.next_due(self.delay.get())
     }
 
     /// A snapshot (as spectators see it) and a receiver that continues exactly after it.
     pub fn subscribe(&self) -> (Snapshot, broadcast::Receiver<Arc<Frame>>) {
         let inner = self.lock();
         let rx = self.tx.subscribe();
-        let boards = inner.boards.values().map(|v| inner.private.view(v)).collect();
+        let boards = inner.public.values().map(|v| inner.public_view(v)).collect();
         (Snapshot { seq: inner.seq, boards }, rx)
     }
 
@@ -875,13 +969,13 @@ impl Hub {
     /// Every board as spectators see it (no port, no paths in alerts).
     pub fn public_boards(&self) -> Vec<BoardView> {
         let inner = self.lock();
-        inner.boards.values().map(|v| inner.private.view(v)).collect()
+        inner.public.values().map(|v| inner.public_view(v)).collect()
     }
 
     /// One board as spectators see it.
     pub fn public_board(&self, n: u32) -> Option<BoardView> {
         let inner = self.lock();
-        inner.boards.get(&n).map(|v| inner.private.view(v))
+        inner.public.get(&n).map(|v| inner.public_view(v))
     }
 
     /// Relay-wide alerts (not about one board), oldest first, as spectators see them.
@@ -906,7 +1000,7 @@ impl Hub {
         };
         if !acked {
             let delta = Delta::AlertAck { board, id, acked_at: now_ms() };
-            Hub::publish_locked(&mut inner, &self.tx, delta, Instant::now());
+            self.publish_locked(&mut inner, delta, Instant::now());
         }
         inner.find_alert(id).map(|(b, a)| (b, a.clone()))
     }
@@ -1566,6 +1660,38 @@ mod tests {
         ] {
             assert!(serde_json::from_str::<ClientMessage>(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn with_a_delay_spectators_get_the_game_late_in_order_and_the_operator_at_once() {
+        let hub = Hub::new(1);
+        hub.delay().set(3).unwrap();
+        let (snap, mut rx) = hub.subscribe();
+        let t0 = Instant::now();
+        hub.publish(Delta::Move { board: 1, state: MoveState::Confirmed, mv: mv(1, "e4"), fen: None });
+        hub.clock_at(1, clocks(300, 299, Some(Side::Black)), t0);
+        hub.publish(Delta::Result { board: 1, result: Some("1-0".into()), termination: None });
+        // An alert is not the game: it goes at once.
+        hub.publish(alert(AlertCode::Storage, AlertLevel::Warning));
+        assert_eq!(hub.board(1).unwrap().moves.len(), 1);
+        assert_eq!(hub.board(1).unwrap().result.as_deref(), Some("1-0"));
+        assert!(hub.public_board(1).is_none_or(|b| b.moves.is_empty() && b.result.is_none()));
+        assert_eq!(rx.try_recv().unwrap().seq, snap.seq + 1);
+        assert!(rx.try_recv().is_err());
+        hub.release(t0 + Duration::from_millis(2900));
+        assert!(rx.try_recv().is_err());
+        hub.release(Instant::now() + Duration::from_secs(3));
+        let types: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|f| serde_json::from_str::<serde_json::Value>(f.json.as_str()).unwrap()["type"].to_string())
+            .collect();
+        assert_eq!(types, [r#""move""#, r#""clock""#, r#""result""#]);
+        let public = hub.public_board(1).unwrap();
+        assert_eq!((public.moves.len(), public.result.as_deref()), (1, Some("1-0")));
+        assert!(hub.next_due().is_none());
+        // Back to no delay: straight through.
+        hub.delay().set(0).unwrap();
+        hub.publish(Delta::Result { board: 1, result: None, termination: None });
+        assert!(hub.public_board(1).unwrap().result.is_none());
     }
 
     fn clocks(white: u32, black: u32, running: Option<Side>) -> ClockView {

@@ -188,6 +188,7 @@ pub fn router(relay: Arc<Relay>, access: Access) -> Router {
         .route("/boards/{board}/new-game", post(new_game))
         .route("/boards/{board}/correct", post(correct))
         .route("/alerts/{id}/ack", post(ack_alert))
+        .route("/delay", get(get_delay).put(put_delay))
         .route_layer(middleware::from_fn_with_state(guarded.clone(), require_token))
         .route_layer(middleware::from_fn_with_state(guarded.clone(), check_access));
     let feed = Router::new()
@@ -415,6 +416,25 @@ async fn ws(State(relay): State<Arc<Relay>>, upgrade: WebSocketUpgrade) -> Respo
             let end = crate::feed::serve_client(socket, hub, stop, ClientLimits::default()).await;
             tracing::debug!(?end, "websocket client left");
         })
+}
+
+/// `GET /api/admin/delay`: the broadcast delay.
+async fn get_delay(State(relay): State<Arc<Relay>>) -> Response {
+    Json(serde_json::json!({ "delay_s": relay.delay() })).into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DelayBody {
+    delay_s: u64,
+}
+
+/// `PUT /api/admin/delay`: sets the broadcast delay of everything public.
+async fn put_delay(State(relay): State<Arc<Relay>>, Json(body): Json<DelayBody>) -> Response {
+    match relay.set_delay(body.delay_s) {
+        Ok(()) => Json(serde_json::json!({ "ok": true, "delay_s": relay.delay() })).into_response(),
+        Err(e) => AdminError::Invalid(e.to_string()).into_response(),
+    }
 }
 
 fn admin_result(r: Result<(), AdminError>) -> Response {
@@ -653,11 +673,39 @@ fn game_json(g: &crate::record::GameRecord, with_moves: bool) -> serde_json::Val
 /// Reads the journals of `round` (the boards in `boards`) off the async threads.
 async fn read_games(relay: &Relay, round: u32, boards: Vec<u32>) -> Vec<crate::record::GameRecord> {
     let paths: Vec<std::path::PathBuf> = boards.iter().map(|b| relay.store.journal_path(round, *b)).collect();
-    tokio::task::spawn_blocking(move || {
+    let mut games = tokio::task::spawn_blocking(move || {
         paths.iter().filter_map(|p| crate::store::replay(p).ok().flatten()).collect::<Vec<_>>()
     })
     .await
-    .unwrap_or_default()
+    .unwrap_or_default();
+    for g in &mut games {
+        delayed(relay, g);
+    }
+    games
+}
+
+/// With a broadcast delay, cuts a journaled game (which is live) back to what spectators
+/// may see: the moves and result of the public board, the live one as it was then. A game
+/// whose board has moved on to a later round is shown whole.
+fn delayed(relay: &Relay, g: &mut crate::record::GameRecord) {
+    if relay.delay() == 0 && relay.hub.next_due().is_none() {
+        return;
+    }
+    let public = relay.hub.public_board(g.header.board);
+    match public {
+        Some(v) if v.round > g.header.round => {}
+        Some(v) if v.round == g.header.round => {
+            let last = v.moves.last().map_or(0, |m| m.ply);
+            g.moves.retain(|m| m.ply <= last);
+            g.result = v.result;
+            g.termination = v.termination;
+        }
+        _ => {
+            g.moves.clear();
+            g.result = None;
+            g.termination = None;
+        }
+    }
 }
 
 /// `GET /api/rounds/{round}`: every game of a round with its players, result and final
@@ -683,7 +731,7 @@ async fn game(State(relay): State<Arc<Relay>>, Path((round, board)): Path<(u32, 
         return error(StatusCode::NOT_FOUND, "no such game");
     };
     let mut v = game_json(&g, true);
-    if let Some(live) = relay.hub.board(board).filter(|b| b.round == round)
+    if let Some(live) = relay.hub.public_board(board).filter(|b| b.round == round)
         && let Some(moves) = v["moves"].as_array_mut()
     {
         for m in moves {

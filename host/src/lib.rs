@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod board;
 pub mod config;
+pub mod delay;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod export;

@@ -78,6 +78,9 @@ impl Relay {
         let (store, games) = Store::open(&config.data)?;
         let store = Arc::new(store);
         let hub = Arc::new(Hub::new(config.event.round));
+        // Before anything is published, so that no recovered move escapes the delay.
+        let _ = hub.delay().set(u64::from(config.delay_s));
+        let _ = store.delay().set(u64::from(config.delay_s));
         // What opening the folder repaired or left alone, for the operator.
         for n in store.notices() {
             let alert = AlertView {
@@ -179,8 +182,55 @@ impl Relay {
                 relay.writer_shutdown.listener(),
             );
         }
+        relay.release_delayed();
         relay.recover(games);
         Ok(relay)
+    }
+
+    /// The broadcast delay, seconds.
+    pub fn delay(&self) -> u32 {
+        self.hub.delay().seconds()
+    }
+
+    /// Sets the broadcast delay of everything public (see [`crate::delay`]).
+    pub fn set_delay(&self, seconds: u64) -> Result<(), crate::delay::DelayOutOfRange> {
+        self.hub.delay().set(seconds)?;
+        self.store.delay().set(seconds)?;
+        tracing::info!(seconds, "broadcast delay set");
+        // A shorter delay releases what has waited long enough now.
+        let now = std::time::Instant::now();
+        self.hub.release(now);
+        self.store.release_pgn(now);
+        Ok(())
+    }
+
+    /// Releases public changes as their delay passes, until shutdown. It wakes at the next
+    /// change due, and at least every quarter second to follow a changed delay.
+    fn release_delayed(&self) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let hub = Arc::clone(&self.hub);
+        let store = Arc::clone(&self.store);
+        let mut stop = self.shutdown.listener();
+        self.spawn(async move {
+            let tick = Duration::from_millis(250);
+            loop {
+                let now = tokio::time::Instant::now();
+                let next = [hub.next_due(), store.next_pgn_due()]
+                    .into_iter()
+                    .flatten()
+                    .map(tokio::time::Instant::from_std)
+                    .fold(now + tick, std::cmp::Ord::min);
+                tokio::select! {
+                    _ = tokio::time::sleep_until(next) => {}
+                    _ = stop.wait() => return,
+                }
+                let now = std::time::Instant::now();
+                hub.release(now);
+                store.release_pgn(now);
+            }
+        });
     }
 
     /// A file-size limit (`ulimit -f`, systemd's `LimitFSIZE=`) reached by a write sends

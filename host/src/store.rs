@@ -226,6 +226,10 @@ pub struct Store {
     /// Counts PGN changes, for readers other than the file writer (the Lichess push).
     changes: tokio::sync::watch::Sender<u64>,
     appends: Arc<Appends>,
+    /// The broadcast delay of the PGN texts (see [`crate::delay`]).
+    delay: crate::delay::Delay,
+    /// PGN texts waiting for the delay: (round, board, text).
+    pending: Mutex<crate::delay::DelayLine<(u32, u32, String)>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -290,6 +294,8 @@ impl Store {
             _lock: lock,
             changes: tokio::sync::watch::channel(0).0,
             appends: Arc::default(),
+            delay: crate::delay::Delay::default(),
+            pending: Mutex::default(),
         };
         Ok((store, games))
     }
@@ -381,8 +387,43 @@ impl Store {
         Ok(Journal { path, file: Arc::new(file), key: (round, board), appends: Arc::clone(&self.appends) })
     }
 
-    /// Sets a game's PGN text and schedules its files for writing.
+    /// Sets a game's PGN text: at once, or with a broadcast delay once the delay has
+    /// passed ([`Store::release_pgn`]). Everything that reads the texts (the files, `/pgn`,
+    /// the round folder's index, the Lichess push) is public, so all of them lag alike.
     pub fn set_pgn(&self, round: u32, board: u32, text: String) {
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            if self.delay.seconds() > 0 || !pending.is_empty() {
+                pending.push(std::time::Instant::now(), (round, board, text));
+                drop(pending);
+                // With the delay back to zero, what waited goes first, then this.
+                self.release_pgn(std::time::Instant::now());
+                return;
+            }
+        }
+        self.publish_pgn(round, board, text);
+    }
+
+    /// The broadcast delay of the PGN texts.
+    pub fn delay(&self) -> &crate::delay::Delay {
+        &self.delay
+    }
+
+    /// Publishes the PGN texts that have waited out the delay at `now`.
+    pub fn release_pgn(&self, now: std::time::Instant) {
+        // Published under the queue's lock, so two releases cannot swap texts.
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        for (round, board, text) in pending.release(now, self.delay.get()) {
+            self.publish_pgn(round, board, text);
+        }
+    }
+
+    /// When the next waiting PGN text is due, if one waits.
+    pub fn next_pgn_due(&self) -> Option<std::time::Instant> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner()).next_due(self.delay.get())
+    }
+
+    fn publish_pgn(&self, round: u32, board: u32, text: String) {
         let mut t = self.lock();
         t.games.insert((round, board), text);
         t.dirty.insert((round, board));
