@@ -19,7 +19,7 @@
 //! | bus | virtual line |
 //! |---|---|
 //! | field event in the changes (`SEND_CHANGES`) | `FIELD_UPDATE` (in update modes), in the EEPROM's order |
-//! | time event in the changes (a lever press: the halted side's display) | `BWTIME`: the last clock reading with that display and the lever turned (after a reading of the clock running, presser's side up, when the last one showed it stopped); the clock is read right after |
+//! | time event in the changes (a lever press: the halted side's display) | `BWTIME`: the last clock reading with that display and the lever turned (after a reading of the clock running, presser's side up, when the last one showed it stopped); the clock is read right after. The first press of what may be a new game waits for that reading, with what followed it in the changes, and is built on it, after the clock as set (stopped, presser's side up) |
 //! | power-up (or watchdog) in the changes | nothing for its listing of the pieces (not changes); a board dump is read |
 //! | clock reading (`SEND_CLK`, every [`BusTiming::clock_period_ms`] and after a press) | `BWTIME` when it differs from the last one sent (update-nice), every one in `43` mode; a running clock's reading whose lever shows a press the changes have not brought yet is held back once (the press comes with the next changes, in its place) |
 //! | board dump (`SEND_BRD`) | `BOARD_DUMP` |
@@ -40,6 +40,12 @@
 //!   into a reading there, the tracker sees the move, then the press, then the next move,
 //!   as on a single board, even when all three fall in one polling cycle. The true reading
 //!   follows within the same turn.
+//! - The first press after a start position (or a dump, or a new line) is not built on the
+//!   last reading: that may be the previous game's clock (the arbiter sets a new game's
+//!   clock between two readings of it). It waits for the reading after it, a few
+//!   milliseconds later in the same turn, and goes out built on that one, after the
+//!   readings a single board sends of a clock being set and started (stopped, then
+//!   running, the presser's lever up): the tracker learns White's side from them.
 //! - What a board logged while no line was open to it (before it was found, while it was
 //!   off the chain) is not sent as field updates: it would arrive after the reconnect dump,
 //!   out of order. It goes to the event log, which the session reads when the reconnect
@@ -286,9 +292,10 @@ struct Board {
     /// A reading of the running clock was held back: its lever showed a press the changes
     /// had not logged yet (see [`BusPoller::clock`]).
     held: bool,
-    /// A press the changes brought before any reading of a clock (a clock attached and
-    /// started with the game): its readings wait for the next clock reading to build on.
-    pending_press: Option<(ClockSide, dgt_protocol::ClockTime)>,
+    /// What the changes brought from a press on that had no reading to build on (no
+    /// clock read yet, or a game may have begun since the last reading, whose clock may be
+    /// a new one): forwarded, in order, once the clock is read after it.
+    deferred: Vec<EeEvent>,
     /// Every EEPROM event the changes brought, for the event log.
     log: VecDeque<EeEvent>,
     log_bytes: usize,
@@ -318,7 +325,7 @@ impl Board {
             next_clock: now,
             last_times: None,
             held: false,
-            pending_press: None,
+            deferred: Vec::new(),
             log: VecDeque::new(),
             log_bytes: 0,
             anchored: false,
@@ -339,6 +346,56 @@ impl Board {
         }
         if matches!(e, EeEvent::PowerUp) {
             self.anchored = true;
+        }
+    }
+
+    /// Sends changes on the virtual line (see the module docs). A press with no reading to
+    /// build on (none yet, or a game may have begun since the last one: its clock may be
+    /// new) is deferred with all that follows it until the clock is read; `fresh` is that
+    /// reading, taken after the deferred press.
+    fn forward(&mut self, address: u16, events: &[EeEvent], mut fresh: Option<ClockTimes>) {
+        let mut listing = false;
+        for (i, &e) in events.iter().enumerate() {
+            if !self.deferred.is_empty() {
+                self.deferred.push(e);
+                continue;
+            }
+            let Some(line) = self.line.as_mut() else { return };
+            match e {
+                EeEvent::Field { .. } if listing => {}
+                EeEvent::Field { square, piece, .. } => {
+                    if line.mode.fields() {
+                        line.send(&Message::FieldUpdate(FieldUpdate::new(square, piece)));
+                    }
+                }
+                EeEvent::Time { side, time } => {
+                    listing = false;
+                    tracing::trace!(address, ?side, ?time, "press in the changes");
+                    let replay = fresh.take();
+                    let base = replay.or(self.last_times).filter(|t| !t.status.no_clock());
+                    match base {
+                        Some(base) if replay.is_some() || !line.new_game => {
+                            self.last_times = Some(press_readings(base, side, time, line, replay.is_some()));
+                            self.held = false;
+                        }
+                        _ if replay.is_some() => {
+                            // The clock read after it shows none: no reading to send.
+                        }
+                        _ => {
+                            tracing::trace!(address, "press deferred until the clock is read");
+                            self.deferred.extend_from_slice(&events[i..]);
+                            return;
+                        }
+                    }
+                }
+                EeEvent::PowerUp | EeEvent::WatchdogAction => listing = true,
+                EeEvent::BeginPos | EeEvent::BeginPosRotated | EeEvent::FourRows => {
+                    // A game may begin: its clock is new to the session.
+                    listing = false;
+                    line.new_game = true;
+                }
+                _ => listing = false,
+            }
         }
     }
 
@@ -576,6 +633,7 @@ impl BusPoller {
         {
             b.announced = false;
             b.line = None;
+            b.deferred.clear();
             b.fresh = true;
             b.reoffer = Some(now + 1_000);
         }
@@ -992,6 +1050,7 @@ impl BusPoller {
             b.present = false;
             b.announced = false;
             b.line = None;
+            b.deferred.clear();
             b.next_probe = now + timing.probe_gone_ms;
             let reason = format!("no answer on the bus for {} ms", now - b.last_heard);
             tracing::warn!(address, %reason, "board gone from the bus");
@@ -1016,51 +1075,17 @@ impl BusPoller {
             // The first packet since the board was found is what it logged before.
             b.fresh = false;
         }
-        let mut listing = false;
-        let mut press = false;
         let mut doubt = false;
+        let mut events = Vec::new();
         for e in dgt_protocol::EeEvents::new(&raw).iter() {
             b.record(e);
-            if !forward {
-                continue;
-            }
-            match e {
-                EeEvent::Field { .. } if listing => {}
-                EeEvent::Field { square, piece, .. } => {
-                    if let Some(line) = b.line.as_mut()
-                        && line.mode.fields()
-                    {
-                        line.send(&Message::FieldUpdate(FieldUpdate::new(square, piece)));
-                    }
-                }
-                EeEvent::Time { side, time } => {
-                    listing = false;
-                    press = true;
-                    tracing::trace!(address, ?side, ?time, "press in the changes");
-                    match (b.last_times.filter(|t| !t.status.no_clock()), b.line.as_mut()) {
-                        (Some(base), Some(line)) => {
-                            b.last_times = Some(press_readings(base, side, time, line, false));
-                            b.held = false;
-                        }
-                        (None, Some(_)) => b.pending_press = Some((side, time)),
-                        _ => {}
-                    }
-                }
-                EeEvent::PowerUp | EeEvent::WatchdogAction => {
-                    listing = true;
-                    doubt = true;
-                }
-                EeEvent::Malformed { .. } => doubt = true,
-                EeEvent::BeginPos | EeEvent::BeginPosRotated | EeEvent::FourRows => {
-                    // A game may begin: its clock is new to the session.
-                    listing = false;
-                    if let Some(line) = b.line.as_mut() {
-                        line.new_game = true;
-                    }
-                }
-                _ => listing = false,
+            doubt |= matches!(e, EeEvent::PowerUp | EeEvent::WatchdogAction | EeEvent::Malformed { .. });
+            if forward {
+                events.push(e);
             }
         }
+        let press = events.iter().any(|e| matches!(e, EeEvent::Time { .. }));
+        b.forward(address, &events, None);
         if !forward {
             // What it logged while no line was open: the session reads a dump (and, when that
             // differs from what it kept, this log).
@@ -1092,6 +1117,7 @@ impl BusPoller {
         let ahead = t.status.running()
             && !t.status.no_clock()
             && b.line.is_some()
+            && b.deferred.is_empty()
             && b.last_times.is_some_and(|l| l.status.running() && l.high_side() != t.high_side());
         if ahead && !b.held {
             tracing::trace!(address, "clock reading ahead of the changes; held");
@@ -1100,14 +1126,12 @@ impl BusPoller {
             return;
         }
         b.held = false;
-        if let (Some((side, time)), Some(line)) = (b.pending_press.take(), b.line.as_mut())
-            && t.status.running()
-            && !t.status.no_clock()
-        {
-            // The first reading of a clock pressed before it was read: the press goes first,
-            // built on this reading (the game learns White's side from a running reading
-            // before it, not from this one).
-            press_readings(t, side, time, line, true);
+        if !b.deferred.is_empty() {
+            // A reading from after the deferred press: the press and what followed it go
+            // first, built on this reading (the game learns White's side from the set clock
+            // and the running reading before the press, not from this one).
+            let deferred = std::mem::take(&mut b.deferred);
+            b.forward(address, &deferred, Some(t));
         }
         b.last_times = Some(t);
         if let Some(line) = b.line.as_mut() {
@@ -1128,6 +1152,12 @@ impl BusPoller {
                     b.record(EeEvent::Field { square: sq, piece, quick: false });
                 }
             }
+        }
+        if !b.deferred.is_empty() {
+            // The dump shows the board after them: they go first, on the last reading.
+            let deferred = std::mem::take(&mut b.deferred);
+            let base = b.last_times;
+            b.forward(address, &deferred, base);
         }
         if let Some(line) = b.line.as_mut() {
             line.send(&Message::BoardDump(d));
@@ -1155,8 +1185,10 @@ impl BusPoller {
 /// press, that reading goes first, even if it repeats the last one: the tracker learns
 /// White's side from the lever of a game's first running reading, which must not be a
 /// press, and the last reading may have come before the session saw the game begin (a start
-/// position is taken once it stood still). A new game's clock shows no flag of the previous
-/// game's. A press a real reading already showed (the lever down on the presser's side,
+/// position is taken once it stood still). When a game may have begun, the clock as the
+/// arbiter set it (stopped, the presser's lever up) goes before that: a single board sends
+/// it, and the tracker takes a stopped clock's lever for White's side even after a running
+/// reading of the previous game. A new game's clock shows no flag of the previous game's. A press a real reading already showed (the lever down on the presser's side,
 /// the presser's display at the logged time) is not sent again, unless `replay` (a press
 /// that came before any reading, built on the reading after it).
 fn press_readings(
@@ -1190,6 +1222,12 @@ fn press_readings(
             s.flags.flag = false;
             s.flags.final_flag = false;
         }
+        // The clock as the arbiter set it before starting it: stopped, the lever raised on
+        // the side to move (a single board sends that reading before the clock runs).
+        let mut set = t;
+        set.status.0 &= !0x01;
+        lever_up(&mut set, side);
+        line.times(set, false, true);
     }
     if new_game || !t.status.running() || t.high_side() != side {
         t.status.0 |= 0x01;
