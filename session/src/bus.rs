@@ -40,12 +40,13 @@
 //!   into a reading there, the tracker sees the move, then the press, then the next move,
 //!   as on a single board, even when all three fall in one polling cycle. The true reading
 //!   follows within the same turn.
-//! - The first press after a start position (or a dump, or a new line) is not built on the
-//!   last reading: that may be the previous game's clock (the arbiter sets a new game's
-//!   clock between two readings of it). It waits for the reading after it, a few
-//!   milliseconds later in the same turn, and goes out built on that one, after the
-//!   readings a single board sends of a clock being set and started (stopped, then
-//!   running, the presser's lever up): the tracker learns White's side from them.
+//! - The first press after a start position (in the changes or a dump, or on a new line)
+//!   is not built on the last reading: that may be the previous game's clock (the arbiter
+//!   sets a new game's clock between two readings of it). It waits for the reading after
+//!   it (read before any dump of that turn, a few milliseconds later) and goes out built on
+//!   that one, after the readings a single board sends of a clock being set and started
+//!   (stopped, then running, the presser's lever up): the tracker learns White's side
+//!   from them.
 //! - What a board logged while no line was open to it (before it was found, while it was
 //!   off the chain) is not sent as field updates: it would arrive after the reconnect dump,
 //!   out of order. It goes to the event log, which the session reads when the reconnect
@@ -1100,6 +1101,23 @@ impl BusPoller {
         if want_clock {
             self.add_to_turn(address, BusCommandKind::SendClock);
         }
+        if self.boards.get(&address).is_some_and(|b| !b.deferred.is_empty()) {
+            self.clock_before_dump(address);
+        }
+    }
+
+    /// Puts the clock before the dump in the turn of the board at `address`: a deferred
+    /// press waits for a reading, and the dump shows the board after what followed it.
+    fn clock_before_dump(&mut self, address: u16) {
+        let Some(t) = self.turn.as_mut().filter(|t| t.address == address) else { return };
+        let pos = |todo: &VecDeque<BusCommandKind>, k| todo.iter().position(|x| *x == k);
+        if let (Some(board), Some(clock)) =
+            (pos(&t.todo, BusCommandKind::SendBoard), pos(&t.todo, BusCommandKind::SendClock))
+            && board < clock
+        {
+            t.todo.remove(clock);
+            t.todo.insert(board, BusCommandKind::SendClock);
+        }
     }
 
     fn clock(&mut self, now: u64, address: u16, t: Bwtime) {
@@ -1163,12 +1181,28 @@ impl BusPoller {
             line.send(&Message::BoardDump(d));
             // The next reading goes out even if unchanged: a game this dump starts learns
             // White's side from the lever of its first reading, which must not be a press.
+            // Only a start position starts one (the dumps a session asks for mid-game do
+            // not make its next press a new game's).
             line.last_sent = None;
-            line.new_game = true;
+            line.new_game |= shows_start(&d);
         }
         b.want_clock = true;
         self.add_to_turn(address, BusCommandKind::SendClock);
     }
+}
+
+/// The dump shows the standard start position, either way round.
+fn shows_start(d: &BoardDump) -> bool {
+    const BACK: [u8; 8] = [8, 9, 10, 12, 11, 10, 9, 8];
+    const WHITE_BACK: [u8; 8] = [2, 3, 4, 6, 5, 4, 3, 2];
+    let mut start = [0u8; 64];
+    start[..8].copy_from_slice(&BACK);
+    start[8..16].fill(7);
+    start[48..56].fill(1);
+    start[56..].copy_from_slice(&WHITE_BACK);
+    let mut turned = start;
+    turned.reverse();
+    d.raw == start || d.raw == turned
 }
 
 /// The readings a single board would have sent around a lever press the changes logged
