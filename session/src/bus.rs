@@ -293,6 +293,9 @@ struct Board {
     /// A reading of the running clock was held back: its lever showed a press the changes
     /// had not logged yet (see [`BusPoller::clock`]).
     held: bool,
+    /// No reading went out since a game may have begun: the next running one may show a
+    /// first press the changes have not brought yet, and its lever cannot tell.
+    game_unread: bool,
     /// What the changes brought from a press on that had no reading to build on (no
     /// clock read yet, or a game may have begun since the last reading, whose clock may be
     /// a new one): forwarded, in order, once the clock is read after it.
@@ -326,6 +329,7 @@ impl Board {
             next_clock: now,
             last_times: None,
             held: false,
+            game_unread: true,
             deferred: Vec::new(),
             log: VecDeque::new(),
             log_bytes: 0,
@@ -378,6 +382,7 @@ impl Board {
                         Some(base) if replay.is_some() || !line.new_game => {
                             self.last_times = Some(press_readings(base, side, time, line, replay.is_some()));
                             self.held = false;
+                            self.game_unread = false;
                         }
                         _ if replay.is_some() => {
                             // The clock read after it shows none: no reading to send.
@@ -394,6 +399,7 @@ impl Board {
                     // A game may begin: its clock is new to the session.
                     listing = false;
                     line.new_game = true;
+                    self.game_unread = true;
                 }
                 _ => listing = false,
             }
@@ -970,6 +976,7 @@ impl BusPoller {
         let (true, false, Some(version)) = (b.present, b.announced, b.version) else { return };
         b.announced = true;
         b.line = Some(VirtualLine::new());
+        b.game_unread = true;
         tracing::info!(address, ?version, "board on the bus");
         self.events.push_back(BusEvent::Found { address, serial: serial_of(address), version });
     }
@@ -1137,13 +1144,26 @@ impl BusPoller {
             && b.line.is_some()
             && b.deferred.is_empty()
             && b.last_times.is_some_and(|l| l.status.running() && l.high_side() != t.high_side());
-        if ahead && !b.held {
-            tracing::trace!(address, "clock reading ahead of the changes; held");
+        // The first running reading of what may be a new game: its lever may already show the
+        // first press (made between the changes and this reading), and nothing before it in
+        // this game tells. Held once, the changes are read again at once, then the clock.
+        let first = b.game_unread
+            && t.status.running()
+            && !t.status.no_clock()
+            && b.line.is_some()
+            && b.deferred.is_empty();
+        if (ahead || first) && !b.held {
+            tracing::trace!(address, first, "clock reading ahead of the changes; held");
             b.held = true;
             b.want_clock = true;
+            if first {
+                self.add_to_turn(address, BusCommandKind::SendChanges);
+                self.add_to_turn(address, BusCommandKind::SendClock);
+            }
             return;
         }
         b.held = false;
+        b.game_unread &= !t.status.running();
         if !b.deferred.is_empty() {
             // A reading from after the deferred press: the press and what followed it go
             // first, built on this reading (the game learns White's side from the set clock
@@ -1184,7 +1204,10 @@ impl BusPoller {
             // Only a start position starts one (the dumps a session asks for mid-game do
             // not make its next press a new game's).
             line.last_sent = None;
-            line.new_game |= shows_start(&d);
+            if shows_start(&d) {
+                line.new_game = true;
+                b.game_unread = true;
+            }
         }
         b.want_clock = true;
         self.add_to_turn(address, BusCommandKind::SendClock);
