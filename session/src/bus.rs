@@ -40,7 +40,7 @@
 //!   into a reading there, the tracker sees the move, then the press, then the next move,
 //!   as on a single board, even when all three fall in one polling cycle. The true reading
 //!   follows within the same turn.
-//! - The first press after a start position (in the changes or a dump, or on a new line)
+//! - The first press after a start position (in the changes or a dump)
 //!   is not built on the last reading: that may be the previous game's clock (the arbiter
 //!   sets a new game's clock between two readings of it). It waits for the reading after
 //!   it (read before any dump of that turn, a few milliseconds later) and goes out built on
@@ -232,7 +232,9 @@ impl VirtualLine {
             last_sent: None,
             clock_asked: false,
             version_query: false,
-            new_game: true,
+            // A new line's first dump says whether a game may begin (a board back mid-game
+            // goes on with its clock).
+            new_game: false,
         }
     }
 
@@ -296,6 +298,9 @@ struct Board {
     /// No reading went out since a game may have begun: the next running one may show a
     /// first press the changes have not brought yet, and its lever cannot tell.
     game_unread: bool,
+    /// Its line is new (found, or back) and no reading went out on it since: the last one
+    /// is from before, and a press is not built on it.
+    stale: bool,
     /// What the changes brought from a press on that had no reading to build on (no
     /// clock read yet, or a game may have begun since the last reading, whose clock may be
     /// a new one): forwarded, in order, once the clock is read after it.
@@ -330,6 +335,7 @@ impl Board {
             last_times: None,
             held: false,
             game_unread: true,
+            stale: true,
             deferred: Vec::new(),
             log: VecDeque::new(),
             log_bytes: 0,
@@ -379,7 +385,7 @@ impl Board {
                     let replay = fresh.take();
                     let base = replay.or(self.last_times).filter(|t| !t.status.no_clock());
                     match base {
-                        Some(base) if replay.is_some() || !line.new_game => {
+                        Some(base) if replay.is_some() || !(line.new_game || self.stale) => {
                             self.last_times = Some(press_readings(base, side, time, line, replay.is_some()));
                             self.held = false;
                             self.game_unread = false;
@@ -976,7 +982,7 @@ impl BusPoller {
         let (true, false, Some(version)) = (b.present, b.announced, b.version) else { return };
         b.announced = true;
         b.line = Some(VirtualLine::new());
-        b.game_unread = true;
+        b.stale = true;
         tracing::info!(address, ?version, "board on the bus");
         self.events.push_back(BusEvent::Found { address, serial: serial_of(address), version });
     }
@@ -1164,6 +1170,7 @@ impl BusPoller {
         }
         b.held = false;
         b.game_unread &= !t.status.running();
+        b.stale = false;
         if !b.deferred.is_empty() {
             // A reading from after the deferred press: the press and what followed it go
             // first, built on this reading (the game learns White's side from the set clock
