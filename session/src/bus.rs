@@ -19,7 +19,7 @@
 //! | bus | virtual line |
 //! |---|---|
 //! | field event in the changes (`SEND_CHANGES`) | `FIELD_UPDATE` (in update modes), in the EEPROM's order |
-//! | time event in the changes (a lever press: the halted side's display) | `BWTIME`: the last clock reading with that display and the lever turned (after a reading of the clock running, presser's side up, when the last one showed it stopped); the clock is read right after |
+//! | time event in the changes (a lever press: the halted side's display) | `BWTIME`: the last clock reading with that display and the lever turned (after a reading of the clock running, presser's side up, when the last one showed it stopped); the clock is read right after. The first press of what may be a new game waits for that reading, with what followed it in the changes, and is built on it, after the clock as set (stopped, presser's side up) |
 //! | power-up (or watchdog) in the changes | nothing for its listing of the pieces (not changes); a board dump is read |
 //! | clock reading (`SEND_CLK`, every [`BusTiming::clock_period_ms`] and after a press) | `BWTIME` when it differs from the last one sent (update-nice), every one in `43` mode; a running clock's reading whose lever shows a press the changes have not brought yet is held back once (the press comes with the next changes, in its place) |
 //! | board dump (`SEND_BRD`) | `BOARD_DUMP` |
@@ -40,6 +40,13 @@
 //!   into a reading there, the tracker sees the move, then the press, then the next move,
 //!   as on a single board, even when all three fall in one polling cycle. The true reading
 //!   follows within the same turn.
+//! - The first press after a start position (in the changes or a dump)
+//!   is not built on the last reading: that may be the previous game's clock (the arbiter
+//!   sets a new game's clock between two readings of it). It waits for the reading after
+//!   it (read before any dump of that turn, a few milliseconds later) and goes out built on
+//!   that one, after the readings a single board sends of a clock being set and started
+//!   (stopped, then running, the presser's lever up): the tracker learns White's side
+//!   from them.
 //! - What a board logged while no line was open to it (before it was found, while it was
 //!   off the chain) is not sent as field updates: it would arrive after the reconnect dump,
 //!   out of order. It goes to the event log, which the session reads when the reconnect
@@ -225,7 +232,9 @@ impl VirtualLine {
             last_sent: None,
             clock_asked: false,
             version_query: false,
-            new_game: true,
+            // A new line's first dump says whether a game may begin (a board back mid-game
+            // goes on with its clock).
+            new_game: false,
         }
     }
 
@@ -286,9 +295,16 @@ struct Board {
     /// A reading of the running clock was held back: its lever showed a press the changes
     /// had not logged yet (see [`BusPoller::clock`]).
     held: bool,
-    /// A press the changes brought before any reading of a clock (a clock attached and
-    /// started with the game): its readings wait for the next clock reading to build on.
-    pending_press: Option<(ClockSide, dgt_protocol::ClockTime)>,
+    /// No reading went out since a game may have begun: the next running one may show a
+    /// first press the changes have not brought yet, and its lever cannot tell.
+    game_unread: bool,
+    /// Its line is new (found, or back) and no reading went out on it since: the last one
+    /// is from before, and a press is not built on it.
+    stale: bool,
+    /// What the changes brought from a press on that had no reading to build on (no
+    /// clock read yet, or a game may have begun since the last reading, whose clock may be
+    /// a new one): forwarded, in order, once the clock is read after it.
+    deferred: Vec<EeEvent>,
     /// Every EEPROM event the changes brought, for the event log.
     log: VecDeque<EeEvent>,
     log_bytes: usize,
@@ -318,7 +334,9 @@ impl Board {
             next_clock: now,
             last_times: None,
             held: false,
-            pending_press: None,
+            game_unread: true,
+            stale: true,
+            deferred: Vec::new(),
             log: VecDeque::new(),
             log_bytes: 0,
             anchored: false,
@@ -339,6 +357,58 @@ impl Board {
         }
         if matches!(e, EeEvent::PowerUp) {
             self.anchored = true;
+        }
+    }
+
+    /// Sends changes on the virtual line (see the module docs). A press with no reading to
+    /// build on (none yet, or a game may have begun since the last one: its clock may be
+    /// new) is deferred with all that follows it until the clock is read; `fresh` is that
+    /// reading, taken after the deferred press.
+    fn forward(&mut self, address: u16, events: &[EeEvent], mut fresh: Option<ClockTimes>) {
+        let mut listing = false;
+        for (i, &e) in events.iter().enumerate() {
+            if !self.deferred.is_empty() {
+                self.deferred.push(e);
+                continue;
+            }
+            let Some(line) = self.line.as_mut() else { return };
+            match e {
+                EeEvent::Field { .. } if listing => {}
+                EeEvent::Field { square, piece, .. } => {
+                    if line.mode.fields() {
+                        line.send(&Message::FieldUpdate(FieldUpdate::new(square, piece)));
+                    }
+                }
+                EeEvent::Time { side, time } => {
+                    listing = false;
+                    tracing::trace!(address, ?side, ?time, "press in the changes");
+                    let replay = fresh.take();
+                    let base = replay.or(self.last_times).filter(|t| !t.status.no_clock());
+                    match base {
+                        Some(base) if replay.is_some() || !(line.new_game || self.stale) => {
+                            self.last_times = Some(press_readings(base, side, time, line, replay.is_some()));
+                            self.held = false;
+                            self.game_unread = false;
+                        }
+                        _ if replay.is_some() => {
+                            // The clock read after it shows none: no reading to send.
+                        }
+                        _ => {
+                            tracing::trace!(address, "press deferred until the clock is read");
+                            self.deferred.extend_from_slice(&events[i..]);
+                            return;
+                        }
+                    }
+                }
+                EeEvent::PowerUp | EeEvent::WatchdogAction => listing = true,
+                EeEvent::BeginPos | EeEvent::BeginPosRotated | EeEvent::FourRows => {
+                    // A game may begin: its clock is new to the session.
+                    listing = false;
+                    line.new_game = true;
+                    self.game_unread = true;
+                }
+                _ => listing = false,
+            }
         }
     }
 
@@ -576,6 +646,7 @@ impl BusPoller {
         {
             b.announced = false;
             b.line = None;
+            b.deferred.clear();
             b.fresh = true;
             b.reoffer = Some(now + 1_000);
         }
@@ -911,6 +982,7 @@ impl BusPoller {
         let (true, false, Some(version)) = (b.present, b.announced, b.version) else { return };
         b.announced = true;
         b.line = Some(VirtualLine::new());
+        b.stale = true;
         tracing::info!(address, ?version, "board on the bus");
         self.events.push_back(BusEvent::Found { address, serial: serial_of(address), version });
     }
@@ -992,6 +1064,7 @@ impl BusPoller {
             b.present = false;
             b.announced = false;
             b.line = None;
+            b.deferred.clear();
             b.next_probe = now + timing.probe_gone_ms;
             let reason = format!("no answer on the bus for {} ms", now - b.last_heard);
             tracing::warn!(address, %reason, "board gone from the bus");
@@ -1016,51 +1089,17 @@ impl BusPoller {
             // The first packet since the board was found is what it logged before.
             b.fresh = false;
         }
-        let mut listing = false;
-        let mut press = false;
         let mut doubt = false;
+        let mut events = Vec::new();
         for e in dgt_protocol::EeEvents::new(&raw).iter() {
             b.record(e);
-            if !forward {
-                continue;
-            }
-            match e {
-                EeEvent::Field { .. } if listing => {}
-                EeEvent::Field { square, piece, .. } => {
-                    if let Some(line) = b.line.as_mut()
-                        && line.mode.fields()
-                    {
-                        line.send(&Message::FieldUpdate(FieldUpdate::new(square, piece)));
-                    }
-                }
-                EeEvent::Time { side, time } => {
-                    listing = false;
-                    press = true;
-                    tracing::trace!(address, ?side, ?time, "press in the changes");
-                    match (b.last_times.filter(|t| !t.status.no_clock()), b.line.as_mut()) {
-                        (Some(base), Some(line)) => {
-                            b.last_times = Some(press_readings(base, side, time, line, false));
-                            b.held = false;
-                        }
-                        (None, Some(_)) => b.pending_press = Some((side, time)),
-                        _ => {}
-                    }
-                }
-                EeEvent::PowerUp | EeEvent::WatchdogAction => {
-                    listing = true;
-                    doubt = true;
-                }
-                EeEvent::Malformed { .. } => doubt = true,
-                EeEvent::BeginPos | EeEvent::BeginPosRotated | EeEvent::FourRows => {
-                    // A game may begin: its clock is new to the session.
-                    listing = false;
-                    if let Some(line) = b.line.as_mut() {
-                        line.new_game = true;
-                    }
-                }
-                _ => listing = false,
+            doubt |= matches!(e, EeEvent::PowerUp | EeEvent::WatchdogAction | EeEvent::Malformed { .. });
+            if forward {
+                events.push(e);
             }
         }
+        let press = events.iter().any(|e| matches!(e, EeEvent::Time { .. }));
+        b.forward(address, &events, None);
         if !forward {
             // What it logged while no line was open: the session reads a dump (and, when that
             // differs from what it kept, this log).
@@ -1074,6 +1113,23 @@ impl BusPoller {
         }
         if want_clock {
             self.add_to_turn(address, BusCommandKind::SendClock);
+        }
+        if self.boards.get(&address).is_some_and(|b| !b.deferred.is_empty()) {
+            self.clock_before_dump(address);
+        }
+    }
+
+    /// Puts the clock before the dump in the turn of the board at `address`: a deferred
+    /// press waits for a reading, and the dump shows the board after what followed it.
+    fn clock_before_dump(&mut self, address: u16) {
+        let Some(t) = self.turn.as_mut().filter(|t| t.address == address) else { return };
+        let pos = |todo: &VecDeque<BusCommandKind>, k| todo.iter().position(|x| *x == k);
+        if let (Some(board), Some(clock)) =
+            (pos(&t.todo, BusCommandKind::SendBoard), pos(&t.todo, BusCommandKind::SendClock))
+            && board < clock
+        {
+            t.todo.remove(clock);
+            t.todo.insert(board, BusCommandKind::SendClock);
         }
     }
 
@@ -1092,22 +1148,35 @@ impl BusPoller {
         let ahead = t.status.running()
             && !t.status.no_clock()
             && b.line.is_some()
+            && b.deferred.is_empty()
             && b.last_times.is_some_and(|l| l.status.running() && l.high_side() != t.high_side());
-        if ahead && !b.held {
-            tracing::trace!(address, "clock reading ahead of the changes; held");
+        // The first running reading of what may be a new game: its lever may already show the
+        // first press (made between the changes and this reading), and nothing before it in
+        // this game tells. Held once, the changes are read again at once, then the clock.
+        let first = b.game_unread
+            && t.status.running()
+            && !t.status.no_clock()
+            && b.line.is_some()
+            && b.deferred.is_empty();
+        if (ahead || first) && !b.held {
+            tracing::trace!(address, first, "clock reading ahead of the changes; held");
             b.held = true;
             b.want_clock = true;
+            if first {
+                self.add_to_turn(address, BusCommandKind::SendChanges);
+                self.add_to_turn(address, BusCommandKind::SendClock);
+            }
             return;
         }
         b.held = false;
-        if let (Some((side, time)), Some(line)) = (b.pending_press.take(), b.line.as_mut())
-            && t.status.running()
-            && !t.status.no_clock()
-        {
-            // The first reading of a clock pressed before it was read: the press goes first,
-            // built on this reading (the game learns White's side from a running reading
-            // before it, not from this one).
-            press_readings(t, side, time, line, true);
+        b.game_unread &= !t.status.running();
+        b.stale = false;
+        if !b.deferred.is_empty() {
+            // A reading from after the deferred press: the press and what followed it go
+            // first, built on this reading (the game learns White's side from the set clock
+            // and the running reading before the press, not from this one).
+            let deferred = std::mem::take(&mut b.deferred);
+            b.forward(address, &deferred, Some(t));
         }
         b.last_times = Some(t);
         if let Some(line) = b.line.as_mut() {
@@ -1129,16 +1198,41 @@ impl BusPoller {
                 }
             }
         }
+        if !b.deferred.is_empty() {
+            // The dump shows the board after them: they go first, on the last reading.
+            let deferred = std::mem::take(&mut b.deferred);
+            let base = b.last_times;
+            b.forward(address, &deferred, base);
+        }
         if let Some(line) = b.line.as_mut() {
             line.send(&Message::BoardDump(d));
             // The next reading goes out even if unchanged: a game this dump starts learns
             // White's side from the lever of its first reading, which must not be a press.
+            // Only a start position starts one (the dumps a session asks for mid-game do
+            // not make its next press a new game's).
             line.last_sent = None;
-            line.new_game = true;
+            if shows_start(&d) {
+                line.new_game = true;
+                b.game_unread = true;
+            }
         }
         b.want_clock = true;
         self.add_to_turn(address, BusCommandKind::SendClock);
     }
+}
+
+/// The dump shows the standard start position, either way round.
+fn shows_start(d: &BoardDump) -> bool {
+    const BACK: [u8; 8] = [8, 9, 10, 12, 11, 10, 9, 8];
+    const WHITE_BACK: [u8; 8] = [2, 3, 4, 6, 5, 4, 3, 2];
+    let mut start = [0u8; 64];
+    start[..8].copy_from_slice(&BACK);
+    start[8..16].fill(7);
+    start[48..56].fill(1);
+    start[56..].copy_from_slice(&WHITE_BACK);
+    let mut turned = start;
+    turned.reverse();
+    d.raw == start || d.raw == turned
 }
 
 /// The readings a single board would have sent around a lever press the changes logged
@@ -1155,8 +1249,10 @@ impl BusPoller {
 /// press, that reading goes first, even if it repeats the last one: the tracker learns
 /// White's side from the lever of a game's first running reading, which must not be a
 /// press, and the last reading may have come before the session saw the game begin (a start
-/// position is taken once it stood still). A new game's clock shows no flag of the previous
-/// game's. A press a real reading already showed (the lever down on the presser's side,
+/// position is taken once it stood still). When a game may have begun, the clock as the
+/// arbiter set it (stopped, the presser's lever up) goes before that: a single board sends
+/// it, and the tracker takes a stopped clock's lever for White's side even after a running
+/// reading of the previous game. A new game's clock shows no flag of the previous game's. A press a real reading already showed (the lever down on the presser's side,
 /// the presser's display at the logged time) is not sent again, unless `replay` (a press
 /// that came before any reading, built on the reading after it).
 fn press_readings(
@@ -1190,6 +1286,12 @@ fn press_readings(
             s.flags.flag = false;
             s.flags.final_flag = false;
         }
+        // The clock as the arbiter set it before starting it: stopped, the lever raised on
+        // the side to move (a single board sends that reading before the clock runs).
+        let mut set = t;
+        set.status.0 &= !0x01;
+        lever_up(&mut set, side);
+        line.times(set, false, true);
     }
     if new_game || !t.status.running() || t.high_side() != side {
         t.status.0 |= 0x01;

@@ -9,8 +9,10 @@ mod chain;
 
 use chain::{Chain, FIRST};
 use dgt_hil_sim::clock::Dgt3000;
-use dgt_protocol::ClockSide;
-use dgt_session::{AlertCode, BusEvent, Effect, LinkState};
+use dgt_hil_sim::hands::{GameEnd, PlanOptions, plan_game};
+use dgt_hil_sim::scenario::Scenario;
+use dgt_protocol::{ClockSide, Orientation};
+use dgt_session::{AlertCode, BusEvent, BusPoller, BusTiming, Effect, LinkState};
 use shakmaty::Square;
 
 #[test]
@@ -130,26 +132,17 @@ fn garbage_on_the_line_loses_no_board_and_no_move() {
     assert_eq!(ucis, ["d2d4", "d7d5"], "{stats:?}");
 }
 
-/// A planned game (the simulator's hands, clean) on one board of a chain of three, from
-/// the scenario's own setup: every move and every `%clk` as the ground truth has them.
-#[test]
-fn a_planned_game_comes_out_exact_with_its_clock_times() {
-    use dgt_hil_sim::hands::{PlanOptions, plan_game};
+/// Starts `scenario` on the board at `address` now, as the simulator starts a board's
+/// scenario (its position and a new clock, set for the game), plays its actions in virtual
+/// time, and returns what its ground truth says the relay must confirm.
+fn play_planned(c: &mut Chain, address: u16, scenario: &Scenario) -> Vec<(String, Option<u32>)> {
     use dgt_hil_sim::offline::apply_action;
     use dgt_hil_sim::scenario::board_codes;
-    let pgn = "[Event \"t\"]\n[TimeControl \"300+2\"]\n[Result \"*\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 *\n";
-    let game = &dgt_hil_sim::pgn::parse_games(pgn)[0];
-    let scenario = plan_game(game, &PlanOptions { start_delay_ms: 1_000, ..PlanOptions::default() });
-    let truth = scenario.truth.clone().expect("truth");
-    let mut c = Chain::new(3);
-    c.run(6_000);
-    // The scenario starts now on board FIRST, as the simulator starts it when the relay
-    // polls the board.
     let start = c.now();
     let setup = scenario.setup.clone();
     let white = setup.clock.as_ref().map_or(ClockSide::Left, |k| k.white_side);
     {
-        let fw = c.fw(FIRST);
+        let fw = c.fw(address);
         fw.set_position(board_codes(&setup.position, setup.orientation), start);
         if let Some(k) = &setup.clock {
             fw.attach_clock(Some(Dgt3000::new(k.time_control.clone(), k.first_side, start)));
@@ -161,14 +154,66 @@ fn a_planned_game_comes_out_exact_with_its_clock_times() {
             c.step();
         }
         let now = c.now();
-        apply_action(c.fw(FIRST), &a.action, now, setup.orientation, white);
+        apply_action(c.fw(address), &a.action, now, setup.orientation, white);
     }
-    c.run(5_000);
-    let got = c.confirmed(FIRST);
-    let want: Vec<(String, Option<u32>)> = truth
+    scenario
+        .truth
+        .as_ref()
+        .expect("a planned game has its truth")
         .moves
         .iter()
         .map(|m| (m.uci.clone(), if m.color == "white" { m.white_clock_s } else { m.black_clock_s }))
-        .collect();
-    assert_eq!(got, want);
+        .collect()
+}
+
+/// A planned game (the simulator's hands, clean) on one board of a chain of three, from
+/// the scenario's own setup: every move and every `%clk` as the ground truth has them.
+#[test]
+fn a_planned_game_comes_out_exact_with_its_clock_times() {
+    let pgn = "[Event \"t\"]\n[TimeControl \"300+2\"]\n[Result \"*\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 *\n";
+    let game = &dgt_hil_sim::pgn::parse_games(pgn)[0];
+    let scenario = plan_game(game, &PlanOptions { start_delay_ms: 1_000, ..PlanOptions::default() });
+    let mut c = Chain::new(3);
+    c.run(6_000);
+    let want = play_planned(&mut c, FIRST, &scenario);
+    c.run(5_000);
+    assert_eq!(c.confirmed(FIRST), want);
+}
+
+/// Two games in a row on one board of a chain, the second set up as the simulator sets up
+/// a board's next game: the start position and a new clock put out at once, the clock
+/// started and the first move pressed before the poller reads that clock (its readings are
+/// rare here, as a board's are on a long chain), the first game left with the other side's
+/// lever up. Each new game must learn White's side from its own clock, not from the last
+/// reading of the game before; the third is played on the board turned round.
+#[test]
+fn a_second_game_on_a_board_takes_its_clock_from_its_own_clock() {
+    let pgn = "[Event \"t\"]\n[TimeControl \"300+2\"]\n[Result \"1/2-1/2\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 1/2-1/2\n\n\
+               [Event \"t\"]\n[TimeControl \"180+2\"]\n[Result \"1/2-1/2\"]\n\n1. d4 d5 2. c4 e6 3. Nc3 Nf6 4. Bg5 Be7 1/2-1/2\n";
+    let games = dgt_hil_sim::pgn::parse_games(pgn);
+    let opts = PlanOptions {
+        start_delay_ms: 50,
+        end: GameEnd::KingsInCentre,
+        default_think_ms: (100, 300),
+        ..PlanOptions::default()
+    };
+    let first = plan_game(&games[0], &opts);
+    let second = plan_game(&games[1], &opts);
+    // The third is the second on the board turned round: White's display is the right one.
+    let mut third = second.clone();
+    third.setup.orientation = Orientation::Rotated;
+    if let Some(k) = third.setup.clock.as_mut() {
+        k.white_side = ClockSide::Right;
+        k.first_side = ClockSide::Right;
+    }
+    let mut c = Chain::new(3);
+    c.poller = BusPoller::open(0, BusTiming { clock_period_ms: 60_000, ..BusTiming::default() });
+    c.run(6_000);
+    let mut want = play_planned(&mut c, FIRST, &first);
+    c.run(4_000);
+    want.extend(play_planned(&mut c, FIRST, &second));
+    c.run(4_000);
+    want.extend(play_planned(&mut c, FIRST, &third));
+    c.run(5_000);
+    assert_eq!(c.confirmed(FIRST), want);
 }

@@ -113,9 +113,9 @@ fn twelve_chained_boards_relay_every_game_exactly() {
 }
 
 /// The bigger run: the LiveChess round clean and twelve World Cup games under mixed
-/// handling (two games a board), on a line given with `--bus`. A few minutes. Known to fail
-/// today (19 of 24 exact): a board's second game can take its first press's readings from
-/// the previous game's clock, and its `%clk` come out one ply off.
+/// handling (two games a board), on a line given with `--bus`. A few minutes. Each board's
+/// second game must take White's clock side and its `%clk` from its own clock, set between
+/// two readings of it, not from the previous game's.
 #[test]
 #[ignore = "a few minutes; run with --ignored"]
 fn twelve_chained_boards_play_two_rounds_exactly() {
