@@ -40,7 +40,6 @@
 //! assert!(events.iter().any(|e| matches!(e, Event::MoveConfirmed(m) if m.san.to_string() == "e4")));
 //! ```
 #![no_std]
-extern crate std;
 
 mod board;
 mod clock;
