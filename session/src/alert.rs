@@ -70,6 +70,33 @@ pub enum AlertCode {
 }
 
 impl AlertCode {
+    /// Every code, in declaration order: for the feed's schema check and the clients' docs.
+    /// A test keeps it whole (its match stops compiling when a code is added).
+    pub const ALL: [AlertCode; 22] = [
+        AlertCode::NotResponding,
+        AlertCode::BoardBack,
+        AlertCode::PositionMismatch,
+        AlertCode::PositionRecovered,
+        AlertCode::MovesReconstructed,
+        AlertCode::MoveOrderUnknown,
+        AlertCode::Resume,
+        AlertCode::Capacity,
+        AlertCode::BatteryLow,
+        AlertCode::BatteryOk,
+        AlertCode::ClockLost,
+        AlertCode::ClockBack,
+        AlertCode::ClockBatteryLow,
+        AlertCode::ClockBatteryOk,
+        AlertCode::ClockPaused,
+        AlertCode::ClockRunning,
+        AlertCode::ClockCommand,
+        AlertCode::ResultFromBoard,
+        AlertCode::Storage,
+        AlertCode::Push,
+        AlertCode::Nats,
+        AlertCode::BoardConflict,
+    ];
+
     /// The stable string (`not_responding`, ...), as serialised.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -128,6 +155,39 @@ impl Alert {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `ALL` holds every code once: a new code must be given a place here (the match stops
+    /// compiling), and that place must be its place in `ALL`.
+    #[test]
+    fn all_holds_every_code_once() {
+        for (i, code) in AlertCode::ALL.into_iter().enumerate() {
+            let place = match code {
+                AlertCode::NotResponding => 0,
+                AlertCode::BoardBack => 1,
+                AlertCode::PositionMismatch => 2,
+                AlertCode::PositionRecovered => 3,
+                AlertCode::MovesReconstructed => 4,
+                AlertCode::MoveOrderUnknown => 5,
+                AlertCode::Resume => 6,
+                AlertCode::Capacity => 7,
+                AlertCode::BatteryLow => 8,
+                AlertCode::BatteryOk => 9,
+                AlertCode::ClockLost => 10,
+                AlertCode::ClockBack => 11,
+                AlertCode::ClockBatteryLow => 12,
+                AlertCode::ClockBatteryOk => 13,
+                AlertCode::ClockPaused => 14,
+                AlertCode::ClockRunning => 15,
+                AlertCode::ClockCommand => 16,
+                AlertCode::ResultFromBoard => 17,
+                AlertCode::Storage => 18,
+                AlertCode::Push => 19,
+                AlertCode::Nats => 20,
+                AlertCode::BoardConflict => 21,
+            };
+            assert_eq!(place, i, "{code}");
+        }
+    }
 
     #[test]
     fn codes_serialise_as_the_strings_clients_match_on() {
