@@ -568,8 +568,14 @@ function pairingRow(board, pairing) {
   return tr;
 }
 
-function fillPairings() {
-  const rows = [...state.boards.entries()].sort((a, b) => a[0] - b[0]).map(([n, e]) => pairingRow(n, e.view.pairing));
+/** The form's rows: every connected board, with `given` pairings where it has them, else the board's own. */
+function fillPairings(given) {
+  const byBoard = new Map([...state.boards.entries()].map(([n, e]) => [n, e.view.pairing]));
+  if (Array.isArray(given)) {
+    for (const n of byBoard.keys()) byBoard.set(n, null);
+    for (const p of given) byBoard.set(p.board, p);
+  }
+  const rows = [...byBoard.entries()].sort((a, b) => a[0] - b[0]).map(([n, p]) => pairingRow(n, p));
   $('pairings-body').replaceChildren(...rows);
 }
 
@@ -605,6 +611,7 @@ async function savePairings(ev) {
     showAnswer(answer, { ok: false, text: p.error });
     return;
   }
+  setText(answer, '…');
   const r = await api('POST', 'pairings', { round, boards: p.boards });
   showAnswer(answer, r, `Pairings of round ${round} saved (${p.boards.length} boards).`);
   if (r.ok) loadEvent();
@@ -619,6 +626,7 @@ async function loadTrf(ev) {
     showAnswer(answer, { ok: false, text: 'choose a TRF file' });
     return;
   }
+  setText(answer, '…');
   const text = await file.text();
   const r = await api('POST', `pairings/trf?round=${round}`, text, 'text/plain; charset=utf-8');
   const n = r.ok && r.data && Array.isArray(r.data.boards) ? r.data.boards.length : 0;
@@ -626,8 +634,7 @@ async function loadTrf(ev) {
   if (r.ok) {
     $('pairings-round').value = String(round);
     loadEvent();
-    // The boards' players change through the feed; the form takes them once they have.
-    setTimeout(fillPairings, 500);
+    fillPairings(r.data.boards);
   }
 }
 
@@ -698,7 +705,7 @@ function start() {
     for (const { a } of allAlerts()) if (isOpen(a) && a.id !== null) await ack(a.id);
   });
   $('pairings-form').addEventListener('submit', savePairings);
-  $('pairings-reload').addEventListener('click', fillPairings);
+  $('pairings-reload').addEventListener('click', () => fillPairings());
   $('pairings-add').addEventListener('click', () => {
     const used = [...$('pairings-body').querySelectorAll('.p-board')].map((i) => Number(i.value) || 0);
     $('pairings-body').append(pairingRow(Math.max(0, ...used) + 1, null));
