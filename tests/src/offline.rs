@@ -58,11 +58,61 @@ pub struct OfflineOptions {
     /// Feed the tracker the real time of a board played at this pace (the end-to-end
     /// suite's), instead of the scenario's virtual time.
     pub pace: Option<Pace>,
+    /// Freeze the relay now and then, as a loaded machine does (see [`Stalls`]).
+    pub stalls: Option<Stalls>,
 }
 
 impl Default for OfflineOptions {
     fn default() -> Self {
-        OfflineOptions { end: EndPath::Board, config: Config::default(), keep_events: false, pace: None }
+        OfflineOptions {
+            end: EndPath::Board,
+            config: Config::default(),
+            keep_events: false,
+            pace: None,
+            stalls: None,
+        }
+    }
+}
+
+/// A relay on a loaded machine: now and then its process is not scheduled for a while.
+/// The board goes on; what it sends waits in the port's buffer and is read, all at once
+/// and stamped with the time of the read, when the relay runs again, before its own
+/// deadlines (which also wait). The windows are drawn from `seed`: one starts on average
+/// every `every_ms` of virtual time and lasts up to `max_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stalls {
+    /// The longest freeze, virtual milliseconds.
+    pub max_ms: u64,
+    /// The mean time from one freeze to the next, virtual milliseconds.
+    pub every_ms: u64,
+    /// Draws the windows.
+    pub seed: u64,
+}
+
+impl Stalls {
+    /// Parses `MAX_MS[,EVERY_MS[,SEED]]` (every 1,000 ms and seed 1 by default).
+    pub fn parse(text: &str) -> Option<Stalls> {
+        let mut parts = text.split(',').map(str::trim);
+        let max_ms = parts.next()?.parse().ok()?;
+        let every_ms = parts.next().map_or(Some(1000), |v| v.parse().ok())?;
+        let seed = parts.next().map_or(Some(1), |v| v.parse().ok())?;
+        (parts.next().is_none() && every_ms > 0).then_some(Stalls { max_ms, every_ms, seed })
+    }
+
+    /// The freezes, `[from, to)` in virtual milliseconds, in order, up to `until`.
+    fn windows(&self, until: u64) -> Vec<(u64, u64)> {
+        let mut rng = dgt_hil_sim::rng::Rng::new(self.seed);
+        let mut out = Vec::new();
+        let mut t = 0u64;
+        loop {
+            t += rng.range(1, 2 * self.every_ms);
+            if t > until {
+                return out;
+            }
+            let len = rng.range(1, self.max_ms.max(1));
+            out.push((t, t + len));
+            t += len;
+        }
     }
 }
 
@@ -220,6 +270,9 @@ pub fn replay_job(job: &Job, opts: &OfflineOptions) -> OfflineOutcome {
     let timeline = opts.pace.map(|p| (p, Timeline::new(&job.scenario, p.speed, p.hand_speed)));
     let mut run = Run::new(&job.scenario, opts.config, timeline);
     run.keep_fed = opts.keep_events;
+    if let Some(s) = opts.stalls {
+        run.stalls = s.windows(job.scenario.duration_ms() + 600_000);
+    }
     // An unfinished game: the arbiter stops the clock once the scenario is over.
     run.stop_clock_at_end = truth.end == "none";
     run.play(&job.scenario);
@@ -366,6 +419,8 @@ struct Run {
     effects: Vec<(u64, Effect)>,
     /// The relay's time at which the replay ended.
     end_ms: u64,
+    /// When the relay is frozen, `[from, to)` virtual ms, in order ([`Stalls`]).
+    stalls: Vec<(u64, u64)>,
 }
 
 impl Run {
@@ -401,6 +456,16 @@ impl Run {
             wire: Vec::new(),
             effects: Vec::new(),
             end_ms: 0,
+            stalls: Vec::new(),
+        }
+    }
+
+    /// The first virtual time from `t` on at which the relay runs (past any freeze).
+    fn relay_runs_at(&self, t: u64) -> u64 {
+        let i = self.stalls.partition_point(|&(_, to)| to <= t);
+        match self.stalls.get(i) {
+            Some(&(from, to)) if from <= t => to,
+            _ => t,
         }
     }
 
@@ -552,7 +617,11 @@ impl Run {
             let action_at = scenario.actions.get(next).map(|a| a.at_ms);
             let fw_at = self.fw.next_deadline(self.now).map(|t| t.max(self.now));
             let board_at = self.to_board.iter().map(|(t, _)| *t).min().filter(|_| offline_until.is_none());
-            let relay_at = self.to_relay.front().map(|(t, _)| *t);
+            // What reached the port, read when the relay runs; after a freeze, before its
+            // deadlines (as the relay's biased select reads a ready port first).
+            let arrived_at = self.to_relay.front().map(|(t, _)| *t);
+            let relay_at = arrived_at.map(|t| self.relay_runs_at(t));
+            let read_first = relay_at.is_some_and(|r| arrived_at.is_some_and(|a| a < r));
             // The relay's deadlines: its board session's always, the port's handshake while
             // one runs.
             let handshake_at = self.handshake.as_ref().and_then(Link::next_deadline);
@@ -560,7 +629,7 @@ impl Run {
                 .into_iter()
                 .chain(handshake_at)
                 .min()
-                .map(|ms| self.at_tracker_ms(ms).max(self.now));
+                .map(|ms| self.relay_runs_at(self.at_tracker_ms(ms).max(self.now)));
             let Some(t) =
                 [action_at, fw_at, offline_until, board_at, relay_at, session_at].into_iter().flatten().min()
             else {
@@ -571,7 +640,7 @@ impl Run {
             }
             self.now = t;
             // One instant in the relay's order: its deadline first, then what arrived.
-            if session_at == Some(t) {
+            if session_at == Some(t) && !(read_first && relay_at == Some(t)) {
                 let now = self.relay_now();
                 if let Some(mut link) = self.handshake.take() {
                     if link.next_deadline().is_some_and(|d| d <= now) {
@@ -798,6 +867,18 @@ mod tests {
         assert!(press_unseen(Some(12_000), &w));
         assert!(!press_unseen(Some(4_999), &w));
         assert!(!press_unseen(None, &w));
+    }
+
+    #[test]
+    fn stalls_parse_and_their_windows_are_apart_and_within_bounds() {
+        assert_eq!(Stalls::parse("300"), Some(Stalls { max_ms: 300, every_ms: 1000, seed: 1 }));
+        assert_eq!(Stalls::parse("200,500,7"), Some(Stalls { max_ms: 200, every_ms: 500, seed: 7 }));
+        assert_eq!(Stalls::parse("200,0"), None);
+        assert_eq!(Stalls::parse("x"), None);
+        let w = Stalls { max_ms: 300, every_ms: 1000, seed: 3 }.windows(60_000);
+        assert!(w.len() > 20, "{} windows in a minute", w.len());
+        assert!(w.iter().all(|&(a, b)| b > a && b - a <= 300));
+        assert!(w.windows(2).all(|p| p[0].1 < p[1].0));
     }
 
     #[test]

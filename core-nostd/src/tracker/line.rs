@@ -180,6 +180,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 && now.saturating_sub(t) >= stable
                 && self.pressed_ply_stands(upto, now)
                 && (on_board || self.dumped_since(t, now, sink));
+            // The opponent pressed later for a reply the board showed after this ply: the
+            // ply is over (a piece does not go on sliding once the opponent has moved and
+            // pressed), however soon the hands move on.
+            let replied = bound == Some(upto)
+                && on_board
+                && self.pending_press.iter().any(|q| {
+                    q.press.by != press.by && q.at > t && self.still_bound(q.bound).is_some_and(|b| b > upto)
+                });
             // A ply that may be the first part of a longer move (a slide, castling with the
             // rook first) is taken from a dump taken after the press (the reports of the rest
             // may have been lost: the king's, in castling king first), or, without one, once
@@ -190,7 +198,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 || self.dumped_since(t, now, sink)
                 || (now.saturating_sub(self.last_change_ms) >= settled_ms
                     && now.saturating_sub(t) >= settled_ms);
-            if (settled || (on_board && immediate) || stands)
+            if (settled || (on_board && immediate) || stands || replied)
                 && shown
                 && self.line_verified(upto, t, now, sink)
             {

@@ -124,7 +124,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// asked for this dump) is bound to the presser's ply when the dump shows it as the
     /// line's last, as if the board had shown it at the press (see `add_pending_press`):
     /// the dump is the board a scan after the press, without the field updates that were
-    /// lost on the way.
+    /// lost on the way. Only the presser's newest waiting press is bound so, and only one the line has no
+    /// earlier ply for.
     pub(super) fn bind_presses_to_dump(&mut self, now: u64) {
         if !self.at_tip || self.dirty {
             return;
@@ -134,6 +135,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
         for k in 0..self.pending_press.len() {
             let p = self.pending_press[k];
             if p.bound.is_some() || p.at > now || now - p.at > window {
+                continue;
+            }
+            // A later press by the same player is for a later ply of theirs (the lever
+            // alternates): the line's last ply of theirs is that press's, not this one's.
+            if self.pending_press.iter().any(|q| q.press.by == p.press.by && q.at > p.at) {
+                continue;
+            }
+            // A press the line already has an earlier ply for (the board showed it, its
+            // reports coming with the press in one reading) is that ply's.
+            if self.ply_for_pending_press(p.press.by, p.at).is_some_and(|upto| upto < len) {
                 continue;
             }
             if len > self.confirmed && self.last_ply_by(p.press.by) == Some(len) {

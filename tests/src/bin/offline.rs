@@ -15,6 +15,10 @@
 //! timing failure of the relay run in milliseconds (with `--events`, times are shown as
 //! virtual ms then the tracker's real ms). Exit status 1 on any other failure.
 //!
+//! `--stalls MAX_MS[,EVERY_MS[,SEED]]`: the relay as on a loaded machine, frozen now and
+//! then for up to MAX_MS (one freeze every EVERY_MS on average, 1,000 by default), reading
+//! what the board sent meanwhile all at once when it runs again.
+//!
 //! `--scripts PATH`: instead of corpus games, the independent emulator's hand scripts
 //! (`dgt-hand-script/1`): PATH is one script or a folder, whose `*.json` files directly in
 //! it are replayed (not those in sub-folders unless `--recursive`, whose rows are then
@@ -29,7 +33,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use dgt_e2e_tests::acceptance::{EndPath, livechess, worldcup};
-use dgt_e2e_tests::offline::{OfflineOptions, OfflineOutcome, Pace, replay_through_tracker};
+use dgt_e2e_tests::offline::{OfflineOptions, OfflineOutcome, Pace, Stalls, replay_through_tracker};
 use dgt_e2e_tests::scripts::{ScriptOutcome, format_table, replay_script, tabulate};
 use dgt_hil_sim::hands::Profile;
 use dgt_hil_sim::pgn::SourceGame;
@@ -87,6 +91,13 @@ fn main() -> anyhow::Result<()> {
                 let v = val()?;
                 opts.pace = Some(
                     Pace::parse(&v).with_context(|| format!("--pace SPEED,HAND_SPEED or relay, not {v}"))?,
+                );
+            }
+            "--stalls" => {
+                let v = val()?;
+                opts.stalls = Some(
+                    Stalls::parse(&v)
+                        .with_context(|| format!("--stalls MAX_MS[,EVERY_MS[,SEED]], not {v}"))?,
                 );
             }
             "--known" => {
