@@ -698,3 +698,75 @@ fn pgn_export_format() {
     s.tracker.write_fen(View::Confirmed, &mut fen).expect("fen");
     assert_eq!(fen, "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2");
 }
+
+/// A relay that reaches the board as the game begins: its first dump shows White's first
+/// move under way (the e-pawn in the hand) or already made. The game starts from the
+/// standard position and the move is read as usual.
+#[test]
+fn a_first_look_at_the_first_move_under_way_starts_the_game() {
+    for rotated in [false, true] {
+        let o = if rotated { Orientation::Rotated } else { Orientation::Normal };
+        // The pawn in the hand.
+        let mut s = Sim::new(Config::default());
+        s.orientation = o;
+        s.board = Board::new();
+        s.board.discard_piece_at(Square::E2);
+        s.dump();
+        assert_eq!(s.count(|e| matches!(e, Event::GameStarted { orientation, .. } if *orientation == o)), 1);
+        s.put(Square::E4, piece(W, Role::Pawn));
+        s.wait(3_000);
+        assert!(
+            s.provisional_events().iter().chain(s.confirmed_events().iter()).any(|m| m.contains("e2e4")),
+            "{:?}",
+            s.move_log()
+        );
+        // The move made.
+        let mut s = Sim::new(Config::default());
+        s.orientation = o;
+        s.board = Board::new();
+        s.board.discard_piece_at(Square::G1);
+        s.board.set_piece_at(Square::F3, shakmaty::Piece { color: W, role: Role::Knight });
+        s.dump();
+        assert_eq!(s.count(|e| matches!(e, Event::GameStarted { .. })), 1);
+        s.wait(3_000);
+        assert!(
+            s.provisional_events().iter().chain(s.confirmed_events().iter()).any(|m| m.contains("g1f3")),
+            "{:?}",
+            s.move_log()
+        );
+    }
+}
+
+/// Only the first look counts, and only a White piece lifted or a legal first move: a board
+/// being set up (a Black piece still to place, or a later look) starts no game.
+#[test]
+fn a_board_being_set_up_starts_no_game_early() {
+    // A Black piece missing.
+    let mut s = Sim::new(Config::default());
+    s.board = Board::new();
+    s.board.discard_piece_at(Square::D8);
+    s.dump();
+    assert_eq!(s.count(|e| matches!(e, Event::GameStarted { .. })), 0);
+    // A White piece missing, but not at the first look: the first dump showed two missing.
+    let mut s = Sim::new(Config::default());
+    s.board = Board::new();
+    s.board.discard_piece_at(Square::E2);
+    s.board.discard_piece_at(Square::D2);
+    s.dump();
+    s.put(Square::D2, piece(W, Role::Pawn));
+    s.wait(1_000);
+    assert_eq!(s.count(|e| matches!(e, Event::GameStarted { .. })), 0);
+    // The start position itself then starts it.
+    s.put(Square::E2, piece(W, Role::Pawn));
+    s.wait(1_000);
+    assert_eq!(s.count(|e| matches!(e, Event::GameStarted { .. })), 1);
+    // Two White moves on: not a first move.
+    let mut s = Sim::new(Config::default());
+    s.board = Board::new();
+    s.board.discard_piece_at(Square::E2);
+    s.board.set_piece_at(Square::E4, shakmaty::Piece { color: W, role: Role::Pawn });
+    s.board.discard_piece_at(Square::D2);
+    s.board.set_piece_at(Square::D4, shakmaty::Piece { color: W, role: Role::Pawn });
+    s.dump();
+    assert_eq!(s.count(|e| matches!(e, Event::GameStarted { .. })), 0);
+}

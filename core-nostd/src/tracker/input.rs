@@ -30,7 +30,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // Since when those squares' updates may have been lost: their last reports.
         let lost_since = corrected.into_iter().map(|sq| self.phys.changed_ms(sq)).min();
         self.dump_leaves = self.plies_a_dump_leaves(corrected);
-        if self.phys.load(dump, now_ms) || first {
+        self.first_look = first;
+        let changed = self.phys.load(dump, now_ms);
+        if changed || first {
             self.board_changed(now_ms, true, sink);
         } else if self.dirty || self.unexplained_since.is_some() {
             self.deep_eval(now_ms, sink);
@@ -43,6 +45,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.state == GameState::Active {
             self.bind_presses_to_dump(now_ms);
         }
+        self.first_look = false;
     }
 
     /// One square changed.

@@ -24,8 +24,40 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
+    /// The first board a tracker with no game sees, when it is the standard start with
+    /// White's first move under way (one White piece lifted) or made (one legal move on):
+    /// the relay came up, or reached the board, as the game began. `Some(orientation)`.
+    /// Only the first look: a board being set up passes through such boards.
+    pub(super) fn start_under_way(&self) -> Option<Orientation> {
+        if !self.first_look || self.state != GameState::Idle || self.phys.magic.any() {
+            return None;
+        }
+        let start = Chess::default();
+        for o in [self.phys.orientation, self.phys.orientation.flipped()] {
+            let b = if o == self.phys.orientation {
+                self.phys.board.clone()
+            } else {
+                board::rotated(&self.phys.board)
+            };
+            let diff = board_diff(start.board(), &b);
+            let lifted = diff.single_square().is_some_and(|sq| {
+                b.piece_at(sq).is_none() && start.board().color_at(sq) == Some(shakmaty::Color::White)
+            });
+            let moved = diff.count() <= 4
+                && start.legal_moves().iter().any(|m| {
+                    let mut after = start.clone();
+                    after.play_unchecked(*m);
+                    after.board() == &b
+                });
+            if lifted || moved {
+                return Some(o);
+            }
+        }
+        None
+    }
+
     pub(super) fn try_start<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
-        if let Some(o) = self.standard_start() {
+        if let Some(o) = self.standard_start().or_else(|| self.start_under_way()) {
             self.start_game(Chess::default(), CastlingMode::Standard, o, StartKind::Standard, now, sink);
             return;
         }

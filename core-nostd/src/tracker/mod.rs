@@ -240,6 +240,8 @@ pub struct Tracker<const PLIES: usize> {
     /// Since when the board has shown a result signal (both kings in the centre, or a magic
     /// piece), until it has stood long enough to end the game (see `check_board_result`).
     centre_since: Option<u64>,
+    /// The board being evaluated is the first dump this tracker has seen.
+    first_look: bool,
 }
 
 impl<const PLIES: usize> Default for Tracker<PLIES> {
@@ -295,6 +297,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             resumed_at: 0,
             away_since: None,
             centre_since: None,
+            first_look: false,
         }
     }
 
