@@ -2,7 +2,7 @@
 //! plies count the plies, and the board as it stood when they came shows where the pieces
 //! were left. Both can call for a longer line than the shortest one to the board.
 
-use shakmaty::{Board, Color, Move, Position, Role};
+use shakmaty::{Board, Color, Move, Piece, Position, Role};
 
 use super::{GameState, PendingPress, PressedBoard, Tracker};
 use crate::board::placement_hash;
@@ -53,6 +53,26 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         };
         if found.tied {
+            return;
+        }
+        // A piece the longer line lands on a square and takes on again must have been seen
+        // there: something changed on that square since the last confirmed ply appeared.
+        // Without a trace on the board, the extra press alone does not make a ply (it may
+        // be a press the clock's side bookkeeping misplaced).
+        let since = self.last_confirmed_seen_ms;
+        let mut mover = self.confirmed_pos.turn();
+        let untraced = found.path.iter().any(|m| {
+            let color = mover;
+            mover = !mover;
+            match *m {
+                Move::Normal { role, to, promotion, .. } => {
+                    let landed = Piece { color, role: promotion.unwrap_or(role) };
+                    target.piece_at(to) != Some(landed) && self.phys.changed_ms(to) <= since
+                }
+                _ => false,
+            }
+        });
+        if untraced {
             return;
         }
         let shown = self.shown_at(self.confirmed).min(now);
