@@ -530,11 +530,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let Some(pos) = self.position_at(from) else { return };
-        // When the board reported a ply's landing, if it did since `since`.
+        // When the board reported a ply's landing, if it did since `since`: the square's
+        // last change, while the piece still stands there (a piece that moved on leaves the
+        // time it left, which says nothing of when it landed).
         let reported = |m: shakmaty::Move| {
             let sq = landing(m);
             let t = self.phys.changed_ms(sq);
-            (!corrected.contains(sq) && t > since).then_some(t)
+            let stands =
+                self.phys.board.piece_at(sq).map(|p| p.role) == Some(m.promotion().unwrap_or(m.role()));
+            (stands && !corrected.contains(sq) && t > since).then_some(t)
         };
         let before = |a: shakmaty::Move, b: shakmaty::Move| matches!((reported(a), reported(b)), (Some(a), Some(b)) if a.saturating_add(super::SAME_SCAN_MS) <= b);
         let mut line = search::Path::new();
