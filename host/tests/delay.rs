@@ -160,20 +160,8 @@ fn every_public_output_lags_by_the_delay_and_the_operator_sees_it_live() {
     const SPEED: f64 = 5.0;
     let dir = common::tmpdir("delay");
     let standin = StandIn::start_in_thread(ROUND, LICHESS_TOKEN);
-    let token_file = dir.join("lichess-token");
-    std::fs::write(&token_file, LICHESS_TOKEN).unwrap();
-    let config = dir.join("relay.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "delay_s = {}\n\n[event]\nname = \"Delay test\"\nround = 1\n\n[lichess]\nround = \"{ROUND}\"\n\
-             token_file = \"{}\"\nurl = \"{}\"\ntimeout_s = 1\n",
-            DELAY.as_secs(),
-            token_file.display(),
-            standin.url()
-        ),
-    )
-    .unwrap();
+    let head = format!("delay_s = {}\n\n[event]\nname = \"Delay test\"\nround = 1\n", DELAY.as_secs());
+    let config = common::config_with_push(&dir, &head, ROUND, LICHESS_TOKEN, &standin.url());
     let mut game = common::sample_games().remove(0);
     game.moves.truncate(PLIES);
     for m in &mut game.moves {

@@ -261,19 +261,8 @@ fn round_through_the_relay(name: &str, failures: &[Fail]) {
     let dir = common::tmpdir(name);
     let standin = StandIn::start_in_thread(ROUND, TOKEN);
     standin.fail_next(failures);
-    let token_file = dir.join("lichess-token");
-    std::fs::write(&token_file, TOKEN).unwrap();
-    let config = dir.join("relay.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[event]\nname = \"Push test\"\nround = 1\n\n[lichess]\nround = \"{ROUND}\"\ntoken_file = \"{}\"\n\
-             url = \"{}\"\ntimeout_s = 1\n",
-            token_file.display(),
-            standin.url()
-        ),
-    )
-    .unwrap();
+    let head = "[event]\nname = \"Push test\"\nround = 1\n";
+    let config = common::config_with_push(&dir, head, ROUND, TOKEN, &standin.url());
     let games = common::sample_games();
     let plan = [(&games[0], 14, "1-0"), (&games[1], 11, "1/2-1/2")];
     let boards: Vec<SimBoard> =

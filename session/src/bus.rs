@@ -89,8 +89,8 @@ use dgt_protocol::bus::{BROADCAST, BusReplyKind};
 use dgt_protocol::ee::encode_ee_moves;
 use dgt_protocol::{
     BoardDump, BusCommand, BusCommandKind, BusData, BusDecoded, BusDecoder, BusReply, Bwtime, ClockAck,
-    ClockCommand, ClockSide, ClockTimes, Command, CommandParser, Decoded, Decoder, EeEvent, FieldUpdate,
-    HostInput, Message,
+    ClockCommand, ClockSide, ClockTimes, Command, CommandParser, Decoded, Decoder, DgtSquare, EeEvent,
+    FieldUpdate, HostInput, Message, Orientation, PieceCode,
 };
 
 /// Most EEPROM bytes kept per board for its event log (a board's own buffer holds 0x1F00).
@@ -1223,16 +1223,12 @@ impl BusPoller {
 
 /// The dump shows the standard start position, either way round.
 fn shows_start(d: &BoardDump) -> bool {
-    const BACK: [u8; 8] = [8, 9, 10, 12, 11, 10, 9, 8];
-    const WHITE_BACK: [u8; 8] = [2, 3, 4, 6, 5, 4, 3, 2];
-    let mut start = [0u8; 64];
-    start[..8].copy_from_slice(&BACK);
-    start[8..16].fill(7);
-    start[48..56].fill(1);
-    start[56..].copy_from_slice(&WHITE_BACK);
-    let mut turned = start;
-    turned.reverse();
-    d.raw == start || d.raw == turned
+    let start = shakmaty::Board::new();
+    [Orientation::Normal, Orientation::Rotated].into_iter().any(|o| {
+        shakmaty::Square::ALL
+            .into_iter()
+            .all(|sq| d.piece(DgtSquare::from_square(sq, o)) == PieceCode::from_option(start.piece_at(sq)))
+    })
 }
 
 /// The readings a single board would have sent around a lever press the changes logged

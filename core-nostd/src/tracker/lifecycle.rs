@@ -24,6 +24,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
+    /// The board as it reads with its orientation, then the other way round.
+    fn board_either_way(&self) -> [(Orientation, Board); 2] {
+        let o = self.phys.orientation;
+        [(o, self.phys.board.clone()), (o.flipped(), board::rotated(&self.phys.board))]
+    }
+
     /// The first board a tracker with no game sees, when it is the standard start with
     /// White's first move under way (one White piece lifted) or made (one legal move on):
     /// the relay came up, or reached the board, as the game began. `Some(orientation)`.
@@ -33,12 +39,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return None;
         }
         let start = Chess::default();
-        for o in [self.phys.orientation, self.phys.orientation.flipped()] {
-            let b = if o == self.phys.orientation {
-                self.phys.board.clone()
-            } else {
-                board::rotated(&self.phys.board)
-            };
+        for (o, b) in self.board_either_way() {
             let diff = board_diff(start.board(), &b);
             let lifted = diff.single_square().is_some_and(|sq| {
                 b.piece_at(sq).is_none() && start.board().color_at(sq) == Some(shakmaty::Color::White)
@@ -62,12 +63,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         if self.config.chess960 && !self.phys.magic.any() {
-            for o in [self.phys.orientation, self.phys.orientation.flipped()] {
-                let b = if o == self.phys.orientation {
-                    self.phys.board.clone()
-                } else {
-                    board::rotated(&self.phys.board)
-                };
+            for (o, b) in self.board_either_way() {
                 if let Some(n) = board::chess960_number(&b) {
                     let mut setup = Setup::initial();
                     setup.castling_rights = b.rooks() & Bitboard::BACKRANKS;

@@ -144,8 +144,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// asked for this dump) is bound to the presser's ply when the dump shows it as the
     /// line's last, as if the board had shown it at the press (see `add_pending_press`):
     /// the dump is the board a scan after the press, without the field updates that were
-    /// lost on the way. Only the presser's newest waiting press is bound so, and only one the line has no
-    /// earlier ply for.
+    /// lost on the way. Only the presser's newest waiting press is bound so, and only one
+    /// the line has no earlier ply for.
     pub(super) fn bind_presses_to_dump(&mut self, now: u64) {
         if !self.at_tip || self.dirty {
             return;

@@ -28,6 +28,21 @@ pub fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
+/// Writes `relay.toml` in `dir` for a relay that pushes to a stand-in Lichess at `url`:
+/// `head` (top-level settings and `[event]`), then `[lichess]` with `round` and a token file
+/// holding `token`. Returns the config's path.
+pub fn config_with_push(dir: &Path, head: &str, round: &str, token: &str, url: &str) -> PathBuf {
+    let token_file = dir.join("lichess-token");
+    std::fs::write(&token_file, token).unwrap();
+    let config = dir.join("relay.toml");
+    let lichess = format!(
+        "[lichess]\nround = \"{round}\"\ntoken_file = \"{}\"\nurl = \"{url}\"\ntimeout_s = 1\n",
+        token_file.display()
+    );
+    std::fs::write(&config, format!("{head}\n{lichess}")).unwrap();
+    config
+}
+
 /// Games of the LiveChess sample round.
 pub fn sample_games() -> Vec<SourceGame> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/livechess-2.2.5-sample-round.pgn");
