@@ -426,9 +426,9 @@ fn kings_in_centre_with_a_king_already_on_a_centre_square() {
     // White's king stands on e4 (a real position); Black's king is next to the centre on c6.
     let (mut s, _) = from_fen("8/8/2k5/8/4K3/8/8/8 b - - 0 1", Config::default(), Some(300));
     // Black resigns the DGT way: kings on e4 and d5 (1-0). Black first steps Kc6-d6 (a
-    // legal move), then on to d5 next to the white king.
+    // legal move), rests the king there a moment, then on to d5 next to the white king.
     s.slide(Square::C6, Square::D6);
-    s.wait(700);
+    s.wait(300);
     s.slide(Square::D6, Square::D5);
     s.wait(2000);
     assert_eq!(s.tracker.result(), Some((GameResult::WhiteWins, EndReason::KingsInCentre)));
@@ -494,6 +494,49 @@ fn plies_still_on_the_board_through_the_kings_signal_stand_without_a_clock() {
     s.wait(3000);
     assert_eq!(s.tracker.result(), Some((GameResult::BlackWins, EndReason::KingsInCentre)));
     check_stream(&s, &["f3c3", "b5b4"]);
+}
+
+/// No clock. Black checks with the rook, White answers with a king move off the centre, and
+/// about 0.9 s later (quicker than the chain time) the players agree a draw: the black king
+/// is lifted, the white king is carried from f5 to d4 and the rook makes room on e4 for the
+/// black king. The king rested on f5 far longer than a hand carrying it to the centre would:
+/// both moves stand.
+#[test]
+fn a_king_move_that_rested_before_the_kings_signal_stands_without_a_clock() {
+    let (mut s, _) = from_fen("R7/6p1/5p1k/4r2P/6KP/p7/P7/8 b - - 12 55", Config::default(), None);
+    s.wait(1000);
+    s.slide(Square::E5, Square::E4);
+    s.wait(900);
+    s.slide(Square::G4, Square::F5);
+    s.wait(900);
+    let black_king = s.lift(Square::H6);
+    let white_king = s.lift(Square::F5);
+    s.lift(Square::E4);
+    s.put(Square::D4, white_king);
+    s.put(Square::E4, black_king);
+    s.wait(3000);
+    assert_eq!(s.tracker.result(), Some((GameResult::Draw, EndReason::KingsInCentre)));
+    check_stream(&s, &["e5e4", "g4f5"]);
+}
+
+/// The same signal, but the king only passed over f5 on its way to the centre: that is no
+/// move, and neither is the check before it, shown too shortly before the signal.
+#[test]
+fn a_king_set_down_briefly_on_its_way_to_the_centre_is_no_move() {
+    let (mut s, _) = from_fen("R7/6p1/5p1k/4r2P/6KP/p7/P7/8 b - - 12 55", Config::default(), None);
+    s.wait(1000);
+    s.slide(Square::E5, Square::E4);
+    s.wait(300);
+    s.slide(Square::G4, Square::F5);
+    s.wait(200);
+    let black_king = s.lift(Square::H6);
+    let white_king = s.lift(Square::F5);
+    s.lift(Square::E4);
+    s.put(Square::D4, white_king);
+    s.put(Square::E4, black_king);
+    s.wait(3000);
+    assert_eq!(s.tracker.result(), Some((GameResult::Draw, EndReason::KingsInCentre)));
+    check_stream(&s, &[]);
 }
 
 // ----- rotation and clock sides ------------------------------------------------------------------

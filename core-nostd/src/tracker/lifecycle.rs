@@ -295,7 +295,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let last_seen = self.seen_ms[(prov - 1).min(MAX_PROVISIONAL - 1)];
         if end_time.saturating_sub(last_seen) >= u64::from(self.config.chain_confirm_ms)
-            || self.line_stands_beside_signal()
+            || self.line_stands_beside_signal(end_time)
         {
             self.confirm_through(self.records.len(), None, now, sink);
         } else {
@@ -307,14 +307,22 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// landed, away from the kings and any magic piece: the players made those moves, then
     /// signalled the result; the signal itself is the board standing still. (A ply shown
     /// only shortly before the signal, such as a mating move or moves whose reports were
-    /// held up, would otherwise be withdrawn.) A line with a king move is left to the time
-    /// rule: that king may have been the signal's first half.
-    fn line_stands_beside_signal(&self) -> bool {
+    /// held up, would otherwise be withdrawn.) A king move is the signal's business only
+    /// when it may have been part of it: the last ply, onto the centre or set down only
+    /// briefly (a king carried to the centre past another square) before the board left
+    /// the line at `end_time`. A king move that stood half the chain time off the centre was
+    /// a move: no one carrying a king to the centre rests it elsewhere that long.
+    fn line_stands_beside_signal(&self, end_time: u64) -> bool {
         let mut pos = self.confirmed_pos.clone();
+        let last = self.records.len().saturating_sub(1);
         for i in self.confirmed..self.records.len() {
             let Some(m) = self.records[i].to_move(&pos) else { return false };
-            if m.role() == Role::King {
-                return false;
+            if m.role() == Role::King && i == last {
+                let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+                let rested = end_time.saturating_sub(seen) >= u64::from(self.config.chain_confirm_ms / 2);
+                if is_king_to_centre(m) || !rested {
+                    return false;
+                }
             }
             pos.play_unchecked(m);
         }
