@@ -153,3 +153,41 @@ fn plies_read_with_a_square_gone_stale_are_put_in_the_order_the_board_reported()
     s.wait(5000);
     assert_eq!(s.confirmed_events(), ["a7a5", "b4b5", "c7c5", "b5c6"], "{:?}", s.move_log());
 }
+
+/// Black plays Rd4-d1+ with the rook's landing report lost and presses; the dump the press
+/// asks for comes only once White has lifted the king for the reply (a relay busy for a
+/// moment), so the board never shows Rd1 whole. White plays Kg2, Black premoves Rd1-d5, and
+/// both press. The press and the dump say Black's rook went to d1: the three plies are
+/// read, not the shorter Rd4-d5 Kg2 that reaches the same board.
+#[test]
+fn a_pressed_ply_a_dump_shows_beside_the_replys_lifted_king_is_taken() {
+    let fen = "8/6pk/8/8/3r4/6P1/Q4P1P/6K1 b - - 0 40";
+    let mut s = common::Sim::new(dgt_core::Config::default());
+    let setup = shakmaty::fen::Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
+    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
+    s.board = pos.board().clone();
+    s.dump();
+    let events = &mut s.events;
+    s.tracker
+        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
+        .expect("start");
+    let mut clock = common::SimClock::new(300, 300, ClockSide::Left);
+    clock.high = B;
+    s.clock = Some(clock);
+    s.send_clock();
+    s.start_clock();
+    s.wait(1000);
+    s.step_ms = 15;
+    let rook = s.lift(Square::D4);
+    s.put_unreported(Square::D1, rook);
+    s.press(2, 0);
+    let king = s.lift(Square::G1);
+    s.wait(50);
+    s.put(Square::G2, king);
+    s.slide(Square::D1, Square::D5);
+    s.press(1, 0);
+    s.press(1, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["d4d1", "g1g2", "d1d5"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [Some(298), Some(299), Some(297)], "{:?}", s.move_log());
+}

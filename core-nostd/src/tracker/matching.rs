@@ -146,6 +146,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let target = self.phys.board.clone();
         // The board the line last matched with a move under way (see `move_under_way`).
         let under_way = self.move_under_way(&target);
+        // A pressed ply the board shows with the reply's hands at work (a king among the
+        // pieces in the air, too) is taken now; the rest waits for the hands.
+        if under_way.is_some()
+            && !self.phys.magic.any()
+            && let Some(m) = self.pressed_ply_under_reply(&target)
+        {
+            self.extend_shown(&[m], now, self.tip_left_ms.min(now), false, sink);
+            self.dirty = true;
+            return;
+        }
         if !self.phys.magic.any() && has_two_kings(&target) {
             // Plies a waiting press was bound to stand (see `pressed_plies`).
             let prov = self.records.len() - self.confirmed;
@@ -334,6 +344,33 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let d = board_diff(after.board(), target);
             d.any() && (d & target.occupied()).is_empty()
         })
+    }
+
+    /// The one legal ply from the tip that `target` shows with only pieces of the reply's
+    /// side lifted, when the player who made it has pressed for it: a ply whose landing
+    /// report was lost, shown by a dump that came once the opponent had lifted a piece for
+    /// the reply. The press says the move is done, the dump shows where the piece went.
+    /// Without it the ply never shows whole, and the opponent's reply then reads with it
+    /// as a shorter line (Rd4-d1 Kg2 Rd1-d5 as Rd4-d5 Kg2).
+    pub(super) fn pressed_ply_under_reply(&self, target: &Board) -> Option<shakmaty::Move> {
+        let mover = self.tip.turn();
+        if !self.pending_press.iter().any(|p| p.press.by == mover && p.at > self.last_confirmed_seen_ms) {
+            return None;
+        }
+        let mut found = None;
+        for &m in self.tip.legal_moves().iter() {
+            let mut after = self.tip.clone();
+            after.play_unchecked(m);
+            let d = board_diff(after.board(), target);
+            let replier = after.board().by_color(!mover);
+            if d.any() && (d & target.occupied()).is_empty() && (d & !replier).is_empty() {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(m);
+            }
+        }
+        found
     }
 
     /// The sliding piece of the side to move on its way (see `move_under_way`); `d` and
