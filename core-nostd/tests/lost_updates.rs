@@ -161,21 +161,7 @@ fn plies_read_with_a_square_gone_stale_are_put_in_the_order_the_board_reported()
 /// read, not the shorter Rd4-d5 Kg2 that reaches the same board.
 #[test]
 fn a_pressed_ply_a_dump_shows_beside_the_replys_lifted_king_is_taken() {
-    let fen = "8/6pk/8/8/3r4/6P1/Q4P1P/6K1 b - - 0 40";
-    let mut s = common::Sim::new(dgt_core::Config::default());
-    let setup = shakmaty::fen::Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
-    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
-    s.board = pos.board().clone();
-    s.dump();
-    let events = &mut s.events;
-    s.tracker
-        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
-        .expect("start");
-    let mut clock = common::SimClock::new(300, 300, ClockSide::Left);
-    clock.high = B;
-    s.clock = Some(clock);
-    s.send_clock();
-    s.start_clock();
+    let mut s = from_fen_clocked("8/6pk/8/8/3r4/6P1/Q4P1P/6K1 b - - 0 40", 300);
     s.wait(1000);
     s.step_ms = 15;
     let rook = s.lift(Square::D4);
@@ -190,4 +176,49 @@ fn a_pressed_ply_a_dump_shows_beside_the_replys_lifted_king_is_taken() {
     s.wait(3000);
     assert_eq!(s.confirmed_events(), ["d4d1", "g1g2", "d1d5"], "{:?}", s.move_log());
     assert_eq!(s.confirmed_clks(), [Some(298), Some(299), Some(297)], "{:?}", s.move_log());
+}
+
+/// A game from an operator FEN (the board showing it), its clock running with `secs` a side.
+fn from_fen_clocked(fen: &str, secs: u32) -> common::Sim {
+    let mut s = common::Sim::new(dgt_core::Config::default());
+    let setup = shakmaty::fen::Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
+    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
+    s.board = pos.board().clone();
+    s.dump();
+    let events = &mut s.events;
+    s.tracker
+        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
+        .expect("start");
+    let mut clock = common::SimClock::new(secs, secs, ClockSide::Left);
+    clock.high = pos.turn();
+    s.clock = Some(clock);
+    s.send_clock();
+    s.start_clock();
+    s
+}
+
+/// White plays e4 (shown); Black Be7 with the bishop's lift from f8 lost, so the board
+/// shows a bishop too many; both press; then White takes on d5 and the dump comes only
+/// after that (a relay busy for a moment reads it all at once). The search finds Be7 and
+/// exd5 in one reading, but exd5's squares were reported after White's press: that press
+/// is e4's, and exd5 waits for White's next press. Dated by the reading alone, exd5 looked
+/// older than the press, took it, and every %clk from there on was its neighbour's.
+#[test]
+fn a_ply_reported_after_a_press_is_not_that_presss_ply() {
+    let mut s = from_fen_clocked("rnbqkbnr/pp3ppp/4p3/2pp4/8/4P3/PPPP1PPP/RNBQKBNR w KQkq - 0 4", 300);
+    s.wait(1000);
+    s.step_ms = 15;
+    s.slide(Square::E3, Square::E4);
+    s.wait(100);
+    s.put_unreported(Square::F8, None);
+    s.put(Square::E7, piece(B, Role::Bishop));
+    s.press(2, 0);
+    s.press(1, 0);
+    s.lift(Square::D5);
+    s.slide(Square::E4, Square::D5);
+    s.wait(100);
+    s.press(3, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["e3e4", "f8e7", "e4d5"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [Some(298), Some(299), Some(295)], "{:?}", s.move_log());
 }

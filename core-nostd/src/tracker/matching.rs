@@ -210,8 +210,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 // Moves made while the board was away are the caller's to reconcile.
                 let hidden = tied && !self.back_from_outage;
                 self.retract_to(self.confirmed + k, sink);
-                // The reading these plies explain began when the board left the tip.
+                // The reading these plies explain began when the board left the tip; a ply
+                // whose squares all changed later began later.
+                let from = self.records.len();
                 self.extend_shown(&path, now, self.tip_left_ms.min(now), hidden, sink);
+                self.date_found_plies(from, now);
                 if hidden {
                     self.alert_hidden_order(sink);
                 }
@@ -252,6 +255,28 @@ impl<const PLIES: usize> Tracker<PLIES> {
         for i in from..self.records.len() {
             self.shown_ms[i % MAX_PROVISIONAL] = shown;
             self.hidden[i % MAX_PROVISIONAL] = hidden;
+        }
+    }
+
+    /// Dates the plies a search took from record `from` on by the board's reports: a ply
+    /// began no earlier than the last report of every square it changed (a square it left
+    /// or landed on that a later ply of the line changed again counts that later report,
+    /// so the earliest of them is taken). A reading read in one piece (a relay that was
+    /// busy, the board's reports bunched) dates them all alike, as before; reports a scan
+    /// apart tell a ply made after a press from one made before it.
+    fn date_found_plies(&mut self, from: usize, now: u64) {
+        for i in from..self.records.len() {
+            let Some(before) = self.position_at(i) else { return };
+            let Some(m) = self.records[i].to_move(&before) else { return };
+            let mut after = before.clone();
+            after.play_unchecked(m);
+            let began = board_diff(before.board(), after.board())
+                .into_iter()
+                .map(|sq| self.phys.changed_ms(sq))
+                .min()
+                .unwrap_or(0);
+            let shown = &mut self.shown_ms[i % MAX_PROVISIONAL];
+            *shown = (*shown).max(began).min(now);
         }
     }
 
