@@ -222,3 +222,27 @@ fn a_ply_reported_after_a_press_is_not_that_presss_ply() {
     assert_eq!(s.confirmed_events(), ["e3e4", "f8e7", "e4d5"], "{:?}", s.move_log());
     assert_eq!(s.confirmed_clks(), [Some(298), Some(299), Some(295)], "{:?}", s.move_log());
 }
+
+/// Black plays Kg8-f8 with the king's landing report lost and presses; White plays Nd2 and
+/// presses; Black lifts the rook from d8; only then comes the dump Black's press asked for.
+/// Two presses, one by each player in turn, and the dump shows two plies with Black's next
+/// piece in the hand: Kf8 and Nd2 are taken, then Rb8. (Read from the board alone once the
+/// rook lands, Rb8 Nd2 Kf8 reaches the same board.)
+#[test]
+fn two_pressed_plies_a_late_dump_shows_are_taken_in_the_order_pressed() {
+    let mut s = from_fen_clocked("3r2k1/5ppp/8/8/1R6/5N2/5PPP/6K1 b - - 0 30", 300);
+    s.wait(1000);
+    s.step_ms = 15;
+    let king = s.lift(Square::G8);
+    s.put_unreported(Square::F8, king);
+    s.press(1, 0);
+    s.slide(Square::F3, Square::D2);
+    s.press(1, 0);
+    let rook = s.lift(Square::D8);
+    s.wait(50);
+    s.put(Square::B8, rook);
+    s.press(2, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["g8f8", "f3d2", "d8b8"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [Some(299), Some(299), Some(297)], "{:?}", s.move_log());
+}

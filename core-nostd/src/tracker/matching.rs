@@ -146,13 +146,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let target = self.phys.board.clone();
         // The board the line last matched with a move under way (see `move_under_way`).
         let under_way = self.move_under_way(&target);
-        // A pressed ply the board shows with the reply's hands at work (a king among the
-        // pieces in the air, too) is taken now; the rest waits for the hands.
-        if under_way.is_some()
-            && !self.phys.magic.any()
-            && let Some(m) = self.pressed_ply_under_reply(&target)
+        // Pressed plies the board shows with the next move's hands at work (a king among
+        // the pieces in the air, too) are taken now; the rest waits for the hands.
+        if !self.phys.magic.any()
+            && let Some(line) = self.pressed_line_under_reply(&target)
         {
-            self.extend_shown(&[m], now, self.tip_left_ms.min(now), false, sink);
+            self.extend_shown(&line, now, self.tip_left_ms.min(now), false, sink);
             self.dirty = true;
             return;
         }
@@ -371,31 +370,72 @@ impl<const PLIES: usize> Tracker<PLIES> {
         })
     }
 
-    /// The one legal ply from the tip that `target` shows with only pieces of the reply's
-    /// side lifted, when the player who made it has pressed for it: a ply whose landing
-    /// report was lost, shown by a dump that came once the opponent had lifted a piece for
-    /// the reply. The press says the move is done, the dump shows where the piece went.
-    /// Without it the ply never shows whole, and the opponent's reply then reads with it
-    /// as a shorter line (Rd4-d1 Kg2 Rd1-d5 as Rd4-d5 Kg2).
-    pub(super) fn pressed_ply_under_reply(&self, target: &Board) -> Option<shakmaty::Move> {
-        let mover = self.tip.turn();
-        if !self.pending_press.iter().any(|p| p.press.by == mover && p.at > self.last_confirmed_seen_ms) {
+    /// The plies the waiting presses were for, when `target` shows them with only pieces of
+    /// the next mover lifted: with no provisional ply, N presses waiting, one by each
+    /// player in turn from the side to move (at most two), and one line alone of N plies
+    /// reaching such a board. Each press says a move is done, the dump shows where the
+    /// pieces went, and the hands at work are the next move's. This is how plies whose
+    /// reports were lost show when the dump they asked for came late (a relay busy for a
+    /// moment): without it they never show whole, and the next move then reads with them
+    /// as a shorter line (Rd4-d1 Kg2 Rd1-d5 as Rd4-d5 Kg2), or in an order nobody played.
+    pub(super) fn pressed_line_under_reply(&self, target: &Board) -> Option<search::Path> {
+        if self.records.len() != self.confirmed {
             return None;
         }
-        let mut found = None;
-        for &m in self.tip.legal_moves().iter() {
-            let mut after = self.tip.clone();
-            after.play_unchecked(m);
-            let d = board_diff(after.board(), target);
-            let replier = after.board().by_color(!mover);
-            if d.any() && (d & target.occupied()).is_empty() && (d & !replier).is_empty() {
-                if found.is_some() {
-                    return None;
-                }
-                found = Some(m);
+        let mut turn = self.tip.turn();
+        let mut presses = 0;
+        for p in self.pending_press.iter().filter(|p| p.at > self.last_confirmed_seen_ms) {
+            if p.press.by != turn || presses == 2 {
+                break;
             }
+            turn = !turn;
+            presses += 1;
+        }
+        if presses == 0 {
+            return None;
+        }
+        let mut found: Option<search::Path> = None;
+        let mut line = search::Path::new();
+        if !self.lines_under_reply(&self.tip.clone(), target, presses, &mut line, &mut found) {
+            return None;
         }
         found
+    }
+
+    /// Walks the lines of `depth` more plies from `pos` for [`Self::pressed_line_under_reply`];
+    /// returns false once a second line is found.
+    fn lines_under_reply(
+        &self,
+        pos: &shakmaty::Chess,
+        target: &Board,
+        depth: usize,
+        line: &mut search::Path,
+        found: &mut Option<search::Path>,
+    ) -> bool {
+        if depth == 0 {
+            let d = board_diff(pos.board(), target);
+            let next_mover = pos.board().by_color(pos.turn());
+            if d.any() && (d & target.occupied()).is_empty() && (d & !next_mover).is_empty() {
+                if found.is_some() {
+                    return false;
+                }
+                *found = Some(line.clone());
+            }
+            return true;
+        }
+        for &m in pos.legal_moves().iter() {
+            let mut after = pos.clone();
+            after.play_unchecked(m);
+            if line.push(m).is_err() {
+                return true;
+            }
+            let unique = self.lines_under_reply(&after, target, depth - 1, line, found);
+            line.pop();
+            if !unique {
+                return false;
+            }
+        }
+        true
     }
 
     /// The sliding piece of the side to move on its way (see `move_under_way`); `d` and
