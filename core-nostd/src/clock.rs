@@ -98,6 +98,10 @@ pub(crate) struct Clocks {
     owed: bool,
     /// Each colour's last confirmed ply was confirmed without its press.
     unpressed: [bool; 2],
+    /// Lever flips seen while no game was on, since the clock last stood stopped, and
+    /// the last of them: presses made before the board was first read (the relay came
+    /// up, or reached the board, as the game began).
+    idle_presses: (u8, Option<Flip>),
 }
 
 fn side_index(side: ClockSide) -> usize {
@@ -137,6 +141,7 @@ impl Clocks {
             unheard: false,
             owed: false,
             unpressed: [false; 2],
+            idle_presses: (0, None),
         }
     }
 
@@ -149,11 +154,12 @@ impl Clocks {
     /// clock that runs.
     pub fn new_game(&mut self, config: &Config, to_move: Color, now: u64, resumed: bool) {
         let last = self.last.filter(|r| !r.status.running() || now.saturating_sub(self.last_ms) <= STALE_MS);
-        let (last_ms, unheard) = (self.last_ms, self.unheard);
+        let (last_ms, unheard, idle_presses) = (self.last_ms, self.unheard, self.idle_presses);
         *self = Clocks::new();
         self.last = last;
         self.last_ms = last_ms;
         self.unheard = unheard;
+        self.idle_presses = idle_presses;
         // A resumed game's last ply may still wait for its press.
         self.owed = resumed;
         if let WhiteClockSide::Fixed(side) = config.white_clock {
@@ -284,6 +290,15 @@ impl Clocks {
         if !self.fixed && (setting || first_reading_before_a_press) {
             self.learn_mapping(config, r, to_move);
         }
+        if !in_game {
+            if !running {
+                self.idle_presses = (0, None);
+            } else if flipped && was_running && !after_outage {
+                let side = prev.map_or(r.high_side(), |p| p.high_side());
+                let count = self.idle_presses.0.saturating_add(1);
+                self.idle_presses = (count, Some(Flip { side, reading: *r, jump: None }));
+            }
+        }
         // The lever moved while the board was away: a press nobody saw. Which colour made
         // the next one does not follow from the presses seen (see `press_owed`).
         if in_game && after_outage && flipped {
@@ -378,6 +393,15 @@ impl Clocks {
         }
         self.presses += 1;
         Some(Press { by, side: flip.side, reading: flip.reading, jump: flip.jump })
+    }
+
+    /// The one press made while the clock ran before the game was found (see
+    /// `idle_presses`), taken once; `None` when there were none, or more than one.
+    pub fn take_idle_press(&mut self) -> Option<Flip> {
+        match core::mem::take(&mut self.idle_presses) {
+            (1, flip) => flip,
+            _ => None,
+        }
     }
 
     /// A ply of `color` was confirmed, by its own press (`pressed`) or otherwise.

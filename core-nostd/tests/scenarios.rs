@@ -737,6 +737,36 @@ fn a_first_look_at_the_first_move_under_way_starts_the_game() {
     }
 }
 
+/// The relay reads the clock before the board, and its first dump comes only after White
+/// played e4 and pressed (a slow link, or a relay busy as all its boards come up): the
+/// press seen before the game was found is e4's. It gives e4 its `%clk` and the clock's
+/// sides; taken for nothing, the next press, Black's, went to e4 and every press after it
+/// to the other side's move, to the end of the game.
+#[test]
+fn a_press_made_before_the_first_look_is_the_first_moves() {
+    let mut s = Sim::new(Config::default());
+    s.clock = Some(common::SimClock::new(300, 300, ClockSide::Left));
+    s.send_clock();
+    s.start_clock();
+    s.wait(200);
+    s.board = Board::new();
+    s.board.discard_piece_at(Square::E2);
+    s.board.set_piece_at(Square::E4, shakmaty::Piece { color: W, role: Role::Pawn });
+    s.press(3, 2);
+    s.wait(50);
+    s.dump();
+    assert_eq!(s.count(|e| matches!(e, Event::GameStarted { .. })), 1);
+    s.wait(300);
+    s.slide(Square::G8, Square::F6);
+    s.press(1, 2);
+    s.wait(300);
+    s.slide(Square::G1, Square::F3);
+    s.press(2, 2);
+    s.wait(3_000);
+    assert_eq!(s.confirmed_events(), ["e2e4", "g8f6", "g1f3"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [Some(299), Some(301), Some(299)], "{:?}", s.move_log());
+}
+
 /// Only the first look counts, and only a White piece lifted or a legal first move: a board
 /// being set up (a Black piece still to place, or a later look) starts no game.
 #[test]

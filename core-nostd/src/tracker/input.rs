@@ -150,7 +150,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// A press the clock showed: given its colour, it confirms the presser's plies, or
     /// waits for the board to show them.
-    fn clock_pressed<S: EventSink + ?Sized>(&mut self, flip: &Flip, single: bool, now_ms: u64, sink: &mut S) {
+    pub(super) fn clock_pressed<S: EventSink + ?Sized>(
+        &mut self,
+        flip: &Flip,
+        single: bool,
+        now_ms: u64,
+        sink: &mut S,
+    ) {
         if self.dirty {
             self.deep_eval(now_ms, sink);
         }

@@ -152,6 +152,17 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         self.dirty = true;
         self.fast_eval(now, true, sink);
+        // A game found with White's first move made (see `start_under_way`): a press made
+        // while the clock ran before the board was read is that move's. It gives the move
+        // its `%clk` and the clock's sides; without it the next press, Black's, was taken
+        // for White's and every press of the game for the other side's.
+        let idle_press = self.clocks.take_idle_press();
+        if self.first_look
+            && self.records.len() > self.confirmed
+            && let Some(flip) = idle_press
+        {
+            self.clock_pressed(&flip, true, now, sink);
+        }
     }
 
     pub(super) fn resume_game<S, I>(
