@@ -700,7 +700,8 @@ fn pgn_export_format() {
 }
 
 /// A relay that reaches the board as the game begins: its first dump shows White's first
-/// move under way (the e-pawn in the hand) or already made. The game starts from the
+/// move under way (the e-pawn in the hand, or down on e4 before its lift was reported) or
+/// already made. The game starts from the
 /// standard position and the move is read as usual.
 #[test]
 fn a_first_look_at_the_first_move_under_way_starts_the_game() {
@@ -714,6 +715,20 @@ fn a_first_look_at_the_first_move_under_way_starts_the_game() {
         s.dump();
         assert_eq!(s.count(|e| matches!(e, Event::GameStarted { orientation, .. } if *orientation == o)), 1);
         s.put(Square::E4, piece(W, Role::Pawn));
+        s.wait(3_000);
+        assert!(
+            s.provisional_events().iter().chain(s.confirmed_events().iter()).any(|m| m.contains("e2e4")),
+            "{:?}",
+            s.move_log()
+        );
+        // The pawn down on e4, its lift from e2 not yet reported.
+        let mut s = Sim::new(Config::default());
+        s.orientation = o;
+        s.board = Board::new();
+        s.board.set_piece_at(Square::E4, shakmaty::Piece { color: W, role: Role::Pawn });
+        s.dump();
+        assert_eq!(s.count(|e| matches!(e, Event::GameStarted { .. })), 1);
+        s.lift(Square::E2);
         s.wait(3_000);
         assert!(
             s.provisional_events().iter().chain(s.confirmed_events().iter()).any(|m| m.contains("e2e4")),

@@ -31,7 +31,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// The first board a tracker with no game sees, when it is the standard start with
-    /// White's first move under way (one White piece lifted) or made (one legal move on):
+    /// White's first move under way (one White piece lifted, or put down where a first
+    /// move lands before its lift was reported) or made (one legal move on):
     /// the relay came up, or reached the board, as the game began. `Some(orientation)`.
     /// Only the first look: a board being set up passes through such boards.
     pub(super) fn start_under_way(&self) -> Option<Orientation> {
@@ -44,13 +45,19 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let lifted = diff.single_square().is_some_and(|sq| {
                 b.piece_at(sq).is_none() && start.board().color_at(sq) == Some(shakmaty::Color::White)
             });
+            // The landing reported before the lift: the piece shows on both squares.
+            let landed_first = diff.single_square().is_some_and(|sq| {
+                start.board().piece_at(sq).is_none()
+                    && b.color_at(sq) == Some(shakmaty::Color::White)
+                    && start.legal_moves().iter().any(|m| m.to() == sq && Some(m.role()) == b.role_at(sq))
+            });
             let moved = diff.count() <= 4
                 && start.legal_moves().iter().any(|m| {
                     let mut after = start.clone();
                     after.play_unchecked(*m);
                     after.board() == &b
                 });
-            if lifted || moved {
+            if lifted || landed_first || moved {
                 return Some(o);
             }
         }
