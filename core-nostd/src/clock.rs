@@ -8,6 +8,8 @@ use crate::event::ClockState;
 
 /// Largest per-move increment inferred from presses, seconds.
 const MAX_INC: usize = 60;
+/// Presses before a game was found that are kept (see `Clocks::idle_presses`).
+pub(crate) const IDLE_PRESSES: usize = 4;
 /// Smallest time a new period adds, seconds (anything less is an increment or jitter).
 const MIN_PERIOD_SECS: u32 = 60;
 /// A running clock reports at least every second; one silent for this long is gone (as
@@ -98,10 +100,10 @@ pub(crate) struct Clocks {
     owed: bool,
     /// Each colour's last confirmed ply was confirmed without its press.
     unpressed: [bool; 2],
-    /// Lever flips seen while no game was on, since the clock last stood stopped, and
-    /// the last of them: presses made before the board was first read (the relay came
-    /// up, or reached the board, as the game began).
-    idle_presses: (u8, Option<Flip>),
+    /// Lever flips seen while no game was on, since the clock last stood stopped (the
+    /// first few, and whether there were more): presses made before the board was first
+    /// read (the relay came up, or reached the board, as the game began).
+    idle_presses: (heapless::Vec<Flip, IDLE_PRESSES>, bool),
 }
 
 fn side_index(side: ClockSide) -> usize {
@@ -141,7 +143,7 @@ impl Clocks {
             unheard: false,
             owed: false,
             unpressed: [false; 2],
-            idle_presses: (0, None),
+            idle_presses: (heapless::Vec::new(), false),
         }
     }
 
@@ -154,7 +156,8 @@ impl Clocks {
     /// clock that runs.
     pub fn new_game(&mut self, config: &Config, to_move: Color, now: u64, resumed: bool) {
         let last = self.last.filter(|r| !r.status.running() || now.saturating_sub(self.last_ms) <= STALE_MS);
-        let (last_ms, unheard, idle_presses) = (self.last_ms, self.unheard, self.idle_presses);
+        let (last_ms, unheard) = (self.last_ms, self.unheard);
+        let idle_presses = core::mem::take(&mut self.idle_presses);
         *self = Clocks::new();
         self.last = last;
         self.last_ms = last_ms;
@@ -292,11 +295,12 @@ impl Clocks {
         }
         if !in_game {
             if !running {
-                self.idle_presses = (0, None);
+                self.idle_presses = (heapless::Vec::new(), false);
             } else if flipped && was_running && !after_outage {
                 let side = prev.map_or(r.high_side(), |p| p.high_side());
-                let count = self.idle_presses.0.saturating_add(1);
-                self.idle_presses = (count, Some(Flip { side, reading: *r, jump: None }));
+                if self.idle_presses.0.push(Flip { side, reading: *r, jump: None }).is_err() {
+                    self.idle_presses.1 = true;
+                }
             }
         }
         // The lever moved while the board was away: a press nobody saw. Which colour made
@@ -395,13 +399,17 @@ impl Clocks {
         Some(Press { by, side: flip.side, reading: flip.reading, jump: flip.jump })
     }
 
-    /// The one press made while the clock ran before the game was found (see
-    /// `idle_presses`), taken once; `None` when there were none, or more than one.
-    pub fn take_idle_press(&mut self) -> Option<Flip> {
-        match core::mem::take(&mut self.idle_presses) {
-            (1, flip) => flip,
-            _ => None,
-        }
+    /// The presses made while the clock ran before the game was found (see
+    /// `idle_presses`), oldest first, taken once; `None` when there were more than the
+    /// few kept.
+    pub fn take_idle_presses(&mut self) -> Option<heapless::Vec<Flip, IDLE_PRESSES>> {
+        let (flips, more) = core::mem::take(&mut self.idle_presses);
+        (!more).then_some(flips)
+    }
+
+    /// Makes `side` the display of `by` (a press the board says was `by`'s).
+    pub fn anchor_press(&mut self, config: &Config, side: ClockSide, by: Color) {
+        self.anchor(config, side, by);
     }
 
     /// A ply of `color` was confirmed, by its own press (`pressed`) or otherwise.

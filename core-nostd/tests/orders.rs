@@ -44,3 +44,28 @@ fn an_order_the_board_never_showed_waits_for_the_reading_that_tells() {
     let played = ["e2e4", "a7a6", "e4e5", "h7h6", "b1c3", "d7d5", "e5d6"];
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
 }
+
+/// The same three plies of an unknown order, then a move both orders allow (a3): the
+/// board moved on, but from before the three plies two lines still reach it. Keeping the
+/// order the line happened to hold is no answer: they stay unconfirmed, however long the
+/// board stands.
+#[test]
+fn a_move_both_orders_allow_does_not_settle_the_order() {
+    let mut s = Sim::started(Config::default(), Orientation::Normal);
+    let mut pos = Chess::default();
+    for u in ["e2e4", "a7a6", "e4e5"] {
+        pos = s.play_uci(&pos, u);
+        s.wait(2500);
+    }
+    s.put_unreported(Square::H7, None);
+    s.put_unreported(Square::H6, piece(B, Role::Pawn));
+    s.put_unreported(Square::B1, None);
+    s.put_unreported(Square::C3, piece(W, Role::Knight));
+    s.put_unreported(Square::D7, None);
+    s.put_unreported(Square::D5, piece(B, Role::Pawn));
+    s.dump();
+    s.wait(1000);
+    s.slide(Square::A2, Square::A3);
+    s.wait(6000);
+    assert_eq!(s.confirmed_events(), ["e2e4", "a7a6", "e4e5"], "{:?}", s.move_log());
+}

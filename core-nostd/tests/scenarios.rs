@@ -782,6 +782,47 @@ fn a_press_made_before_the_first_look_is_the_first_moves() {
     assert_eq!(s.confirmed_clks(), [Some(299), Some(301), Some(299)], "{:?}", s.move_log());
 }
 
+/// The relay's first dump comes only after 1. e4 e5, both pressed, while the clock runs:
+/// the game is taken with the line to that board, and the two presses seen before it are
+/// its plies' (their `%clk`, and the clock's sides for the rest of the game). A board
+/// being set up has no running clock; a board a few plies in while the clock runs is a
+/// game under way, and without this it was never relayed at all.
+#[test]
+fn a_first_look_a_few_plies_into_the_game_starts_it_with_them() {
+    let mut s = Sim::new(Config::default());
+    s.clock = Some(common::SimClock::new(300, 300, ClockSide::Left));
+    s.send_clock();
+    s.start_clock();
+    s.wait(200);
+    s.board = Board::new();
+    s.board.discard_piece_at(Square::E2);
+    s.board.set_piece_at(Square::E4, shakmaty::Piece { color: W, role: Role::Pawn });
+    s.press(3, 2);
+    s.wait(100);
+    s.board.discard_piece_at(Square::E7);
+    s.board.set_piece_at(Square::E5, shakmaty::Piece { color: B, role: Role::Pawn });
+    s.press(2, 2);
+    s.wait(50);
+    s.dump();
+    assert_eq!(s.count(|e| matches!(e, Event::GameStarted { .. })), 1, "{:?}", s.move_log());
+    s.wait(300);
+    s.slide(Square::G1, Square::F3);
+    s.press(1, 2);
+    s.wait(3_000);
+    assert_eq!(s.confirmed_events(), ["e2e4", "e7e5", "g1f3"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [Some(299), Some(300), Some(300)], "{:?}", s.move_log());
+    // Without a running clock the same board is no game yet.
+    let mut s = Sim::new(Config::default());
+    s.board = Board::new();
+    for (from, to, color) in [(Square::E2, Square::E4, W), (Square::E7, Square::E5, B)] {
+        s.board.discard_piece_at(from);
+        s.board.set_piece_at(to, shakmaty::Piece { color, role: Role::Pawn });
+    }
+    s.dump();
+    s.wait(1_000);
+    assert_eq!(s.count(|e| matches!(e, Event::GameStarted { .. })), 0);
+}
+
 /// Only the first look counts, and only a White piece lifted or a legal first move: a board
 /// being set up (a Black piece still to place, or a later look) starts no game.
 #[test]

@@ -4,10 +4,13 @@ use dgt_protocol::Orientation;
 use shakmaty::{Bitboard, Board, CastlingMode, Chess, EnPassantMode, FromSetup, Move, Position, Role, Setup};
 
 use super::record::{PlyRecord, to16};
-use super::{GameState, MAX_PROVISIONAL, ResumeError, ResumePly, Tracker};
+use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, ResumeError, ResumePly, Tracker};
 use crate::board::{self, CENTRE, placement_hash};
 use crate::event::{EndReason, Event, EventSink, GameResult, StartKind};
-use crate::search::board_diff;
+use crate::search::{self, board_diff};
+
+/// The most plies a game found already begun is read back (see `start_played_into`).
+const PLAYED_INTO_PLIES: usize = 4;
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// The standard start position on the board: `Some(orientation)`.
@@ -64,9 +67,58 @@ impl<const PLIES: usize> Tracker<PLIES> {
         None
     }
 
+    /// A board a tracker with no game sees while the clock runs, a few plies into a game
+    /// from the standard start: the relay came up, or its first look at the board came,
+    /// after the first moves (a slow link, a relay busy as all its boards came up). The
+    /// game is taken with the line to it; a line tied with another is one of several
+    /// move orders, its plies not confirmed until the operator or later readings say
+    /// (see `first_hidden`). Without a running clock a board being set up could pass
+    /// through such a board.
+    fn start_played_into(&self, now: u64) -> Option<(Orientation, Option<(search::Path, bool)>)> {
+        if self.state != GameState::Idle || self.phys.magic.any() {
+            return None;
+        }
+        let running = self.clocks.last.is_some_and(|r| r.status.running())
+            && now.saturating_sub(self.clocks.last_ms) <= CLOCK_STALE_MS;
+        if !running {
+            return None;
+        }
+        let start = Chess::default();
+        let depth = usize::from(self.config.search_depth).min(PLAYED_INTO_PLIES);
+        for (o, b) in self.board_either_way() {
+            // A line of n plies changes at most 2n + 2 squares (castling, en passant).
+            if board_diff(start.board(), &b).count() > 2 * depth + 2 || !search::has_two_kings(&b) {
+                continue;
+            }
+            let order = |path: &[Move]| self.plies_in_reported_order(path);
+            if let Some(found) = search::find_line_seen(&start, &b, depth as u8, &|_| false, &order)
+                && !found.path.is_empty()
+            {
+                return Some((o, Some((found.path, found.tied))));
+            }
+        }
+        None
+    }
+
     pub(super) fn try_start<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
-        if let Some(o) = self.standard_start().or_else(|| self.start_under_way()) {
+        if let Some(o) = self.standard_start() {
             self.start_game(Chess::default(), CastlingMode::Standard, o, StartKind::Standard, now, sink);
+            return;
+        }
+        if let Some((o, line)) =
+            self.start_under_way().map(|o| (o, None)).or_else(|| self.start_played_into(now))
+        {
+            self.start_game(Chess::default(), CastlingMode::Standard, o, StartKind::Standard, now, sink);
+            if let Some((path, tied)) = line
+                && self.records.len() == self.confirmed
+            {
+                self.extend_shown(&path, now, now, tied, sink);
+                self.on_match(sink);
+                if tied {
+                    self.alert_hidden_order(sink);
+                }
+            }
+            self.take_presses_before_the_start(now, sink);
             return;
         }
         if self.config.chess960 && !self.phys.magic.any() {
@@ -159,16 +211,31 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         self.dirty = true;
         self.fast_eval(now, true, sink);
-        // A game found with White's first move made (see `start_under_way`): a press made
-        // while the clock ran before the board was read is that move's. It gives the move
-        // its `%clk` and the clock's sides; without it the next press, Black's, was taken
-        // for White's and every press of the game for the other side's.
-        let idle_press = self.clocks.take_idle_press();
-        if self.first_look
-            && self.records.len() > self.confirmed
-            && let Some(flip) = idle_press
-        {
-            self.clock_pressed(&flip, true, now, sink);
+    }
+
+    /// A game found already begun (see `start_under_way`, `start_played_into`): the
+    /// presses made while the clock ran before the board was read are its plies', one
+    /// each in turn from White's first, when there are as many as plies or one fewer (the
+    /// last mover yet to press). They give the plies their `%clk` and the clock its sides;
+    /// without them the next press was taken for the previous ply's, and every press of
+    /// the game for the other side's.
+    fn take_presses_before_the_start<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
+        let Some(flips) = self.clocks.take_idle_presses() else { return };
+        let plies = self.records.len() - self.confirmed;
+        // Plies of an unknown order wait for the operator or later readings, presses or not.
+        if plies == 0 || !(plies - 1..=plies).contains(&flips.len()) || self.first_hidden().is_some() {
+            return;
+        }
+        let mut by = self.confirmed_pos.turn();
+        for flip in &flips {
+            self.clocks.anchor_press(&self.config, flip.side, by);
+            by = !by;
+        }
+        for flip in &flips {
+            if self.state != GameState::Active {
+                return;
+            }
+            self.clock_pressed(flip, false, now, sink);
         }
     }
 

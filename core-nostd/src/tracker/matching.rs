@@ -295,9 +295,20 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// order is known. Returns true when it was.
     fn reorder_hidden<S: EventSink + ?Sized>(&mut self, target: &Board, now: u64, sink: &mut S) -> bool {
         let Some(h) = self.first_hidden() else { return false };
-        let Some((k, path, false)) = self.best_line(target, h - self.confirmed) else { return false };
+        // Searched from before them only: a line keeping them would keep an order the
+        // board never showed.
+        let Some(pos) = self.position_at(h) else { return false };
+        let seen = |b: &Board| self.seen_board(b);
+        let order = |path: &[shakmaty::Move]| self.plies_in_reported_order(path);
+        let hidden = self.records.len() - h;
+        let depth = (hidden + usize::from(self.config.search_depth.max(1))).min(search::MAX_DEPTH) as u8;
+        let Some(found) = search::find_line_seen(&pos, target, depth, &seen, &order) else { return false };
+        if found.tied {
+            return false;
+        }
+        let path = found.path;
         let shown = self.shown_at(h);
-        self.retract_to(self.confirmed + k, sink);
+        self.retract_to(h, sink);
         for i in h..self.records.len() {
             self.hidden[i % MAX_PROVISIONAL] = false;
         }
@@ -308,7 +319,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// Tells the operator which ply to check when the move order is unknown (once for
     /// that ply).
-    fn alert_hidden_order<S: EventSink + ?Sized>(&mut self, sink: &mut S) {
+    pub(super) fn alert_hidden_order<S: EventSink + ?Sized>(&mut self, sink: &mut S) {
         let Some(h) = self.first_hidden() else { return };
         let ply = (h + 1) as u16;
         if self.order_alerted != Some(ply) {
@@ -504,8 +515,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let score = found.seen + kept;
             match &mut best {
                 Some((bk, bpath, t, s, tied)) if total == *t && score == *s => {
-                    // The same line found from another base is no rival.
-                    if !self.same_line((*bk, bpath), (k, &found.path)) {
+                    // The same line found from another base is no rival, unless another
+                    // order from there was as good (plies kept from a reading that never
+                    // showed their order do not settle it).
+                    if !self.same_line((*bk, bpath), (k, &found.path)) || found.tied {
                         *tied = true;
                     }
                 }
