@@ -118,6 +118,11 @@ pub struct BusTiming {
     /// How often the chain is searched for new boards (each search stops polling for about
     /// 1.5 s).
     pub rediscover_ms: u64,
+    /// When one changes packet holds a press and more after it, how much later what
+    /// follows the press goes out on the virtual line than the press: a single board's
+    /// session sees a press with the board still after it before the next move (it times a
+    /// press against the board's changes), and this restores that gap.
+    pub press_gap_ms: u64,
 }
 
 impl Default for BusTiming {
@@ -132,6 +137,7 @@ impl Default for BusTiming {
             gone_after_ms: 1_500,
             probe_gone_ms: 2_000,
             rediscover_ms: 300_000,
+            press_gap_ms: 400,
         }
     }
 }
@@ -211,6 +217,12 @@ struct VirtualLine {
     parser: CommandParser,
     /// Bytes for the session.
     out: Vec<u8>,
+    /// Bytes held back until their time (ms), in order: what followed a press in the same
+    /// changes packet. Anything sent while some are held goes after them.
+    later: VecDeque<(u64, Vec<u8>)>,
+    /// A press went out in the packet being forwarded: the next field event starts a part
+    /// held back until this time.
+    gap_until: Option<u64>,
     /// The last BWTIME sent (update-nice sends only changes).
     last_sent: Option<[u8; 7]>,
     /// `41` asked: the next reading goes out whatever the mode.
@@ -229,6 +241,8 @@ impl VirtualLine {
             mode: Mode::Idle,
             parser: CommandParser::new(),
             out: Vec::new(),
+            later: VecDeque::new(),
+            gap_until: None,
             last_sent: None,
             clock_asked: false,
             version_query: false,
@@ -239,13 +253,49 @@ impl VirtualLine {
     }
 
     fn send(&mut self, msg: &Message<'_>) {
-        let at = self.out.len();
-        self.out.resize(at + msg.encoded_len(), 0);
-        match msg.encode(&mut self.out[at..]) {
-            Ok(n) => self.out.truncate(at + n),
+        let out = match self.later.back_mut() {
+            Some((_, held)) => held,
+            None => &mut self.out,
+        };
+        let at = out.len();
+        out.resize(at + msg.encoded_len(), 0);
+        match msg.encode(&mut out[at..]) {
+            Ok(n) => out.truncate(at + n),
             Err(e) => {
                 tracing::error!(error = %e, "message not encodable");
-                self.out.truncate(at);
+                out.truncate(at);
+            }
+        }
+    }
+
+    /// Raw bytes for the session, after anything held back.
+    fn send_raw(&mut self, bytes: &[u8]) {
+        match self.later.back_mut() {
+            Some((_, held)) => held.extend_from_slice(bytes),
+            None => self.out.extend_from_slice(bytes),
+        }
+    }
+
+    /// The next field event of the packet being forwarded, and what follows it, wait
+    /// `gap` ms after what went before (see [`BusTiming::press_gap_ms`]).
+    fn hold_next(&mut self, now: u64, gap: u64) {
+        let from = self.later.back().map_or(now, |(t, _)| *t);
+        self.gap_until = Some(from + gap);
+    }
+
+    /// A field event is next: when a press went before it in this packet, it and what
+    /// follows are held back.
+    fn before_field(&mut self) {
+        if let Some(t) = self.gap_until.take() {
+            self.later.push_back((t, Vec::new()));
+        }
+    }
+
+    /// Moves what is due at `now` to the session's bytes.
+    fn release(&mut self, now: u64) {
+        while self.later.front().is_some_and(|(t, _)| *t <= now) {
+            if let Some((_, bytes)) = self.later.pop_front() {
+                self.out.extend_from_slice(&bytes);
             }
         }
     }
@@ -364,8 +414,15 @@ impl Board {
     /// build on (none yet, or a game may have begun since the last one: its clock may be
     /// new) is deferred with all that follows it until the clock is read; `fresh` is that
     /// reading, taken after the deferred press.
-    fn forward(&mut self, address: u16, events: &[EeEvent], mut fresh: Option<ClockTimes>) {
-        let mut listing = false;
+    fn forward(&mut self, now: u64, gap: u64, events: &[EeEvent], mut fresh: Option<ClockTimes>) {
+        let address = self.address;
+        if let Some(line) = self.line.as_mut() {
+            line.gap_until = None;
+        }
+        // In a power-up's listing of the pieces (not changes), and the squares it named.
+        let (mut listing, mut listed) = (false, 0u64);
+        // A press went out from this packet; the last event forwarded was a field event.
+        let (mut pressed, mut after_field) = (false, false);
         for (i, &e) in events.iter().enumerate() {
             if !self.deferred.is_empty() {
                 self.deferred.push(e);
@@ -373,10 +430,24 @@ impl Board {
             }
             let Some(line) = self.line.as_mut() else { return };
             match e {
-                EeEvent::Field { .. } if listing => {}
-                EeEvent::Field { square, piece, .. } => {
+                EeEvent::Field { square, piece, .. }
+                    if listing && !piece.is_empty() && listed & (1u64 << square.index()) == 0 =>
+                {
+                    listed |= 1u64 << square.index();
+                }
+                EeEvent::Field { square, piece, quick } => {
+                    // A power-up's listing names each piece once and no empty square: an
+                    // empty square, or one listed already, is a change made after it.
+                    listing = false;
                     if line.mode.fields() {
+                        if pressed && after_field && !quick {
+                            // A later scan's change (the board logged it 250 ms or more after
+                            // the one before), after a press: another ply's, possibly.
+                            line.hold_next(now, gap);
+                        }
+                        line.before_field();
                         line.send(&Message::FieldUpdate(FieldUpdate::new(square, piece)));
+                        after_field = true;
                     }
                 }
                 EeEvent::Time { side, time } => {
@@ -387,6 +458,9 @@ impl Board {
                     match base {
                         Some(base) if replay.is_some() || !(line.new_game || self.stale) => {
                             self.last_times = Some(press_readings(base, side, time, line, replay.is_some()));
+                            line.hold_next(now, gap);
+                            pressed = true;
+                            after_field = false;
                             self.held = false;
                             self.game_unread = false;
                         }
@@ -400,7 +474,10 @@ impl Board {
                         }
                     }
                 }
-                EeEvent::PowerUp | EeEvent::WatchdogAction => listing = true,
+                EeEvent::PowerUp | EeEvent::WatchdogAction => {
+                    listing = true;
+                    listed = 0;
+                }
                 EeEvent::BeginPos | EeEvent::BeginPosRotated | EeEvent::FourRows => {
                     // A game may begin: its clock is new to the session.
                     listing = false;
@@ -409,6 +486,9 @@ impl Board {
                 }
                 _ => listing = false,
             }
+        }
+        if let Some(line) = self.line.as_mut() {
+            line.gap_until = None;
         }
     }
 
@@ -565,7 +645,13 @@ impl BusPoller {
     /// When [`BusPoller::poll`] should next be called.
     pub fn next_deadline(&self) -> u64 {
         let reoffer = self.boards.values().filter_map(|b| b.reoffer).min().unwrap_or(u64::MAX);
-        self.line_deadline().min(reoffer)
+        let held = self
+            .boards
+            .values()
+            .filter_map(|b| b.line.as_ref()?.later.front().map(|(t, _)| *t))
+            .min()
+            .unwrap_or(u64::MAX);
+        self.line_deadline().min(reoffer).min(held)
     }
 
     fn line_deadline(&self) -> u64 {
@@ -624,7 +710,7 @@ impl BusPoller {
                 Command::SendVersion => {
                     line.send(&Message::Version { major: version.0 & 0x7F, minor: version.1 & 0x7F });
                 }
-                Command::SendEeMoves => line.out.extend_from_slice(&log.unwrap_or_default()),
+                Command::SendEeMoves => line.send_raw(&log.unwrap_or_default()),
                 Command::Clock(ClockCommand::Version) => {
                     line.version_query = true;
                     board.want_clock = true;
@@ -693,8 +779,12 @@ impl BusPoller {
         self.drive(now);
     }
 
-    /// Runs what is due at `now`: timeouts, the end of a broadcast window, the next command.
+    /// Runs what is due at `now`: timeouts, the end of a broadcast window, the next command,
+    /// bytes held back on a virtual line.
     pub fn poll(&mut self, now: u64) {
+        for line in self.boards.values_mut().filter_map(|b| b.line.as_mut()) {
+            line.release(now);
+        }
         let due: Vec<u16> =
             self.boards.values().filter(|b| b.reoffer.is_some_and(|t| t <= now)).map(|b| b.address).collect();
         for address in due {
@@ -944,6 +1034,23 @@ impl BusPoller {
             tracing::debug!(address = r.address, kind = r.kind, ?f.cmd, "bus reply to another command");
             return;
         }
+        if let ReplyData::Changes(raw) = &r.data
+            && !f.repeat
+            && garbled(raw)
+        {
+            // A 7-bit checksum passes one garbled reply in 128 (two boards on the line at
+            // once, noise): an event no board writes means the packet is not the board's.
+            // Asked again, the board sends the same packet (a repeat is taken as it comes:
+            // a board whose log does hold such an event sends it every time).
+            tracing::debug!(
+                address = r.address,
+                ?raw,
+                "changes packet with an impossible event; asked again"
+            );
+            self.heard(now, r.address);
+            self.bad(now, r.kind, r.address);
+            return;
+        }
         self.in_flight = None;
         self.stats.replies += 1;
         self.heard(now, r.address);
@@ -958,7 +1065,7 @@ impl BusPoller {
             ReplyData::Ping => self.announce(address),
             ReplyData::Changes(raw) => self.changes(now, address, raw, f.repeat),
             ReplyData::Times(t) => self.clock(now, address, t),
-            ReplyData::Dump(d) => self.dump(address, d),
+            ReplyData::Dump(d) => self.dump(now, address, d),
             ReplyData::Other => {}
         }
     }
@@ -1075,6 +1182,7 @@ impl BusPoller {
     /// A changes packet: recorded for the event log; forwarded as field updates and
     /// readings (see the module docs).
     fn changes(&mut self, now: u64, address: u16, raw: Vec<u8>, repeat: bool) {
+        let gap = self.timing.press_gap_ms;
         let Some(b) = self.boards.get_mut(&address) else { return };
         if repeat && raw == b.last_changes && !raw.is_empty() {
             // The board had not sent the lost packet: this is the one before, already had.
@@ -1084,7 +1192,7 @@ impl BusPoller {
         }
         b.last_changes.clone_from(&raw);
         let forward = !b.fresh && b.line.is_some();
-        tracing::trace!(address, bytes = raw.len(), forward, mode = ?b.line.as_ref().map(|l| l.mode), "changes");
+        tracing::trace!(address, bytes = raw.len(), ?raw, forward, mode = ?b.line.as_ref().map(|l| l.mode), "changes");
         if !repeat {
             // The first packet since the board was found is what it logged before.
             b.fresh = false;
@@ -1099,7 +1207,7 @@ impl BusPoller {
             }
         }
         let press = events.iter().any(|e| matches!(e, EeEvent::Time { .. }));
-        b.forward(address, &events, None);
+        b.forward(now, gap, &events, None);
         if !forward {
             // What it logged while no line was open: the session reads a dump (and, when that
             // differs from what it kept, this log).
@@ -1176,7 +1284,7 @@ impl BusPoller {
             // first, built on this reading (the game learns White's side from the set clock
             // and the running reading before the press, not from this one).
             let deferred = std::mem::take(&mut b.deferred);
-            b.forward(address, &deferred, Some(t));
+            b.forward(now, timing.press_gap_ms, &deferred, Some(t));
         }
         b.last_times = Some(t);
         if let Some(line) = b.line.as_mut() {
@@ -1184,7 +1292,8 @@ impl BusPoller {
         }
     }
 
-    fn dump(&mut self, address: u16, d: BoardDump) {
+    fn dump(&mut self, now: u64, address: u16, d: BoardDump) {
+        let gap = self.timing.press_gap_ms;
         tracing::trace!(address, raw = ?d.raw, "dump");
         let Some(b) = self.boards.get_mut(&address) else { return };
         b.want_dump = false;
@@ -1202,7 +1311,7 @@ impl BusPoller {
             // The dump shows the board after them: they go first, on the last reading.
             let deferred = std::mem::take(&mut b.deferred);
             let base = b.last_times;
-            b.forward(address, &deferred, base);
+            b.forward(now, gap, &deferred, base);
         }
         if let Some(line) = b.line.as_mut() {
             line.send(&Message::BoardDump(d));
@@ -1219,6 +1328,12 @@ impl BusPoller {
         b.want_clock = true;
         self.add_to_turn(address, BusCommandKind::SendClock);
     }
+}
+
+/// A changes packet holds an event no board writes (a time event that is not BCD, a
+/// square off the board): it was garbled on the line.
+fn garbled(raw: &[u8]) -> bool {
+    dgt_protocol::EeEvents::new(raw).iter().any(|e| matches!(e, EeEvent::Malformed { .. }))
 }
 
 /// The dump shows the standard start position, either way round.
