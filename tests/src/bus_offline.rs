@@ -38,11 +38,24 @@ pub struct ChainOptions {
     pub seed: u64,
     /// Real milliseconds between one job's end and the next job on the same board.
     pub gap_ms: u64,
+    /// The poller's timing.
+    pub timing: BusTiming,
+    /// Real milliseconds from the start of the line within which each board starts its
+    /// first job (drawn by seed), once the poller reads it.
+    pub first_start_ms: (u64, u64),
 }
 
 impl Default for ChainOptions {
     fn default() -> Self {
-        ChainOptions { speed: 150.0, hand_speed: 3.0, first: 12_001, seed: 1, gap_ms: 2_000 }
+        ChainOptions {
+            speed: 150.0,
+            hand_speed: 3.0,
+            first: 12_001,
+            seed: 1,
+            gap_ms: 2_000,
+            timing: BusTiming::default(),
+            first_start_ms: (4_000, 7_000),
+        }
     }
 }
 
@@ -113,11 +126,11 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
             jobs: (0..jobs.len()).filter(|k| k % n == i).collect(),
             playing: None,
             // Boards start their games a little apart, as the relay reaches them.
-            next_start: next_rand(4_000, 7_000),
+            next_start: next_rand(opts.first_start_ms.0, opts.first_start_ms.1),
         })
         .collect();
     let mut line = Line::new(n + 1);
-    let mut poller = BusPoller::open(0, BusTiming::default());
+    let mut poller = BusPoller::open(0, opts.timing);
     let config = SessionConfig::default();
     let mut per: BTreeMap<u16, Per> = BTreeMap::new();
     // (job, address, real start, real end)

@@ -207,6 +207,18 @@ impl BusPoller {
         }
         b.last_times = Some(t);
         if let Some(line) = b.line.as_mut() {
+            if line.new_game && t.status.running() && !t.status.no_clock() {
+                // The first reading of what may be a new game shows its clock running, the
+                // side to move's lever up, before any press: the clock as the arbiter set it
+                // (stopped, that lever up) goes first, as a single board sends it. The last
+                // reading the session has may be the previous game's, lever the other way:
+                // from it to this one the lever moved, which the session would take for a
+                // press. The first press still goes out after the clock as set, the
+                // presser's lever up (see `press_readings`).
+                let mut set = t;
+                set.status.0 &= !0x01;
+                line.times(set, false, true);
+            }
             line.times(t, true, false);
         }
     }
