@@ -354,3 +354,35 @@ fn a_move_after_a_power_up_in_the_same_packet_is_not_taken_for_its_listing() {
         "e7e5 confirmed at effect {black_confirmed:?}, g1f3 seen at {white_seen:?}"
     );
 }
+
+/// A board whose first dump on its new line is lost (the reply garbled beyond use, or a
+/// cycle late) and whose first move and press are made before its next turn: the dump goes
+/// before the changes in that turn, so its session has the board before the move, as a
+/// single board's session has it from the handshake. (Read after the move and the press,
+/// the dump started the game with the move on the board and the press already gone: the
+/// tracker took Black's press for White's, and every ply the other side's display.)
+#[test]
+fn a_new_lines_first_dump_comes_before_the_changes() {
+    let mut c = Chain::new(3);
+    c.clock(FIRST);
+    c.drop_dump.push(FIRST);
+    let mut waited = 0;
+    while !c.drop_dump.is_empty() {
+        c.step();
+        waited += 1;
+        assert!(waited < 20_000, "no dump was asked");
+    }
+    // 1. e4 at once, and White's press, before the board's next turn.
+    let now = c.now();
+    let sq = |s| DgtSquare::from_square(s, Orientation::Normal);
+    c.fw(FIRST).set_square_at_once(sq(Square::E2), PieceCode::Empty, true, now);
+    c.fw(FIRST).set_square_at_once(sq(Square::E4), PieceCode::WhitePawn, true, now);
+    c.press(FIRST, ClockSide::Left);
+    let mut want = vec![("e2e4".to_owned(), Some(display(&c, FIRST, ClockSide::Left)))];
+    c.run(2_000);
+    c.play(FIRST, Square::E7, Square::E5);
+    c.press(FIRST, ClockSide::Right);
+    want.push(("e7e5".to_owned(), Some(display(&c, FIRST, ClockSide::Right))));
+    c.run(3_000);
+    assert_eq!(c.confirmed(FIRST), want);
+}

@@ -246,6 +246,7 @@ impl BusPoller {
         }
         if let Some(line) = b.line.as_mut() {
             line.send(&Message::BoardDump(d));
+            line.dumped = true;
             // The next reading goes out even if unchanged: a game this dump starts learns
             // White's side from the lever of its first reading, which must not be a press.
             // Only a start position starts one (the dumps a session asks for mid-game do

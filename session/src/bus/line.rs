@@ -55,6 +55,8 @@ pub(super) struct VirtualLine {
     /// appeared, or a dump that may start one): the next press is preceded by a reading of
     /// the clock's start.
     pub(super) new_game: bool,
+    /// A dump went out on this line (its session has the board).
+    pub(super) dumped: bool,
 }
 
 impl VirtualLine {
@@ -71,6 +73,7 @@ impl VirtualLine {
             // A new line's first dump says whether a game may begin (a board back mid-game
             // goes on with its clock).
             new_game: false,
+            dumped: false,
         }
     }
 

@@ -39,6 +39,8 @@ pub struct Chain {
     /// Boards whose next changes reply that holds a press is garbled on the line, its
     /// checksum still right (see [`garble_press`]).
     pub garble_press: Vec<u16>,
+    /// Boards whose next dump reply is lost on the line.
+    pub drop_dump: Vec<u16>,
 }
 
 impl Chain {
@@ -59,6 +61,7 @@ impl Chain {
             events: Vec::new(),
             garbage: Vec::new(),
             garble_press: Vec::new(),
+            drop_dump: Vec::new(),
         }
     }
 
@@ -90,6 +93,12 @@ impl Chain {
                     {
                         self.garble_press.remove(k);
                         t.bytes = garbled;
+                    }
+                    if t.bytes.first() == Some(&0x83)
+                        && let Some(k) = self.drop_dump.iter().position(|a| *a == address)
+                    {
+                        self.drop_dump.remove(k);
+                        continue;
                     }
                     self.line.schedule(i, reply_at + u64::from(t.delay_ms) * 1000, &t.bytes);
                 }
