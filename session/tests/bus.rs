@@ -356,13 +356,15 @@ fn a_move_after_a_power_up_in_the_same_packet_is_not_taken_for_its_listing() {
 }
 
 /// A board whose first dump on its new line is lost (the reply garbled beyond use, or a
-/// cycle late) and whose first move and press are made before its next turn: the dump goes
-/// before the changes in that turn, so its session has the board before the move, as a
-/// single board's session has it from the handshake. (Read after the move and the press,
-/// the dump started the game with the move on the board and the press already gone: the
-/// tracker took Black's press for White's, and every ply the other side's display.)
+/// cycle late) and whose first two plies, pressed, are made before its next turn: its
+/// session gets the board before them first, from the event log (the power-up's listing and
+/// the changes since), then the plies, as a single board's session has the board from the
+/// handshake. (Forwarded with no dump, the session let the presses go by and the dump
+/// started the game with the move on the board: the tracker took Black's press for White's,
+/// and every ply the other side's display. Read first, the dump showed two plies made and no
+/// game started at all.)
 #[test]
-fn a_new_lines_first_dump_comes_before_the_changes() {
+fn a_new_lines_first_dump_is_the_board_before_its_first_changes() {
     let mut c = Chain::new(3);
     c.clock(FIRST);
     c.drop_dump.push(FIRST);
@@ -372,17 +374,23 @@ fn a_new_lines_first_dump_comes_before_the_changes() {
         waited += 1;
         assert!(waited < 20_000, "no dump was asked");
     }
-    // 1. e4 at once, and White's press, before the board's next turn.
-    let now = c.now();
+    // 1. e4 e5, both pressed, before the board's next turn.
     let sq = |s| DgtSquare::from_square(s, Orientation::Normal);
-    c.fw(FIRST).set_square_at_once(sq(Square::E2), PieceCode::Empty, true, now);
-    c.fw(FIRST).set_square_at_once(sq(Square::E4), PieceCode::WhitePawn, true, now);
-    c.press(FIRST, ClockSide::Left);
-    let mut want = vec![("e2e4".to_owned(), Some(display(&c, FIRST, ClockSide::Left)))];
+    let mut want = Vec::new();
+    for (from, to, piece, side) in [
+        (Square::E2, Square::E4, PieceCode::WhitePawn, ClockSide::Left),
+        (Square::E7, Square::E5, PieceCode::BlackPawn, ClockSide::Right),
+    ] {
+        let now = c.now();
+        c.fw(FIRST).set_square_at_once(sq(from), PieceCode::Empty, true, now);
+        c.fw(FIRST).set_square_at_once(sq(to), piece, true, now);
+        c.press(FIRST, side);
+        want.push((format!("{from}{to}"), Some(display(&c, FIRST, side))));
+    }
     c.run(2_000);
-    c.play(FIRST, Square::E7, Square::E5);
-    c.press(FIRST, ClockSide::Right);
-    want.push(("e7e5".to_owned(), Some(display(&c, FIRST, ClockSide::Right))));
+    c.play(FIRST, Square::G1, Square::F3);
+    c.press(FIRST, ClockSide::Left);
+    want.push(("g1f3".to_owned(), Some(display(&c, FIRST, ClockSide::Left))));
     c.run(3_000);
     assert_eq!(c.confirmed(FIRST), want);
 }

@@ -100,6 +100,19 @@ impl Board {
             self.anchored = true;
         }
     }
+    /// The board as the event log has it: the last power-up's listing of the pieces and
+    /// every change since (`None` when the log holds no power-up).
+    pub(super) fn logged_board(&self) -> Option<[u8; 64]> {
+        let start = self.log.iter().rposition(|e| matches!(e, EeEvent::PowerUp | EeEvent::WatchdogAction))?;
+        let mut raw = [0u8; 64];
+        for e in self.log.iter().skip(start) {
+            if let EeEvent::Field { square, piece, .. } = e {
+                raw[usize::from(square.index())] = piece.code();
+            }
+        }
+        Some(raw)
+    }
+
     /// The event log as the board's `EE_MOVES` message would carry it.
     pub(super) fn event_log(&self) -> Vec<u8> {
         let mut events: Vec<EeEvent> = self.log.iter().copied().collect();

@@ -14,6 +14,23 @@ use super::board::Board;
 use super::press::press_readings;
 
 impl Board {
+    /// A dump on the virtual line.
+    pub(super) fn send_dump(&mut self, d: BoardDump) {
+        if let Some(line) = self.line.as_mut() {
+            line.send(&Message::BoardDump(d));
+            line.dumped = true;
+            // The next reading goes out even if unchanged: a game this dump starts learns
+            // White's side from the lever of its first reading, which must not be a press.
+            // Only a start position starts one (the dumps a session asks for mid-game do
+            // not make its next press a new game's).
+            line.last_sent = None;
+            if shows_start(&d) {
+                line.new_game = true;
+                self.game_unread = true;
+            }
+        }
+    }
+
     /// Sends changes on the virtual line (see [`super`]). A press with no reading to
     /// build on (none yet, or a game may have begun since the last one: its clock may be
     /// new) is deferred with all that follows it until the clock is read; `fresh` is that
@@ -116,6 +133,11 @@ impl BusPoller {
             // The first packet since the board was found is what it logged before.
             b.fresh = false;
         }
+        // A line with no dump yet: its session must have the board before these changes (a
+        // single board answers the handshake's dump request at once; here that dump may
+        // have been lost, or come a cycle late). The event log has it.
+        let before =
+            (forward && b.line.as_ref().is_some_and(|l| !l.dumped)).then(|| b.logged_board()).flatten();
         let mut doubt = false;
         let mut events = Vec::new();
         for e in dgt_protocol::EeEvents::new(&raw).iter() {
@@ -126,6 +148,10 @@ impl BusPoller {
             }
         }
         let press = events.iter().any(|e| matches!(e, EeEvent::Time { .. }));
+        if let Some(raw) = before.filter(|_| !events.is_empty()) {
+            tracing::trace!(address, "first dump on the line, from the event log");
+            b.send_dump(BoardDump { raw });
+        }
         b.forward(now, gap, &events, None);
         if !forward {
             // What it logged while no line was open: the session reads a dump (and, when that
@@ -244,19 +270,7 @@ impl BusPoller {
             let base = b.last_times;
             b.forward(now, gap, &deferred, base);
         }
-        if let Some(line) = b.line.as_mut() {
-            line.send(&Message::BoardDump(d));
-            line.dumped = true;
-            // The next reading goes out even if unchanged: a game this dump starts learns
-            // White's side from the lever of its first reading, which must not be a press.
-            // Only a start position starts one (the dumps a session asks for mid-game do
-            // not make its next press a new game's).
-            line.last_sent = None;
-            if shows_start(&d) {
-                line.new_game = true;
-                b.game_unread = true;
-            }
-        }
+        b.send_dump(d);
         b.want_clock = true;
         self.add_to_turn(address, BusCommandKind::SendClock);
     }

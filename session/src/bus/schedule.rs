@@ -220,15 +220,8 @@ impl BusPoller {
             if b.version.is_none() {
                 todo.push_back(BusCommandKind::SendVersion);
             }
-            // A line that has had no dump yet gets one before any change: its session must
-            // have the board before the moves made on it (a single board answers the
-            // handshake's dump request at once; here it may have been lost, or a cycle late).
-            let first_dump = b.want_dump && !b.fresh && b.line.as_ref().is_some_and(|l| !l.dumped);
-            if first_dump {
-                todo.push_back(BusCommandKind::SendBoard);
-            }
             todo.push_back(BusCommandKind::SendChanges);
-            if b.want_dump && !first_dump {
+            if b.want_dump {
                 todo.push_back(BusCommandKind::SendBoard);
             }
             if b.want_clock || now >= b.next_clock {
