@@ -61,7 +61,11 @@ impl Board {
                     // empty square, or one listed already, is a change made after it.
                     listing = false;
                     if line.mode.fields() {
-                        if pressed && after_field && !quick {
+                        // Two presses or more with no change between: the changes that follow
+                        // are two plies or more (a burst), in this packet or the next.
+                        line.burst |= line.presses_since_field >= 2;
+                        line.presses_since_field = 0;
+                        if (pressed || line.burst) && after_field && !quick {
                             // A later scan's change (the board logged it 250 ms or more after
                             // the one before), after a press: another ply's, possibly.
                             line.hold_next(now, gap);
@@ -80,6 +84,8 @@ impl Board {
                         Some(base) if replay.is_some() || !(line.new_game || self.stale) => {
                             self.last_times = Some(press_readings(base, side, time, line, replay.is_some()));
                             line.hold_next(now, gap);
+                            line.presses_since_field = line.presses_since_field.saturating_add(1);
+                            line.burst = false;
                             pressed = true;
                             after_field = false;
                             self.held = false;

@@ -57,6 +57,12 @@ pub(super) struct VirtualLine {
     pub(super) new_game: bool,
     /// A dump went out on this line (its session has the board).
     pub(super) dumped: bool,
+    /// Presses sent since the last field update.
+    pub(super) presses_since_field: u8,
+    /// The field updates since the last press followed two presses or more with no change
+    /// between: they hold two plies or more, and a later scan's change among them is held
+    /// back as after a press in the same packet.
+    pub(super) burst: bool,
 }
 
 impl VirtualLine {
@@ -74,6 +80,8 @@ impl VirtualLine {
             // goes on with its clock).
             new_game: false,
             dumped: false,
+            presses_since_field: 0,
+            burst: false,
         }
     }
 
