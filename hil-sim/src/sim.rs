@@ -320,6 +320,7 @@ impl SimBoard {
             wake_rx,
             scenario: None,
             reopen_at: None,
+            held_off: false,
             reconnects: 0,
         };
         let join = std::thread::Builder::new()
@@ -362,7 +363,8 @@ impl SimBoard {
     }
 
     /// Unplugs the board now, until [`SimBoard::plug`]: its own pty closes (the link
-    /// goes), or, on a chain, it leaves the line (it neither hears nor answers).
+    /// goes), or, on a chain, it leaves the line (it neither hears nor answers). A
+    /// scenario's own pulled cable meanwhile does not plug it back before that.
     pub fn unplug(&self) -> Result<(), SimError> {
         self.control(Control::Unplug)
     }
@@ -488,6 +490,9 @@ struct Runner {
     wake_rx: OwnedFd,
     scenario: Option<RunningScenario>,
     reopen_at: Option<Instant>,
+    /// Unplugged by [`SimBoard::unplug`]: off until [`SimBoard::plug`], whatever the
+    /// scenario's own pulled cables would do meanwhile.
+    held_off: bool,
     reconnects: u32,
 }
 
@@ -674,8 +679,10 @@ impl Runner {
                     self.catch_up(now);
                     self.unplug();
                     self.reopen_at = None;
+                    self.held_off = true;
                 }
                 Control::Plug => {
+                    self.held_off = false;
                     if self.unplugged() {
                         self.catch_up(now);
                         self.reopen(now);
@@ -773,6 +780,11 @@ impl Runner {
     fn apply(&mut self, action: &Action, at: u64) {
         let down = crate::offline::apply_action(&mut self.fw, action, at, self.orientation, self.white_side);
         if let Some(down_ms) = down {
+            if self.held_off {
+                // Unplugged already until plugged back by hand: a cable pulled in the
+                // scenario meanwhile does not plug it back early.
+                return;
+            }
             let back = plugged_back_at(&self.vt, at, down_ms, Instant::now());
             self.unplug();
             self.reopen_at = Some(back);

@@ -117,6 +117,11 @@ fn changes_follow_the_hands_and_an_unplugged_board_comes_back_with_its_log() {
     std::thread::sleep(Duration::from_millis(50));
     assert!(changes(&mut port, 102).is_none());
     assert!(changes(&mut port, 101).is_some());
+    // A cable the scenario pulls meanwhile (back after 30 ms) does not plug it back: it is off
+    // until plugged back by hand.
+    board.act(Action::Disconnect { down_ms: 10 }).expect("act");
+    std::thread::sleep(Duration::from_millis(150));
+    assert!(changes(&mut port, 102).is_none(), "the scenario's reconnect plugged it back");
     board
         .act(Action::Place { square: Square::E4, piece: shakmaty::Piece::from_char('P').expect("P") })
         .expect("act");

@@ -11,11 +11,14 @@
 //! - [`export_format`]: an export-format checker written from the PGN standard.
 //! - [`faults`]: the relay killed with SIGKILL and restarted under live games.
 //! - [`offline`]: the tracker fed straight from the simulated firmware, no relay, no pty.
+//! - [`bus_offline`]: a chain of simulated firmwares read by the relay's own bus poller and
+//!   sessions, in one deterministic loop.
 //! - [`scripts`]: an independent emulator's hand scripts as jobs of those harnesses.
 //! - [`interop`]: python-chess, pgn-extract and chess.js on the published PGN.
 //! - [`suite`]: the fast subset and the full sweep, with their report.
 
 pub mod acceptance;
+pub mod bus_offline;
 pub mod captures;
 pub mod export_format;
 pub mod faults;

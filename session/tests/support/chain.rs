@@ -36,6 +36,11 @@ pub struct Chain {
     pub events: Vec<(u64, BusEvent)>,
     /// Line noise to put on the line: (time in microseconds, bytes).
     pub garbage: Vec<(u64, Vec<u8>)>,
+    /// Boards whose next changes reply that holds a press is garbled on the line, its
+    /// checksum still right (see [`garble_press`]).
+    pub garble_press: Vec<u16>,
+    /// Boards whose next dump reply is lost on the line.
+    pub drop_dump: Vec<u16>,
 }
 
 impl Chain {
@@ -55,6 +60,8 @@ impl Chain {
             per: BTreeMap::new(),
             events: Vec::new(),
             garbage: Vec::new(),
+            garble_press: Vec::new(),
+            drop_dump: Vec::new(),
         }
     }
 
@@ -79,7 +86,20 @@ impl Chain {
                 if !single.is_empty() {
                     self.line.schedule(i, reply_at, &single);
                 }
-                for t in fw.take_bus_output() {
+                for mut t in fw.take_bus_output() {
+                    let address = FIRST + i as u16;
+                    if let Some(k) = self.garble_press.iter().position(|a| *a == address)
+                        && let Some(garbled) = garble_press(&t.bytes)
+                    {
+                        self.garble_press.remove(k);
+                        t.bytes = garbled;
+                    }
+                    if t.bytes.first() == Some(&0x83)
+                        && let Some(k) = self.drop_dump.iter().position(|a| *a == address)
+                    {
+                        self.drop_dump.remove(k);
+                        continue;
+                    }
                     self.line.schedule(i, reply_at + u64::from(t.delay_ms) * 1000, &t.bytes);
                 }
             }
@@ -250,4 +270,29 @@ impl Chain {
         fw.attach_clock(Some(Dgt3000::new(TimeControl::fischer(300, 2), ClockSide::Left, now)));
         fw.press_button(Button::Run, now);
     }
+}
+
+/// A changes reply holding a press, its time event's minutes garbled into a value no board
+/// writes (as two boards driving the line at once would), with a checksum that still
+/// passes (a 7-bit checksum passes one garbled reply in 128); `None` for any other reply.
+pub fn garble_press(reply: &[u8]) -> Option<Vec<u8>> {
+    use dgt_protocol::bus::EeEvents;
+    use dgt_protocol::{BusData, BusReply, EeEvent};
+    if reply.first() != Some(&0x85) || reply.len() < 6 {
+        return None;
+    }
+    let address = (u16::from(reply[3]) << 7) | u16::from(reply[4]);
+    let mut data = reply[5..reply.len() - 1].to_vec();
+    let mut at = 0;
+    while at < data.len() {
+        let len = EeEvent::len_for_first_byte(data[at]);
+        if len == 3 && at + 3 <= data.len() {
+            data[at + 1] |= 0x60;
+            let garbled = BusReply::new(address, BusData::Update(EeEvents::new(&data)));
+            let mut out = vec![0u8; garbled.encoded_len()];
+            return garbled.encode(&mut out).ok().map(|_| out);
+        }
+        at += len;
+    }
+    None
 }

@@ -1,0 +1,117 @@
+//! The jobs of the 12-board chain test (`tests/bus.rs`) replayed offline on a chain
+//! ([`dgt_e2e_tests::bus_offline`]): the relay's own poller and sessions in one
+//! deterministic loop, under several seeds of the boards' response times and start
+//! moments. What the chain test through the relay meets by chance, this meets by seed, in
+//! seconds, with every step traceable (`RUST_LOG=dgt_session::bus=trace,dgt_e2e_tests=trace`
+//! prints each bus command with the millisecond it went out).
+
+use dgt_e2e_tests::acceptance::{EndPath, Job, livechess, worldcup};
+use dgt_e2e_tests::bus_offline::{ChainOptions, replay_chain};
+use dgt_hil_sim::hands::Profile;
+
+/// The chain test's jobs: the four shortest complete World Cup games of 20 plies or more
+/// in turn, one unplugged now and then (`disconnect`), one with garbage on the line, four
+/// under mixed handling, the rest clean.
+fn chain_jobs() -> Vec<Job> {
+    let wc = worldcup().expect("the World Cup games");
+    let mut short: Vec<usize> =
+        (0..wc.len()).filter(|&i| wc[i].truncated.is_none() && wc[i].moves.len() >= 20).collect();
+    short.sort_by_key(|&i| wc[i].moves.len());
+    let games: Vec<usize> = short.into_iter().take(4).collect();
+    (0..12)
+        .map(|k| {
+            let i = games[k % games.len()];
+            let profile = match k {
+                0 => Profile::Disconnect,
+                1 => Profile::Garbage,
+                k if k < 6 => Profile::Mixed,
+                _ => Profile::Clean,
+            };
+            Job::plan(format!("worldcup#{}/{}", i + 1, k + 1), &wc[i], profile, 1, EndPath::Board)
+        })
+        .collect()
+}
+
+/// The two-round chain test's jobs (`twelve_chained_boards_play_two_rounds_exactly`): the
+/// LiveChess round clean, then the twelve World Cup games of 30 plies or more, ten of them
+/// under mixed handling, two games a board.
+fn two_round_jobs() -> Vec<Job> {
+    let lc = livechess().expect("the LiveChess round");
+    let wc = worldcup().expect("the World Cup games");
+    let mut jobs: Vec<Job> = lc
+        .iter()
+        .enumerate()
+        .map(|(i, g)| Job::plan(format!("livechess#{}", i + 1), g, Profile::Clean, 1, EndPath::Board))
+        .collect();
+    let mut short: Vec<usize> =
+        (0..wc.len()).filter(|&i| wc[i].truncated.is_none() && wc[i].moves.len() >= 30).collect();
+    short.sort_by_key(|&i| wc[i].moves.len());
+    for (k, &i) in short.iter().take(12).enumerate() {
+        let profile = match k {
+            0 => Profile::Disconnect,
+            1 => Profile::Garbage,
+            _ => Profile::Mixed,
+        };
+        jobs.push(Job::plan(format!("worldcup#{}/{}", i + 1, k + 1), &wc[i], profile, 1, EndPath::Board));
+    }
+    jobs
+}
+
+/// Each board's second game set up and its clock set and started between two readings of
+/// it: every game exact under seeds 1 and 2 (the first reading of a next game's clock,
+/// running before any press, was taken for White's first press in both).
+#[test]
+#[ignore = "about a minute in a debug build; run with --ignored"]
+fn twelve_chained_boards_offline_play_two_rounds_exactly() {
+    let jobs = two_round_jobs();
+    let mut failures = Vec::new();
+    for seed in 1..=2 {
+        let outcomes = replay_chain(&jobs, 12, &ChainOptions { seed, ..ChainOptions::default() });
+        assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
+        for o in outcomes.iter().filter(|o| !o.why.is_empty()) {
+            failures.push(format!("seed {seed} {} (board {}): {}", o.label, o.address, o.why.join("; ")));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every game exact (moves and `%clk`) under seeds 1 to 8, or `DGT_BUS_SEEDS=FROM-TO`.
+/// `DGT_BUS_SHOW=1` prints the session's effects of a game that is not.
+#[test]
+#[ignore = "about a minute in a debug build; run with --ignored"]
+fn twelve_chained_boards_offline_are_exact_under_many_line_timings() {
+    if std::env::var("RUST_LOG").is_ok() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .without_time()
+            .with_ansi(false)
+            .with_target(false)
+            .try_init();
+    }
+    let (from, to) = std::env::var("DGT_BUS_SEEDS")
+        .ok()
+        .and_then(|s| {
+            let (a, b) = s.split_once('-').unwrap_or((&s, &s));
+            Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
+        })
+        .unwrap_or((1, 8));
+    let show = std::env::var("DGT_BUS_SHOW").is_ok();
+    let jobs = chain_jobs();
+    let mut failures = Vec::new();
+    for seed in from..=to {
+        // Odd seeds start the games as the boards are found, even ones a few seconds on.
+        let first_start_ms = if seed % 2 == 1 { (0, 2_000) } else { (4_000, 7_000) };
+        let outcomes =
+            replay_chain(&jobs, 12, &ChainOptions { seed, first_start_ms, ..ChainOptions::default() });
+        assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
+        for o in outcomes.iter().filter(|o| !o.why.is_empty()) {
+            failures.push(format!("seed {seed} {} (board {}): {}", o.label, o.address, o.why.join("; ")));
+            if show {
+                for (t, e) in &o.effects {
+                    println!("  {t} {e}");
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
