@@ -5,10 +5,10 @@
 
 mod common;
 
-use common::{Sim, SimClock, clocked, parse_uci, piece, play_pressed};
+use common::{Sim, clocked, from_fen, parse_uci, piece, play_pressed};
 use dgt_core::{Config, EndReason, Event, GameResult, GameState, Period, TimeControl, View};
 use dgt_protocol::{ClockSide, ClockStatus, ClockTime, ClockTimes, Orientation, SideFlags, SideReading};
-use shakmaty::{Chess, Color, Position, Role, Square, fen::Fen};
+use shakmaty::{Chess, Color, Position, Role, Square};
 
 const W: Color = Color::White;
 const B: Color = Color::Black;
@@ -21,27 +21,6 @@ fn line(ucis: &[&str]) -> Chess {
         p.play_unchecked(parse_uci(&p, u));
     }
     p
-}
-
-/// A game from an operator FEN (board already showing it), optionally with a running clock.
-fn from_fen(fen: &str, config: Config, clock_secs: Option<u32>) -> (Sim, Chess) {
-    let setup = Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
-    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
-    let mut s = Sim::new(config);
-    s.board = pos.board().clone();
-    s.dump();
-    let events = &mut s.events;
-    s.tracker
-        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
-        .expect("start");
-    if let Some(secs) = clock_secs {
-        let mut c = SimClock::new(secs, secs, ClockSide::Left);
-        c.high = pos.turn();
-        s.clock = Some(c);
-        s.send_clock();
-        s.start_clock();
-    }
-    (s, pos)
 }
 
 /// Replays the event stream: every `MoveConfirmed` must be one of `allowed` at its ply, and
@@ -503,19 +482,7 @@ fn plies_still_on_the_board_through_the_kings_signal_stand_without_a_clock() {
 /// both moves stand.
 #[test]
 fn a_king_move_that_rested_before_the_kings_signal_stands_without_a_clock() {
-    let (mut s, _) = from_fen("R7/6p1/5p1k/4r2P/6KP/p7/P7/8 b - - 12 55", Config::default(), None);
-    s.wait(1000);
-    s.slide(Square::E5, Square::E4);
-    s.wait(900);
-    s.slide(Square::G4, Square::F5);
-    s.wait(900);
-    let black_king = s.lift(Square::H6);
-    let white_king = s.lift(Square::F5);
-    s.lift(Square::E4);
-    s.put(Square::D4, white_king);
-    s.put(Square::E4, black_king);
-    s.wait(3000);
-    assert_eq!(s.tracker.result(), Some((GameResult::Draw, EndReason::KingsInCentre)));
+    let s = check_then_king_step_then_draw_signal(900, 900);
     check_stream(&s, &["e5e4", "g4f5"]);
 }
 
@@ -523,12 +490,20 @@ fn a_king_move_that_rested_before_the_kings_signal_stands_without_a_clock() {
 /// move, and neither is the check before it, shown too shortly before the signal.
 #[test]
 fn a_king_set_down_briefly_on_its_way_to_the_centre_is_no_move() {
+    let s = check_then_king_step_then_draw_signal(300, 200);
+    check_stream(&s, &[]);
+}
+
+/// No clock: ...Re4+, `before_step` ms, Kf5, `before_signal` ms, then the draw signal
+/// (the black king lifted, the white king carried from f5 to d4, the rook lifted from e4
+/// for the black king); the game must end drawn by it.
+fn check_then_king_step_then_draw_signal(before_step: u64, before_signal: u64) -> Sim {
     let (mut s, _) = from_fen("R7/6p1/5p1k/4r2P/6KP/p7/P7/8 b - - 12 55", Config::default(), None);
     s.wait(1000);
     s.slide(Square::E5, Square::E4);
-    s.wait(300);
+    s.wait(before_step);
     s.slide(Square::G4, Square::F5);
-    s.wait(200);
+    s.wait(before_signal);
     let black_king = s.lift(Square::H6);
     let white_king = s.lift(Square::F5);
     s.lift(Square::E4);
@@ -536,7 +511,7 @@ fn a_king_set_down_briefly_on_its_way_to_the_centre_is_no_move() {
     s.put(Square::E4, black_king);
     s.wait(3000);
     assert_eq!(s.tracker.result(), Some((GameResult::Draw, EndReason::KingsInCentre)));
-    check_stream(&s, &[]);
+    s
 }
 
 // ----- rotation and clock sides ------------------------------------------------------------------

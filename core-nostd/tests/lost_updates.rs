@@ -7,7 +7,7 @@ mod common;
 use common::{clocked, piece, play_pressed};
 use dgt_core::Event;
 use dgt_protocol::{ClockSide, Orientation};
-use shakmaty::{Chess, Color, Position, Role, Square};
+use shakmaty::{Chess, Color, Role, Square};
 
 const W: Color = Color::White;
 const B: Color = Color::Black;
@@ -62,21 +62,7 @@ fn each_press_the_board_cannot_explain_is_settled_by_a_dump() {
 /// board since say so), whatever the kings do.
 #[test]
 fn a_move_a_dump_shows_after_its_press_stands_as_if_the_board_had_shown_it() {
-    let fen = "8/1Q3ppk/8/7P/2q5/1p4P1/5P1K/8 b - - 0 42";
-    let mut s = common::Sim::new(dgt_core::Config::default());
-    let setup = shakmaty::fen::Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
-    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
-    s.board = pos.board().clone();
-    s.dump();
-    let events = &mut s.events;
-    s.tracker
-        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
-        .expect("start");
-    let mut clock = common::SimClock::new(300, 300, ClockSide::Left);
-    clock.high = B;
-    s.clock = Some(clock);
-    s.send_clock();
-    s.start_clock();
+    let mut s = from_fen_clocked("8/1Q3ppk/8/7P/2q5/1p4P1/5P1K/8 b - - 0 42", 300);
     s.wait(1000);
     s.step_ms = 30;
     let queen = s.lift(Square::C4);
@@ -127,16 +113,8 @@ fn castling_with_the_kings_reports_lost_is_read_from_a_dump() {
 /// capture bxc6 follows from there.
 #[test]
 fn plies_read_with_a_square_gone_stale_are_put_in_the_order_the_board_reported() {
-    let fen = "4k3/p1p5/8/8/1P6/8/8/4K3 b - - 0 40";
-    let mut s = common::Sim::new(dgt_core::Config::default());
-    let setup = shakmaty::fen::Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
-    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
-    s.board = pos.board().clone();
-    s.dump();
-    let events = &mut s.events;
-    s.tracker
-        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
-        .expect("start");
+    let (mut s, _) =
+        common::from_fen("4k3/p1p5/8/8/1P6/8/8/4K3 b - - 0 40", dgt_core::Config::default(), None);
     s.wait(1000);
     s.put_unreported(Square::A7, None);
     s.put_unreported(Square::A5, piece(B, Role::Pawn));
@@ -180,21 +158,7 @@ fn a_pressed_ply_a_dump_shows_beside_the_replys_lifted_king_is_taken() {
 
 /// A game from an operator FEN (the board showing it), its clock running with `secs` a side.
 fn from_fen_clocked(fen: &str, secs: u32) -> common::Sim {
-    let mut s = common::Sim::new(dgt_core::Config::default());
-    let setup = shakmaty::fen::Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
-    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
-    s.board = pos.board().clone();
-    s.dump();
-    let events = &mut s.events;
-    s.tracker
-        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
-        .expect("start");
-    let mut clock = common::SimClock::new(secs, secs, ClockSide::Left);
-    clock.high = pos.turn();
-    s.clock = Some(clock);
-    s.send_clock();
-    s.start_clock();
-    s
+    common::from_fen(fen, dgt_core::Config::default(), Some(secs)).0
 }
 
 /// White plays e4 (shown); Black Be7 with the bishop's lift from f8 lost, so the board

@@ -20,20 +20,7 @@ const B: Color = Color::Black;
 /// exd6: only ...h6 Nc3 ...d5 allows it, and the game goes on in that order.
 #[test]
 fn an_order_the_board_never_showed_waits_for_the_reading_that_tells() {
-    let mut s = Sim::started(Config::default(), Orientation::Normal);
-    let mut pos = Chess::default();
-    for u in ["e2e4", "a7a6", "e4e5"] {
-        pos = s.play_uci(&pos, u);
-        s.wait(2500);
-    }
-    assert_eq!(s.confirmed_events().len(), 3);
-    s.put_unreported(Square::H7, None);
-    s.put_unreported(Square::H6, piece(B, Role::Pawn));
-    s.put_unreported(Square::B1, None);
-    s.put_unreported(Square::C3, piece(W, Role::Knight));
-    s.put_unreported(Square::D7, None);
-    s.put_unreported(Square::D5, piece(B, Role::Pawn));
-    s.dump();
+    let mut s = three_plies_of_unknown_order();
     s.wait(6000);
     assert_eq!(s.confirmed_events().len(), 3, "{:?}", s.move_log());
     assert_eq!(s.count(|e| matches!(e, Event::MoveOrderUnknown { ply: 4 })), 1, "{:?}", s.move_log());
@@ -51,12 +38,23 @@ fn an_order_the_board_never_showed_waits_for_the_reading_that_tells() {
 /// board stands.
 #[test]
 fn a_move_both_orders_allow_does_not_settle_the_order() {
+    let mut s = three_plies_of_unknown_order();
+    s.wait(1000);
+    s.slide(Square::A2, Square::A3);
+    s.wait(6000);
+    assert_eq!(s.confirmed_events(), ["e2e4", "a7a6", "e4e5"], "{:?}", s.move_log());
+}
+
+/// No clock: 1. e4 a6 2. e5 confirmed, then ...d5 Nc3 ...h6 (or ...h6 Nc3 ...d5) with every
+/// report lost, and a dump showing the three plies at once.
+fn three_plies_of_unknown_order() -> Sim {
     let mut s = Sim::started(Config::default(), Orientation::Normal);
     let mut pos = Chess::default();
     for u in ["e2e4", "a7a6", "e4e5"] {
         pos = s.play_uci(&pos, u);
         s.wait(2500);
     }
+    assert_eq!(s.confirmed_events().len(), 3);
     s.put_unreported(Square::H7, None);
     s.put_unreported(Square::H6, piece(B, Role::Pawn));
     s.put_unreported(Square::B1, None);
@@ -64,8 +62,5 @@ fn a_move_both_orders_allow_does_not_settle_the_order() {
     s.put_unreported(Square::D7, None);
     s.put_unreported(Square::D5, piece(B, Role::Pawn));
     s.dump();
-    s.wait(1000);
-    s.slide(Square::A2, Square::A3);
-    s.wait(6000);
-    assert_eq!(s.confirmed_events(), ["e2e4", "a7a6", "e4e5"], "{:?}", s.move_log());
+    s
 }

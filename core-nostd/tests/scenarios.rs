@@ -759,15 +759,7 @@ fn a_first_look_at_the_first_move_under_way_starts_the_game() {
 /// to the other side's move, to the end of the game.
 #[test]
 fn a_press_made_before_the_first_look_is_the_first_moves() {
-    let mut s = Sim::new(Config::default());
-    s.clock = Some(common::SimClock::new(300, 300, ClockSide::Left));
-    s.send_clock();
-    s.start_clock();
-    s.wait(200);
-    s.board = Board::new();
-    s.board.discard_piece_at(Square::E2);
-    s.board.set_piece_at(Square::E4, shakmaty::Piece { color: W, role: Role::Pawn });
-    s.press(3, 2);
+    let mut s = e4_pressed_before_the_board_is_read();
     s.wait(50);
     s.dump();
     assert_eq!(s.count(|e| matches!(e, Event::GameStarted { .. })), 1);
@@ -789,15 +781,7 @@ fn a_press_made_before_the_first_look_is_the_first_moves() {
 /// game under way, and without this it was never relayed at all.
 #[test]
 fn a_first_look_a_few_plies_into_the_game_starts_it_with_them() {
-    let mut s = Sim::new(Config::default());
-    s.clock = Some(common::SimClock::new(300, 300, ClockSide::Left));
-    s.send_clock();
-    s.start_clock();
-    s.wait(200);
-    s.board = Board::new();
-    s.board.discard_piece_at(Square::E2);
-    s.board.set_piece_at(Square::E4, shakmaty::Piece { color: W, role: Role::Pawn });
-    s.press(3, 2);
+    let mut s = e4_pressed_before_the_board_is_read();
     s.wait(100);
     s.board.discard_piece_at(Square::E7);
     s.board.set_piece_at(Square::E5, shakmaty::Piece { color: B, role: Role::Pawn });
@@ -821,6 +805,21 @@ fn a_first_look_a_few_plies_into_the_game_starts_it_with_them() {
     s.dump();
     s.wait(1_000);
     assert_eq!(s.count(|e| matches!(e, Event::GameStarted { .. })), 0);
+}
+
+/// The clock read and running before the board: White plays e4 (the board not yet read)
+/// and presses, 3 s used, 2 s added.
+fn e4_pressed_before_the_board_is_read() -> Sim {
+    let mut s = Sim::new(Config::default());
+    s.clock = Some(common::SimClock::new(300, 300, ClockSide::Left));
+    s.send_clock();
+    s.start_clock();
+    s.wait(200);
+    s.board = Board::new();
+    s.board.discard_piece_at(Square::E2);
+    s.board.set_piece_at(Square::E4, shakmaty::Piece { color: W, role: Role::Pawn });
+    s.press(3, 2);
+    s
 }
 
 /// Only the first look counts, and only a White piece lifted or a legal first move: a board

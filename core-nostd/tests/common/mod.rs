@@ -352,3 +352,25 @@ pub fn play_pressed(s: &mut Sim, pos: &Chess, ucis: &[&str]) -> Chess {
     }
     p
 }
+
+/// A game from an operator FEN (the board already showing it), with a running clock of
+/// `clock_secs` a side when given (White's display on the left, the side to move running).
+pub fn from_fen(fen: &str, config: Config, clock_secs: Option<u32>) -> (Sim, Chess) {
+    let setup = shakmaty::fen::Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
+    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
+    let mut s = Sim::new(config);
+    s.board = pos.board().clone();
+    s.dump();
+    let events = &mut s.events;
+    s.tracker
+        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
+        .expect("start");
+    if let Some(secs) = clock_secs {
+        let mut c = SimClock::new(secs, secs, ClockSide::Left);
+        c.high = pos.turn();
+        s.clock = Some(c);
+        s.send_clock();
+        s.start_clock();
+    }
+    (s, pos)
+}
