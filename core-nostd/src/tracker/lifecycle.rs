@@ -4,13 +4,10 @@ use dgt_protocol::Orientation;
 use shakmaty::{Bitboard, Board, CastlingMode, Chess, EnPassantMode, FromSetup, Move, Position, Role, Setup};
 
 use super::record::{PlyRecord, to16};
-use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, ResumeError, ResumePly, Tracker};
+use super::{GameState, MAX_PROVISIONAL, ResumeError, ResumePly, Tracker};
 use crate::board::{self, CENTRE, placement_hash};
 use crate::event::{EndReason, Event, EventSink, GameResult, StartKind};
 use crate::search::{self, board_diff};
-
-/// The most plies a game found already begun is read back (see `start_played_into`).
-const PLAYED_INTO_PLIES: usize = 4;
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// The standard start position on the board: `Some(orientation)`.
@@ -67,8 +64,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         None
     }
 
-    /// A board a tracker with no game sees while the clock runs, a few plies into a game
-    /// from the standard start: the relay came up, or its first look at the board came,
+    /// A board a tracker with no game sees while the clock runs, a few plies (up to the
+    /// search depth) into a game from the standard start: the relay came up, or its first look at the board came,
     /// after the first moves (a slow link, a relay busy as all its boards came up). The
     /// game is taken with the line to it; a line tied with another is one of several
     /// move orders, its plies not confirmed until the operator or later readings say
@@ -78,13 +75,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.state != GameState::Idle || self.phys.magic.any() {
             return None;
         }
-        let running = self.clocks.last.is_some_and(|r| r.status.running())
-            && now.saturating_sub(self.clocks.last_ms) <= CLOCK_STALE_MS;
-        if !running {
+        if !self.clock_running(now) {
             return None;
         }
         let start = Chess::default();
-        let depth = usize::from(self.config.search_depth).min(PLAYED_INTO_PLIES);
+        let depth = usize::from(self.config.search_depth);
         for (o, b) in self.board_either_way() {
             // A line of n plies changes at most 2n + 2 squares (castling, en passant).
             if board_diff(start.board(), &b).count() > 2 * depth + 2 || !search::has_two_kings(&b) {

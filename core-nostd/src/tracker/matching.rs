@@ -407,7 +407,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let mut found: Option<search::Path> = None;
         let mut line = search::Path::new();
-        if !self.lines_under_reply(&self.tip.clone(), target, presses, &mut line, &mut found) {
+        if !self.lines_under_reply(&self.tip, target, presses, &mut line, &mut found) {
             return None;
         }
         found
