@@ -19,6 +19,16 @@ pub(crate) struct PhysBoard {
     /// When each square (by board index) last changed: the order in which the hands did
     /// things, for telling apart move orders that reach the same board.
     changed_ms: [u64; 64],
+    /// The last piece code a square was reported receiving, and when: a piece set down and
+    /// lifted again between readings leaves no other trace of where it went.
+    placed: [(u8, u64); 64],
+    /// Clock presses seen so far, and how many each square had seen when it last changed:
+    /// reports read in one piece (a relay that was busy) all carry one time, but a press
+    /// between two of them still says which came first.
+    presses: u32,
+    changed_presses: [u32; 64],
+    /// Board indices whose last change only a dump showed (no report says when it came).
+    dumped: u64,
 }
 
 impl PhysBoard {
@@ -30,17 +40,35 @@ impl PhysBoard {
             orientation: Orientation::Normal,
             known: false,
             changed_ms: [0; 64],
+            placed: [(0, 0); 64],
+            presses: 0,
+            changed_presses: [0; 64],
+            dumped: 0,
         }
     }
 
     /// Applies one square at `now`; returns true when it changed anything.
     pub fn set(&mut self, index: DgtSquare, code: PieceCode, now: u64) -> bool {
+        self.set_from(index, code, now, false)
+    }
+
+    /// [`Self::set`], noting whether a dump showed the change (`dumped`) or a report did.
+    fn set_from(&mut self, index: DgtSquare, code: PieceCode, now: u64, dumped: bool) -> bool {
         let i = usize::from(index.index());
         if self.raw[i] == code.code() {
             return false;
         }
         self.raw[i] = code.code();
         self.changed_ms[i] = now;
+        self.changed_presses[i] = self.presses;
+        if dumped {
+            self.dumped |= 1 << i;
+        } else {
+            self.dumped &= !(1 << i);
+        }
+        if code.piece().is_some() {
+            self.placed[i] = (code.code(), now);
+        }
         let sq = index.to_square(self.orientation);
         self.put(sq, code);
         true
@@ -62,7 +90,7 @@ impl PhysBoard {
         self.known = true;
         let mut changed = false;
         for sq in DgtSquare::ALL {
-            changed |= self.set(sq, dump.piece(sq), now);
+            changed |= self.set_from(sq, dump.piece(sq), now, true);
         }
         changed
     }
@@ -81,6 +109,28 @@ impl PhysBoard {
     /// When a game square last changed.
     pub fn changed_ms(&self, sq: Square) -> u64 {
         self.changed_ms[usize::from(DgtSquare::from_square(sq, self.orientation).index())]
+    }
+
+    /// Counts a clock press, in the order it came among the board's reports.
+    pub fn note_press(&mut self) {
+        self.presses = self.presses.wrapping_add(1);
+    }
+
+    /// True when the board reported the last changes of squares `a` and `b` with a clock
+    /// press between them, `a` first. (A change only a dump showed came at some time before
+    /// the dump: it is in no order with a press.)
+    pub fn press_between(&self, a: Square, b: Square) -> bool {
+        let index = |sq| usize::from(DgtSquare::from_square(sq, self.orientation).index());
+        let (a, b) = (index(a), index(b));
+        let reported = |i: usize| self.dumped & (1 << i) == 0;
+        reported(a) && reported(b) && self.changed_presses[a] < self.changed_presses[b]
+    }
+
+    /// True when the board reported `piece` set down on a game square at `since` or later
+    /// (it may have been lifted again since).
+    pub fn placed_since(&self, sq: Square, piece: shakmaty::Piece, since: u64) -> bool {
+        let (code, at) = self.placed[usize::from(DgtSquare::from_square(sq, self.orientation).index())];
+        at >= since && code == PieceCode::from_piece(piece).code()
     }
 
     /// Re-reads the raw codes for another orientation.

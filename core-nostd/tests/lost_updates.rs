@@ -156,6 +156,127 @@ fn a_pressed_ply_a_dump_shows_beside_the_replys_lifted_king_is_taken() {
     assert_eq!(s.confirmed_clks(), [Some(298), Some(299), Some(297)], "{:?}", s.move_log());
 }
 
+/// Black plays Rd8-d1 with the rook's lift lost and presses; White plays Ra5-a8 and
+/// presses; Black lifts the rook from d1 again; only then comes the dump. It shows the rook
+/// in the hand: Rd8 to any square, then Ra8, reaches such a board, and Rd8-a8 Rxa8 reaches
+/// it with nothing in the air. The board reported the rook landing on d1: that line is the
+/// one played, and the rook's next move is Rb1.
+#[test]
+fn a_pressed_ply_whose_landing_was_reported_is_taken_though_its_piece_is_in_the_air_again() {
+    let mut s = from_fen_clocked("3r4/6pk/8/R7/8/8/5PPP/5BK1 b - - 0 40", 300);
+    s.wait(1000);
+    s.step_ms = 15;
+    let rook = s.board.piece_at(Square::D8);
+    s.put_unreported(Square::D8, None);
+    s.put(Square::D1, rook);
+    s.press(2, 0);
+    s.slide(Square::A5, Square::A8);
+    s.press(1, 0);
+    s.lift(Square::D1);
+    s.wait(100);
+    s.put(Square::B1, rook);
+    s.press(3, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["d8d1", "a5a8", "d1b1"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [Some(298), Some(299), Some(295)], "{:?}", s.move_log());
+}
+
+/// Black plays Nf5-d6; White answers Kd3-e3 with both its reports lost and presses; Black
+/// plays Nd6-f5 (reported) and presses. Until the dump comes, the board reads as the
+/// position before Nd6: a takeback of it, by the board alone. But White pressed after Nd6,
+/// so White moved: the takeback waits for the dump, which shows Ke3 and Nf5+ (a knight
+/// going back and forth while the kings walk, as in a repetition).
+#[test]
+fn a_position_brought_back_after_the_side_to_move_pressed_is_no_takeback() {
+    let (mut s, pos) = common::from_fen(
+        "1R6/1p3kp1/2p4p/4Pn1P/8/1P1K2P1/2rN4/8 b - - 4 54",
+        dgt_core::Config::default(),
+        Some(300),
+    );
+    s.wait(1000);
+    play_pressed(&mut s, &pos, &["f5d6"]);
+    s.step_ms = 15;
+    let king = s.board.piece_at(Square::D3);
+    s.put_unreported(Square::D3, None);
+    s.put_unreported(Square::E3, king);
+    s.press(1, 0);
+    s.slide(Square::D6, Square::F5);
+    s.press(1, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["f5d6", "d3e3", "d6f5"], "{:?}", s.move_log());
+    assert_eq!(s.count(|e| matches!(e, Event::Takeback { .. })), 0, "{:?}", s.move_log());
+}
+
+/// Ndf6 (the knight's lift lost), Black's press, Bg1, White's press, b5 (the pawn's lift
+/// lost), all read in one piece by a relay that was busy: every report carries the same
+/// time. b5 Bg1 Ndf6 reaches the same board; the stream still says which was played, as
+/// the knight's landing came before Black's press and the pawn's after White's.
+#[test]
+fn plies_read_in_one_piece_keep_the_order_the_presses_between_them_show() {
+    let mut s = from_fen_clocked("4k3/1p6/8/3n4/8/8/5B2/4K3 b - - 0 40", 300);
+    s.wait(1000);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    let knight = s.board.piece_at(Square::D5);
+    s.put_unreported(Square::D5, None);
+    s.put(Square::F6, knight);
+    s.press(2, 0);
+    s.slide(Square::F2, Square::G1);
+    s.press(1, 0);
+    let pawn = s.board.piece_at(Square::B7);
+    s.put_unreported(Square::B7, None);
+    s.put(Square::B5, pawn);
+    s.press(3, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["d5f6", "f2g1", "b7b5"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [Some(298), Some(299), Some(295)], "{:?}", s.move_log());
+}
+
+/// No clock, moves a second apart (they stay provisional meanwhile). Black castles; White
+/// b4; Black a5 with both its reports lost; White b5; Black c6, taken back, c5. Read from
+/// the reports, c5 and b5 are a line and the dump then adds a5; but b5 was reported before
+/// c5, so the order is a5 b5 c5, and only that order lets White take en passant next.
+#[test]
+fn plies_a_dump_completes_are_ordered_by_the_reports_not_the_dump() {
+    let (mut s, _) = common::from_fen(
+        "r2qk2r/pppn1pp1/4pn1p/3p1b2/2PP4/1P2PN2/P3BPPP/RN1Q1RK1 b kq - 0 9",
+        dgt_core::Config::default(),
+        None,
+    );
+    s.wait(1000);
+    s.step_ms = 30;
+    s.slide(Square::E8, Square::G8);
+    s.slide(Square::H8, Square::F8);
+    s.wait(900);
+    s.slide(Square::B3, Square::B4);
+    s.wait(150);
+    let pawn = s.board.piece_at(Square::A7);
+    s.put_unreported(Square::A7, None);
+    s.put_unreported(Square::A5, pawn);
+    s.wait(600);
+    s.slide(Square::B4, Square::B5);
+    s.wait(40);
+    s.slide(Square::C7, Square::C6);
+    s.wait(100);
+    s.slide(Square::C6, Square::C7);
+    s.slide(Square::C7, Square::C5);
+    s.wait(1000);
+    let pawn = s.lift(Square::B5);
+    s.put(Square::C6, pawn);
+    s.lift(Square::C5);
+    s.wait(900);
+    s.lift(Square::C6);
+    let pawn = s.lift(Square::B7);
+    s.put(Square::C6, pawn);
+    s.wait(1000);
+    s.slide(Square::C4, Square::C5);
+    s.wait(40);
+    s.slide(Square::A5, Square::A4);
+    s.wait(3000);
+    let played = ["e8g8", "b3b4", "a7a5", "b4b5", "c7c5", "b5c6", "b7c6", "c4c5", "a5a4"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+}
+
 /// A game from an operator FEN (the board showing it), its clock running with `secs` a side.
 fn from_fen_clocked(fen: &str, secs: u32) -> common::Sim {
     common::from_fen(fen, dgt_core::Config::default(), Some(secs)).0

@@ -97,6 +97,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             && times.status.running()
         {
             self.last_press_ms[usize::from(was == ClockSide::Right)] = Some(now_ms);
+            self.phys.note_press();
         }
         let in_game = self.state == GameState::Active;
         let to_move = self.confirmed_pos.turn();

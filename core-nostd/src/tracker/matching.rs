@@ -224,9 +224,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 // Taking back more than a move pair waits until the board has stood for the
                 // quiet time: in a long game a piece knocked onto the next square can
                 // briefly show a position of many plies ago (a repetition), and a takeback
-                // of that many plies is set up and left, not a passing state.
+                // of that many plies is set up and left, not a passing state. So does any
+                // takeback once the side to move pressed since the tip: the clock says it
+                // moved, and a move whose reports were lost can bring back what the board
+                // showed a ply or two ago (Kd3-e3 unseen, then Nd6-f5, in a repetition).
                 let still = now.saturating_sub(self.last_change_ms);
-                if self.confirmed - j <= 2 || still >= u64::from(self.config.quiet_ms) {
+                let short = self.confirmed - j <= 2 && !self.pressed_since_tip();
+                if short || still >= u64::from(self.config.quiet_ms) {
                     self.takeback_to(j, sink);
                     self.on_match(sink);
                     return;
@@ -383,12 +387,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// The plies the waiting presses were for, when `target` shows them with only pieces of
     /// the next mover lifted: with no provisional ply, N presses waiting, one by each
-    /// player in turn from the side to move (at most two), and one line alone of N plies
-    /// reaching such a board. Each press says a move is done, the dump shows where the
-    /// pieces went, and the hands at work are the next move's. This is how plies whose
-    /// reports were lost show when the dump they asked for came late (a relay busy for a
-    /// moment): without it they never show whole, and the next move then reads with them
-    /// as a shorter line (Rd4-d1 Kg2 Rd1-d5 as Rd4-d5 Kg2), or in an order nobody played.
+    /// player in turn from the side to move (at most two), and one line of N plies reaching
+    /// such a board: the only one, or the only one with most plies whose landing the board
+    /// reported since it left the tip (a piece set down, reported, and lifted again for the
+    /// next move: the dump cannot say where it had gone, the report can). Each press says
+    /// a move is done, the dump shows where the pieces went, and the hands at work are the
+    /// next move's. This is how plies whose reports were lost show when the dump they asked
+    /// for came late (a relay busy for a moment): without it they never show whole, and
+    /// the next move then reads with them as a shorter line (Rd4-d1 Kg2 Rd1-d5 as Rd4-d5
+    /// Kg2), in an order nobody played, or as other moves reaching the board with nothing
+    /// in the air (Rd8-d1 Ra5-a8, the rook lifted again, as Rd8-a8 Rxa8).
     pub(super) fn pressed_line_under_reply(&self, target: &Board) -> Option<search::Path> {
         if self.records.len() != self.confirmed {
             return None;
@@ -405,48 +413,53 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if presses == 0 {
             return None;
         }
-        let mut found: Option<search::Path> = None;
+        let mut walk = UnderReply { target, best: None, tied: false, lines: 0 };
         let mut line = search::Path::new();
-        if !self.lines_under_reply(&self.tip, target, presses, &mut line, &mut found) {
-            return None;
-        }
-        found
+        self.lines_under_reply(&self.tip, presses, 0, &mut line, &mut walk);
+        let (path, reported) = walk.best?;
+        (!walk.tied && (walk.lines == 1 || reported > 0)).then_some(path)
     }
 
     /// Walks the lines of `depth` more plies from `pos` for [`Self::pressed_line_under_reply`];
-    /// returns false once a second line is found.
+    /// `reported` counts the plies of `line` whose landing the board reported.
     fn lines_under_reply(
         &self,
         pos: &shakmaty::Chess,
-        target: &Board,
         depth: usize,
+        reported: u8,
         line: &mut search::Path,
-        found: &mut Option<search::Path>,
-    ) -> bool {
+        walk: &mut UnderReply<'_>,
+    ) {
         if depth == 0 {
-            let d = board_diff(pos.board(), target);
+            let d = board_diff(pos.board(), walk.target);
             let next_mover = pos.board().by_color(pos.turn());
-            if d.any() && (d & target.occupied()).is_empty() && (d & !next_mover).is_empty() {
-                if found.is_some() {
-                    return false;
+            if d.any() && (d & walk.target.occupied()).is_empty() && (d & !next_mover).is_empty() {
+                walk.lines += 1;
+                match &walk.best {
+                    Some((_, r)) if *r > reported => {}
+                    Some((_, r)) if *r == reported => walk.tied = true,
+                    _ => {
+                        walk.best = Some((line.clone(), reported));
+                        walk.tied = false;
+                    }
                 }
-                *found = Some(line.clone());
             }
-            return true;
+            return;
         }
         for &m in pos.legal_moves().iter() {
             let mut after = pos.clone();
             after.play_unchecked(m);
             if line.push(m).is_err() {
-                return true;
+                return;
             }
-            let unique = self.lines_under_reply(&after, target, depth - 1, line, found);
+            let to = landing(m);
+            let landed = after
+                .board()
+                .piece_at(to)
+                .is_some_and(|piece| self.phys.placed_since(to, piece, self.tip_left_ms));
+            self.lines_under_reply(&after, depth - 1, reported + u8::from(landed), line, walk);
             line.pop();
-            if !unique {
-                return false;
-            }
         }
-        true
     }
 
     /// The sliding piece of the side to move on its way (see `move_under_way`); `d` and
@@ -534,14 +547,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.seen_boards.contains(&placement_hash(board))
     }
 
-    /// How many plies of `path` the board reported landing later than the previous ply,
-    /// a scan apart: move orders reaching the same board are told apart by the order the
-    /// hands went.
+    /// How many plies of `path` the board reported landing later than the previous ply, a
+    /// scan apart or with a clock press between the two reports: move orders reaching the
+    /// same board are told apart by the order the hands went.
     pub(super) fn plies_in_reported_order(&self, path: &[shakmaty::Move]) -> u8 {
         path.windows(2)
             .filter(|w| {
-                let (a, b) = (self.phys.changed_ms(landing(w[0])), self.phys.changed_ms(landing(w[1])));
-                a.saturating_add(super::SAME_SCAN_MS) <= b
+                let (a, b) = (landing(w[0]), landing(w[1]));
+                self.phys.changed_ms(a).saturating_add(super::SAME_SCAN_MS) <= self.phys.changed_ms(b)
+                    || self.phys.press_between(a, b)
             })
             .count() as u8
     }
@@ -640,6 +654,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let Some(from) = (self.confirmed..self.records.len()).find(|&i| self.shown_at(i) > since) else {
             return;
         };
+        // Without a clock, plies stay provisional for seconds: more of them than the search
+        // goes deep may follow the lost report. The last of them are read again.
+        let from = from.max(self.records.len().saturating_sub(search::MAX_DEPTH));
         let n = self.records.len() - from;
         if !(2..=search::MAX_DEPTH).contains(&n) {
             return;
@@ -655,7 +672,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.phys.board.piece_at(sq).map(|p| p.role) == Some(m.promotion().unwrap_or(m.role()));
             (stands && !corrected.contains(sq) && t > since).then_some(t)
         };
-        let before = |a: shakmaty::Move, b: shakmaty::Move| matches!((reported(a), reported(b)), (Some(a), Some(b)) if a.saturating_add(super::SAME_SCAN_MS) <= b);
+        // A scan apart, or a press between the two reports (read in one piece, they carry
+        // one time).
+        let before = |a: shakmaty::Move, b: shakmaty::Move| match (reported(a), reported(b)) {
+            (Some(ta), Some(tb)) => {
+                ta.saturating_add(super::SAME_SCAN_MS) <= tb
+                    || self.phys.press_between(landing(a), landing(b))
+            }
+            _ => false,
+        };
         let mut line = search::Path::new();
         let mut p = pos.clone();
         for rec in &self.records[from..] {
@@ -791,6 +816,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         best
     }
+}
+
+/// The lines [`Tracker::pressed_line_under_reply`] found: the best (with how many of its
+/// plies' landings the board reported), whether another scored as well, and how many in all.
+struct UnderReply<'a> {
+    target: &'a Board,
+    best: Option<(search::Path, u8)>,
+    tied: bool,
+    lines: usize,
 }
 
 /// The square a ply puts its piece on (the king's, for castling).

@@ -17,6 +17,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.pending_press.iter().filter(move |p| p.at > since)
     }
 
+    /// True when the side to move at the tip pressed since the last confirmed ply appeared:
+    /// by the clock, it made a move the line does not have yet.
+    pub(super) fn pressed_since_tip(&self) -> bool {
+        let turn = self.tip.turn();
+        self.waiting_presses().any(|p| p.press.by == turn)
+    }
+
     /// True when the line matched `board` or the board reported it whole: two moves of one
     /// piece can go by many squares, and the one it stood on is the board's word.
     fn board_was_shown(&self, board: &Board) -> bool {

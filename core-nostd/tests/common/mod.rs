@@ -70,6 +70,8 @@ pub struct Sim {
     pub step_ms: u64,
     /// Dump requests answered so far (the host answers each one with a dump).
     pub dumps_answered: usize,
+    /// Milliseconds between a press's two clock readings, and after the second.
+    pub press_step_ms: u64,
 }
 
 fn code(p: Option<Piece>) -> PieceCode {
@@ -87,6 +89,7 @@ impl Sim {
             clock: None,
             step_ms: 40,
             dumps_answered: 0,
+            press_step_ms: 10,
         }
     }
 
@@ -213,7 +216,7 @@ impl Sim {
             let t = if mover == Color::White { &mut c.white } else { &mut c.black };
             *t = t.saturating_sub(secs_used);
         }
-        self.now += 10;
+        self.now += self.press_step_ms;
         self.send_clock();
         if let Some(c) = &mut self.clock {
             let mover = c.running.unwrap_or(c.high);
@@ -222,7 +225,7 @@ impl Sim {
             c.running = Some(!mover);
             c.high = !mover;
         }
-        self.now += 10;
+        self.now += self.press_step_ms;
         self.send_clock();
     }
 
