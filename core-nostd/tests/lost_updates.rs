@@ -277,6 +277,56 @@ fn plies_a_dump_completes_are_ordered_by_the_reports_not_the_dump() {
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
 }
 
+/// f3, Rf7 and Kg3, each pressed, with the reports of their landings lost: the dump shows
+/// them, but Kg3 Rf7 f3 reaches the same board, so they stay unconfirmed while the game goes
+/// on, each later ply pressed. Once more plies wait than the line holds, the oldest are
+/// confirmed without the board telling the order, each with its own press: every ply keeps
+/// its own `%clk`, none a neighbour's.
+#[test]
+fn plies_of_an_unknown_order_confirmed_by_the_plies_after_them_keep_their_presses() {
+    let mut s = from_fen_clocked("8/r5k1/8/8/8/8/5PPK/8 w - - 0 40", 300);
+    s.wait(1000);
+    s.step_ms = 15;
+    let pawn = s.board.piece_at(Square::F2);
+    s.put_unreported(Square::F2, None);
+    s.put_unreported(Square::F3, pawn);
+    s.press(2, 0);
+    let rook = s.board.piece_at(Square::A7);
+    s.put_unreported(Square::A7, None);
+    s.put_unreported(Square::F7, rook);
+    s.press(3, 0);
+    let king = s.lift(Square::H2);
+    s.put_unreported(Square::G3, king);
+    s.press(1, 0);
+    s.wait(500);
+    let later = [
+        ("f7", "f5"),
+        ("g3", "f2"),
+        ("f5", "f7"),
+        ("f2", "e3"),
+        ("f7", "f5"),
+        ("g2", "g4"),
+        ("f5", "b5"),
+        ("e3", "e4"),
+        ("b5", "b4"),
+        ("e4", "e5"),
+    ];
+    for (from, to) in later {
+        let square = |name: &str| name.parse::<Square>().expect("square");
+        s.slide(square(from), square(to));
+        s.wait(200);
+        s.press(1, 0);
+        s.wait(300);
+    }
+    s.wait(3000);
+    let confirmed = s.confirmed_events();
+    assert!(confirmed.len() >= 3, "{:?}", s.move_log());
+    let later_ucis = later.map(|(from, to)| format!("{from}{to}"));
+    assert_eq!(confirmed[3..], later_ucis, "{:?}", s.move_log());
+    let clks = [298, 297, 297, 296, 296, 295, 295, 294, 294, 293, 293, 292, 292].map(Some);
+    assert_eq!(s.confirmed_clks(), clks, "{:?}", s.move_log());
+}
+
 /// A game from an operator FEN (the board showing it), its clock running with `secs` a side.
 fn from_fen_clocked(fen: &str, secs: u32) -> common::Sim {
     common::from_fen(fen, dgt_core::Config::default(), Some(secs)).0

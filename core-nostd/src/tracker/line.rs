@@ -29,8 +29,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn extend<S: EventSink + ?Sized>(&mut self, moves: &[Move], now: u64, sink: &mut S) {
         for &m in moves {
             if self.records.len() - self.confirmed >= MAX_PROVISIONAL {
-                // Proven by the plies that followed it.
-                self.confirm_through(self.confirmed + 1, None, now, sink);
+                // Proven by the plies that followed it (plies of an unknown order, kept
+                // unconfirmed while the game went on). Its press, when the presses waiting
+                // since the last confirmed ply begin with one by its mover, is that one.
+                let press = self.take_first_waiting_press(self.confirmed_pos.turn());
+                self.confirm_through(self.confirmed + 1, press.as_ref(), now, sink);
             }
             let mut after = self.tip.clone();
             after.play_unchecked(m);
@@ -148,6 +151,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// board is still (or at once when `immediate`). Several may wait at once: in a burst
     /// both players can press before one scan shows their plies.
     pub(super) fn resolve_pending<S: EventSink + ?Sized>(&mut self, now: u64, immediate: bool, sink: &mut S) {
+        // While plies of an unknown order wait (see `first_hidden`), nothing after them is
+        // confirmed, and the presses wait with them (each is its ply's `%clk`): their time
+        // to find a ply runs from when the order is settled.
+        if self.first_hidden().is_some() {
+            let window = u64::from(self.config.press_window_ms);
+            for p in self.pending_press.iter_mut() {
+                p.expires = p.expires.max(now + window);
+            }
+        }
         let mut k = 0;
         while k < self.pending_press.len() {
             let PendingPress { press, at: t, expires, bound } = self.pending_press[k];

@@ -37,8 +37,10 @@ use crate::fen::FenText;
 
 /// Most provisional plies kept at once; older ones are proven by those that follow.
 const MAX_PROVISIONAL: usize = 8;
-/// Clock presses kept while waiting for the board to show the moves (a burst of plies).
-const PENDING_PRESSES: usize = 8;
+/// Clock presses kept while waiting for the board to show the moves (a burst of plies),
+/// or for plies of an unknown order to be confirmed: one for each provisional ply, and
+/// those of the moves under way.
+const PENDING_PRESSES: usize = MAX_PROVISIONAL + 4;
 /// Positions the board was seen showing that are remembered (see `seen_boards`).
 const SEEN_BOARDS: usize = 16;
 /// Boards reported whole that are remembered (see `shown_boards`).

@@ -6,6 +6,7 @@ use shakmaty::{Board, Color, Move, Piece, Position, Role};
 
 use super::{GameState, PendingPress, PressedBoard, Tracker};
 use crate::board::placement_hash;
+use crate::clock::Press;
 use crate::event::EventSink;
 use crate::search::{self, board_diff};
 
@@ -15,6 +16,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
     fn waiting_presses(&self) -> impl Iterator<Item = &PendingPress> + '_ {
         let since = self.last_confirmed_seen_ms;
         self.pending_press.iter().filter(move |p| p.at > since)
+    }
+
+    /// The oldest press still waiting, taken from the list, when it is by `by`: the lever
+    /// alternates, so it ended the first provisional ply when that ply is `by`'s (its time
+    /// says nothing here: a ply found late, by a dump, appeared after its press). An oldest
+    /// press by the opponent means the clock hid this ply's press: the ply gets none rather
+    /// than a neighbour's.
+    pub(super) fn take_first_waiting_press(&mut self, by: Color) -> Option<Press> {
+        let first = self.pending_press.first()?;
+        (first.press.by == by).then(|| self.pending_press.remove(0).press)
     }
 
     /// True when the side to move at the tip pressed since the last confirmed ply appeared:
