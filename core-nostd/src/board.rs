@@ -116,14 +116,15 @@ impl PhysBoard {
         self.presses = self.presses.wrapping_add(1);
     }
 
-    /// True when the board reported the last changes of squares `a` and `b` with a clock
-    /// press between them, `a` first. (A change only a dump showed came at some time before
-    /// the dump: it is in no order with a press.)
-    pub fn press_between(&self, a: Square, b: Square) -> bool {
-        let index = |sq| usize::from(DgtSquare::from_square(sq, self.orientation).index());
-        let (a, b) = (index(a), index(b));
-        let reported = |i: usize| self.dumped & (1 << i) == 0;
-        reported(a) && reported(b) && self.changed_presses[a] < self.changed_presses[b]
+    /// A game square's last change: when, after how many clock presses, and whether only
+    /// a dump showed it.
+    pub fn last_change(&self, sq: Square) -> Change {
+        let i = usize::from(DgtSquare::from_square(sq, self.orientation).index());
+        Change {
+            ms: self.changed_ms[i],
+            presses: self.changed_presses[i],
+            dumped: self.dumped & (1 << i) != 0,
+        }
     }
 
     /// True when the board reported `piece` set down on a game square at `since` or later
@@ -158,6 +159,26 @@ impl PhysBoard {
     /// The current board as a dump (board indices), for callers and tests.
     pub fn dump(&self) -> BoardDump {
         BoardDump { raw: self.raw }
+    }
+}
+
+/// A square's last change as the board showed it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Change {
+    /// When it was read.
+    pub ms: u64,
+    /// Clock presses read before it.
+    pub presses: u32,
+    /// Only a dump showed it: it came at some time before the dump was read, not then.
+    pub dumped: bool,
+}
+
+impl Change {
+    /// True when this change came before `later` for sure: `later` was reported (a dump
+    /// says only that a change came before it), and a scan after this one or with a press
+    /// between them (reports read in one piece by a busy relay all carry one time).
+    pub fn before(self, later: Change, same_scan_ms: u64) -> bool {
+        !later.dumped && (self.ms.saturating_add(same_scan_ms) <= later.ms || self.presses < later.presses)
     }
 }
 

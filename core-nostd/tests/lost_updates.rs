@@ -327,6 +327,31 @@ fn plies_of_an_unknown_order_confirmed_by_the_plies_after_them_keep_their_presse
     assert_eq!(s.confirmed_clks(), clks, "{:?}", s.move_log());
 }
 
+/// Qf5-f3+ with the landing's report lost, then (read in one piece by a relay that was
+/// busy) Black's press, Kg1, White's press, h5-h4 with the landing's report lost, Black's
+/// press. h4 Kg1 Qf3 reaches the same board, but the queen's lift was reported before the
+/// first press and the pawn's after the second: the lifts tell the order the landings lost.
+#[test]
+fn the_lifts_of_plies_whose_landings_were_lost_tell_their_order() {
+    let mut s = from_fen_clocked("8/6k1/8/5q1p/8/8/8/7K b - - 0 50", 300);
+    s.wait(1000);
+    s.step_ms = 15;
+    let queen = s.lift(Square::F5);
+    s.put_unreported(Square::F3, queen);
+    s.wait_without_dumps(50);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    s.press(2, 0);
+    s.slide(Square::H1, Square::G1);
+    s.press(1, 0);
+    let pawn = s.lift(Square::H5);
+    s.put_unreported(Square::H4, pawn);
+    s.press(3, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["f5f3", "h1g1", "h5h4"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [Some(298), Some(299), Some(295)], "{:?}", s.move_log());
+}
+
 /// A game from an operator FEN (the board showing it), its clock running with `secs` a side.
 fn from_fen_clocked(fen: &str, secs: u32) -> common::Sim {
     common::from_fen(fen, dgt_core::Config::default(), Some(secs)).0

@@ -5,7 +5,7 @@ use dgt_protocol::BoardDump;
 use shakmaty::{Bitboard, Board, Color, Position, Role, attacks};
 
 use super::{GameState, MAX_PROVISIONAL, Tracker, remember};
-use crate::board::placement_hash;
+use crate::board::{Change, placement_hash};
 use crate::event::{Event, EventSink};
 use crate::search::{self, board_diff, has_two_kings, one_ply};
 
@@ -547,17 +547,31 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.seen_boards.contains(&placement_hash(board))
     }
 
-    /// How many plies of `path` the board reported landing later than the previous ply, a
-    /// scan apart or with a clock press between the two reports: move orders reaching the
-    /// same board are told apart by the order the hands went.
+    /// How many plies of `path` the board showed after the previous ply (see
+    /// `shown_before`): move orders reaching the same board are told apart by the order
+    /// the hands went.
     pub(super) fn plies_in_reported_order(&self, path: &[shakmaty::Move]) -> u8 {
-        path.windows(2)
-            .filter(|w| {
-                let (a, b) = (landing(w[0]), landing(w[1]));
-                self.phys.changed_ms(a).saturating_add(super::SAME_SCAN_MS) <= self.phys.changed_ms(b)
-                    || self.phys.press_between(a, b)
-            })
-            .count() as u8
+        path.windows(2).filter(|w| self.shown_before(w[0], w[1])).count() as u8
+    }
+
+    /// True when the board showed ply `a` before ply `b`: a change of `a` (its landing,
+    /// while a piece of its kind stands there, or its lift, while the square it left is
+    /// empty) came before a reported change of `b`, a scan apart or with a press between.
+    /// A landing whose report was lost, shown by a dump, came at some time before the
+    /// dump; the lift before it may still have a time of its own.
+    fn shown_before(&self, a: shakmaty::Move, b: shakmaty::Move) -> bool {
+        let (a, b) = (self.ply_changes(a), self.ply_changes(b));
+        a.iter().flatten().any(|x| b.iter().flatten().any(|y| x.before(*y, super::SAME_SCAN_MS)))
+    }
+
+    /// The board's last changes on a ply's landing and lift squares, while they still show
+    /// the ply (see `shown_before`).
+    fn ply_changes(&self, m: shakmaty::Move) -> [Option<Change>; 2] {
+        let to = landing(m);
+        let role = m.promotion().unwrap_or(m.role());
+        let landed = self.phys.board.piece_at(to).is_some_and(|p| p.role == role);
+        let left = m.from().filter(|&from| self.phys.board.piece_at(from).is_none());
+        [landed.then(|| self.phys.last_change(to)), left.map(|from| self.phys.last_change(from))]
     }
 
     /// [`Self::best_line`], keeping at least the provisional plies up to the last one that
@@ -667,20 +681,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // time it left, which says nothing of when it landed).
         let reported = |m: shakmaty::Move| {
             let sq = landing(m);
-            let t = self.phys.changed_ms(sq);
             let stands =
                 self.phys.board.piece_at(sq).map(|p| p.role) == Some(m.promotion().unwrap_or(m.role()));
-            (stands && !corrected.contains(sq) && t > since).then_some(t)
+            let change = self.phys.last_change(sq);
+            (stands && !corrected.contains(sq) && change.ms > since).then_some(change)
         };
         // A scan apart, or a press between the two reports (read in one piece, they carry
         // one time).
-        let before = |a: shakmaty::Move, b: shakmaty::Move| match (reported(a), reported(b)) {
-            (Some(ta), Some(tb)) => {
-                ta.saturating_add(super::SAME_SCAN_MS) <= tb
-                    || self.phys.press_between(landing(a), landing(b))
-            }
-            _ => false,
-        };
+        let before = |a: shakmaty::Move, b: shakmaty::Move| matches!((reported(a), reported(b)), (Some(a), Some(b)) if a.before(b, super::SAME_SCAN_MS));
         let mut line = search::Path::new();
         let mut p = pos.clone();
         for rec in &self.records[from..] {
