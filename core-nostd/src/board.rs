@@ -127,6 +127,16 @@ impl PhysBoard {
         }
     }
 
+    /// The piece the board last reported set down on a game square, when that was at
+    /// `since` or later (it may have been lifted again since).
+    pub fn placed_after(&self, sq: Square, since: u64) -> Option<shakmaty::Piece> {
+        let (code, at) = self.placed[usize::from(DgtSquare::from_square(sq, self.orientation).index())];
+        if at < since {
+            return None;
+        }
+        PieceCode::from_nibble(code).piece()
+    }
+
     /// True when the board reported `piece` set down on a game square at `since` or later
     /// (it may have been lifted again since).
     pub fn placed_since(&self, sq: Square, piece: shakmaty::Piece, since: u64) -> bool {

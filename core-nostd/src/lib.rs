@@ -42,6 +42,7 @@
 #![no_std]
 
 mod board;
+mod catch_up;
 mod clock;
 pub mod config;
 pub mod event;

@@ -352,6 +352,42 @@ fn the_lifts_of_plies_whose_landings_were_lost_tell_their_order() {
     assert_eq!(s.confirmed_clks(), [Some(298), Some(299), Some(295)], "{:?}", s.move_log());
 }
 
+/// Six plies read in one piece by a relay that was busy, each pressed, with reports lost on
+/// the way (Nf3's landing, Bb5's lift, a6's landing): the board the tracker follows stops
+/// matching after the first of them, and the dump shows a board six plies on, further than
+/// any search from the line goes. The presses say six plies; the squares the board
+/// reported or the dump corrected say which pieces moved: the line is found, and every
+/// ply keeps its own press.
+#[test]
+fn a_board_read_six_plies_ahead_after_lost_reports_is_caught_up_with() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    let knight = s.board.piece_at(Square::G1);
+    s.lift(Square::G1);
+    s.put_unreported(Square::F3, knight);
+    s.press(1, 0);
+    s.slide(Square::B8, Square::C6);
+    s.press(1, 0);
+    let bishop = s.board.piece_at(Square::F1);
+    s.put_unreported(Square::F1, None);
+    s.put(Square::B5, bishop);
+    s.press(1, 0);
+    let pawn = s.lift(Square::A7);
+    s.put_unreported(Square::A6, pawn);
+    s.press(1, 0);
+    s.slide(Square::B5, Square::A4);
+    s.press(1, 0);
+    s.slide(Square::G8, Square::F6);
+    s.press(1, 0);
+    s.wait(4000);
+    let played = ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "b5a4", "g8f6"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+    let clks = [299, 299, 298, 298, 297, 297, 296, 296].map(Some);
+    assert_eq!(s.confirmed_clks(), clks, "{:?}", s.move_log());
+}
+
 /// A game from an operator FEN (the board showing it), its clock running with `secs` a side.
 fn from_fen_clocked(fen: &str, secs: u32) -> common::Sim {
     common::from_fen(fen, dgt_core::Config::default(), Some(secs)).0

@@ -6,6 +6,7 @@ use shakmaty::{Bitboard, Board, Color, Position, Role, attacks};
 
 use super::{GameState, MAX_PROVISIONAL, Tracker, remember};
 use crate::board::{Change, placement_hash};
+use crate::catch_up::CATCH_UP_DEPTH;
 use crate::event::{Event, EventSink};
 use crate::search::{self, board_diff, has_two_kings, one_ply};
 
@@ -220,7 +221,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.on_match(sink);
                 return;
             }
-            if let Some(j) = self.find_earlier(&target).filter(|_| under_way.is_none()) {
+            let earlier = self.find_earlier(&target);
+            // A dump no search within reach explains: the board may have run further ahead.
+            if earlier.is_none()
+                && under_way.is_none()
+                && self.last_dump_ms == Some(now)
+                && self.catch_up(&target, now, sink)
+            {
+                return;
+            }
+            if let Some(j) = earlier.filter(|_| under_way.is_none()) {
                 // Taking back more than a move pair waits until the board has stood for the
                 // quiet time: in a long game a piece knocked onto the next square can
                 // briefly show a position of many plies ago (a repetition), and a takeback
@@ -267,7 +277,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// so the earliest of them is taken). A reading read in one piece (a relay that was
     /// busy, the board's reports bunched) dates them all alike, as before; reports a scan
     /// apart tell a ply made after a press from one made before it.
-    fn date_found_plies(&mut self, from: usize, now: u64) {
+    pub(super) fn date_found_plies(&mut self, from: usize, now: u64) {
         for i in from..self.records.len() {
             let Some(before) = self.position_at(i) else { return };
             let Some(m) = self.records[i].to_move(&before) else { return };
@@ -547,30 +557,41 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.seen_boards.contains(&placement_hash(board))
     }
 
-    /// How many plies of `path` the board showed after the previous ply (see
-    /// `shown_before`): move orders reaching the same board are told apart by the order
-    /// the hands went.
+    /// How many pairs of plies of `path` the board showed in their order: a change of the
+    /// earlier (its landing, while a piece of its kind stands there, or its lift, while the
+    /// square it left is empty, each unless a later ply of the path changed that square
+    /// again) came before a reported change of the later, a scan apart or with a press
+    /// between (see [`Change::before`]). Move orders reaching the same board are told apart
+    /// by the order the hands went. Every pair counts, not only neighbours: a ply whose
+    /// reports say nothing (its landing lost, its square taken again) leaves the order of
+    /// the plies around it to tell. A landing whose report was lost, shown by a dump, came
+    /// at some time before the dump; the lift before it may still have a time of its own.
     pub(super) fn plies_in_reported_order(&self, path: &[shakmaty::Move]) -> u8 {
-        path.windows(2).filter(|w| self.shown_before(w[0], w[1])).count() as u8
-    }
-
-    /// True when the board showed ply `a` before ply `b`: a change of `a` (its landing,
-    /// while a piece of its kind stands there, or its lift, while the square it left is
-    /// empty) came before a reported change of `b`, a scan apart or with a press between.
-    /// A landing whose report was lost, shown by a dump, came at some time before the
-    /// dump; the lift before it may still have a time of its own.
-    fn shown_before(&self, a: shakmaty::Move, b: shakmaty::Move) -> bool {
-        let (a, b) = (self.ply_changes(a), self.ply_changes(b));
-        a.iter().flatten().any(|x| b.iter().flatten().any(|y| x.before(*y, super::SAME_SCAN_MS)))
+        let mut changes = heapless::Vec::<[Option<Change>; 2], CATCH_UP_DEPTH>::new();
+        for (i, &m) in path.iter().enumerate() {
+            let later = path[i + 1..].iter().fold(Bitboard::EMPTY, |b, &n| b | move_squares(n));
+            if changes.push(self.ply_changes(m, later)).is_err() {
+                break;
+            }
+        }
+        let mut pairs = 0u8;
+        for (i, a) in changes.iter().enumerate() {
+            for b in &changes[i + 1..] {
+                let before =
+                    a.iter().flatten().any(|x| b.iter().flatten().any(|y| x.before(*y, super::SAME_SCAN_MS)));
+                pairs = pairs.saturating_add(u8::from(before));
+            }
+        }
+        pairs
     }
 
     /// The board's last changes on a ply's landing and lift squares, while they still show
-    /// the ply (see `shown_before`).
-    fn ply_changes(&self, m: shakmaty::Move) -> [Option<Change>; 2] {
+    /// the ply and no `later` ply changed them (see `plies_in_reported_order`).
+    fn ply_changes(&self, m: shakmaty::Move, later: Bitboard) -> [Option<Change>; 2] {
         let to = landing(m);
         let role = m.promotion().unwrap_or(m.role());
-        let landed = self.phys.board.piece_at(to).is_some_and(|p| p.role == role);
-        let left = m.from().filter(|&from| self.phys.board.piece_at(from).is_none());
+        let landed = !later.contains(to) && self.phys.board.piece_at(to).is_some_and(|p| p.role == role);
+        let left = m.from().filter(|&from| !later.contains(from) && self.phys.board.piece_at(from).is_none());
         [landed.then(|| self.phys.last_change(to)), left.map(|from| self.phys.last_change(from))]
     }
 
@@ -833,6 +854,27 @@ struct UnderReply<'a> {
     best: Option<(search::Path, u8)>,
     tied: bool,
     lines: usize,
+}
+
+/// The squares a ply changes.
+fn move_squares(m: shakmaty::Move) -> Bitboard {
+    match m {
+        shakmaty::Move::Castle { king, rook } => {
+            let rook_to = if rook.file() > king.file() { shakmaty::File::F } else { shakmaty::File::D };
+            Bitboard::from_square(king)
+                | Bitboard::from_square(rook)
+                | Bitboard::from_square(landing(m))
+                | Bitboard::from_square(shakmaty::Square::from_coords(rook_to, king.rank()))
+        }
+        shakmaty::Move::EnPassant { from, to } => {
+            Bitboard::from_square(from)
+                | Bitboard::from_square(to)
+                | Bitboard::from_square(shakmaty::Square::from_coords(to.file(), from.rank()))
+        }
+        other => {
+            other.from().map_or(Bitboard::EMPTY, Bitboard::from_square) | Bitboard::from_square(other.to())
+        }
+    }
 }
 
 /// The square a ply puts its piece on (the king's, for castling).

@@ -11,6 +11,7 @@
 //!   stalemate, kings in the centre, magic pieces, flag fall, operator).
 //! - `record`: the compact per-ply record.
 
+mod ahead;
 mod input;
 mod lifecycle;
 mod line;

@@ -35,6 +35,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.waiting_presses().any(|p| p.press.by == turn)
     }
 
+    /// How many presses came since the last confirmed ply appeared: each ended a ply.
+    pub(super) fn waiting_press_count(&self) -> usize {
+        self.waiting_presses().count()
+    }
+
     /// True when the line matched `board` or the board reported it whole: two moves of one
     /// piece can go by many squares, and the one it stood on is the board's word.
     fn board_was_shown(&self, board: &Board) -> bool {
