@@ -18,8 +18,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// hidden, as a shorter search's would be.
     pub(super) fn catch_up<S: EventSink + ?Sized>(&mut self, target: &Board, now: u64, sink: &mut S) -> bool {
         let touched = self.squares_changed_since_confirmed(target);
-        let counted = self.clock_running(now) && !self.pending_press.is_full();
-        let lengths = if counted {
+        let lengths = if self.clock_running(now) {
+            // More presses than the list holds: the count is lost, and a shorter line (a
+            // repetition leaves no trace) would be a guess.
+            if self.pending_press.is_full() {
+                return false;
+            }
             let presses = self.waiting_press_count();
             presses.max(1)..=presses + 1
         } else {
