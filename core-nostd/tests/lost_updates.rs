@@ -388,6 +388,31 @@ fn a_board_read_six_plies_ahead_after_lost_reports_is_caught_up_with() {
     assert_eq!(s.confirmed_clks(), clks, "{:?}", s.move_log());
 }
 
+/// Rb8 on the board at Black's press; White's Qc6 (the queen's lift lost) and White's press;
+/// then, a scan period after Black's press, the rook leaves b8 for c8 (the landing lost).
+/// A rook leaving its square that soon after the press is usually the slide going on, but
+/// the opponent pressed in between: the opponent moved, so Rb8 was over, and the rook
+/// leaving is Black's next move (Ra8-c8 Qc6 reaches the same board in two plies).
+#[test]
+fn a_piece_leaving_after_the_opponent_pressed_is_the_next_move_not_the_slide_going_on() {
+    let mut s = from_fen_clocked("r5k1/1Q3ppp/8/8/8/8/5PPP/6K1 b - - 0 30", 300);
+    s.wait(1000);
+    s.step_ms = 15;
+    s.slide(Square::A8, Square::B8);
+    s.wait(30);
+    s.press(2, 0);
+    let queen = s.board.piece_at(Square::B7);
+    s.put_unreported(Square::B7, None);
+    s.put(Square::C6, queen);
+    s.press(1, 0);
+    let rook = s.lift(Square::B8);
+    s.put_unreported(Square::C8, rook);
+    s.press(3, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["a8b8", "b7c6", "b8c8"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [Some(298), Some(299), Some(295)], "{:?}", s.move_log());
+}
+
 /// A game from an operator FEN (the board showing it), its clock running with `secs` a side.
 fn from_fen_clocked(fen: &str, secs: u32) -> common::Sim {
     common::from_fen(fen, dgt_core::Config::default(), Some(secs)).0

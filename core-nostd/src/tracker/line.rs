@@ -280,8 +280,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
         for k in 0..self.pending_press.len() {
             let p = self.pending_press[k];
             let Some(upto) = self.still_bound(p.bound) else { continue };
-            // Once a ply followed it, its piece leaving is the presser's next move.
-            if now.saturating_sub(p.at) > window || upto != self.records.len() {
+            // Once a ply followed it, or the opponent pressed after it (their reply's
+            // reports may have been lost), its piece leaving is the presser's next move.
+            let replied = self.pending_press.iter().any(|q| q.press.by != p.press.by && q.at > p.at);
+            if now.saturating_sub(p.at) > window || upto != self.records.len() || replied {
                 continue;
             }
             let Some(before) = self.position_at(upto - 1) else { continue };
