@@ -54,6 +54,29 @@ fn first_game_white_moved_last(white_side: ClockSide) -> Sim {
     sim
 }
 
+/// A game of one ply (1. e4, pressed, then the clock stopped: a forfeit) and the pieces set
+/// up again: the next game, not a takeback of e4. Taken back while the clock runs, it is a
+/// takeback.
+#[test]
+fn the_start_set_up_after_a_one_ply_game_with_the_clock_stopped_is_the_next_game() {
+    for stopped in [true, false] {
+        let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(300, ClockSide::Left);
+        sim.start_clock();
+        play_pressed(&mut sim, &["e2e4"]);
+        if stopped {
+            sim.clock.as_mut().expect("a clock").running = None;
+            sim.send_clock();
+            sim.wait(500);
+        }
+        sim.board = Board::new();
+        sim.dump();
+        sim.wait(500);
+        let new_games = sim.count(|e| matches!(e, Event::GameStarted { .. }));
+        let takebacks = sim.count(|e| matches!(e, Event::Takeback { .. }));
+        assert_eq!((new_games, takebacks), if stopped { (2, 0) } else { (1, 1) }, "stopped {stopped}");
+    }
+}
+
 #[test]
 fn second_game_learns_white_from_the_lever_the_arbiter_raises() {
     for white_side in [ClockSide::Left, ClockSide::Right] {

@@ -149,7 +149,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn try_new_game<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
         let Some(o) = self.standard_start() else { return false };
         let same_start = self.kind == StartKind::Standard && o == self.phys.orientation;
-        if same_start && self.confirmed <= usize::from(self.config.takeback_to_start_max_plies) {
+        // The first plies taken back to the start are a takeback while the game's clock
+        // runs (or there is none). With the clock stopped after them, the pieces set up
+        // again are the next game: a game of one or two plies (a forfeit, an early
+        // agreement) followed by another on the same board.
+        let clock_stopped = self.clocks.current(now).is_some_and(|r| !r.status.running());
+        let short = self.confirmed <= usize::from(self.config.takeback_to_start_max_plies);
+        if same_start && (self.confirmed == 0 || (short && !clock_stopped)) {
             return false;
         }
         // The start position as a legal move of the game (1. Nf3 Nf6 2. Ng1 Ng8) is a
