@@ -108,7 +108,12 @@ impl PhysBoard {
 
     /// When a game square last changed.
     pub fn changed_ms(&self, sq: Square) -> u64 {
-        self.changed_ms[usize::from(DgtSquare::from_square(sq, self.orientation).index())]
+        self.changed_ms[self.index(sq)]
+    }
+
+    /// The board index of a game square.
+    fn index(&self, sq: Square) -> usize {
+        usize::from(DgtSquare::from_square(sq, self.orientation).index())
     }
 
     /// Counts a clock press, in the order it came among the board's reports.
@@ -119,7 +124,7 @@ impl PhysBoard {
     /// A game square's last change: when, after how many clock presses, and whether only
     /// a dump showed it.
     pub fn last_change(&self, sq: Square) -> Change {
-        let i = usize::from(DgtSquare::from_square(sq, self.orientation).index());
+        let i = self.index(sq);
         Change {
             ms: self.changed_ms[i],
             presses: self.changed_presses[i],
@@ -130,18 +135,11 @@ impl PhysBoard {
     /// The piece the board last reported set down on a game square, when that was at
     /// `since` or later (it may have been lifted again since).
     pub fn placed_after(&self, sq: Square, since: u64) -> Option<shakmaty::Piece> {
-        let (code, at) = self.placed[usize::from(DgtSquare::from_square(sq, self.orientation).index())];
+        let (code, at) = self.placed[self.index(sq)];
         if at < since {
             return None;
         }
         PieceCode::from_nibble(code).piece()
-    }
-
-    /// True when the board reported `piece` set down on a game square at `since` or later
-    /// (it may have been lifted again since).
-    pub fn placed_since(&self, sq: Square, piece: shakmaty::Piece, since: u64) -> bool {
-        let (code, at) = self.placed[usize::from(DgtSquare::from_square(sq, self.orientation).index())];
-        at >= since && code == PieceCode::from_piece(piece).code()
     }
 
     /// Re-reads the raw codes for another orientation.
@@ -160,9 +158,7 @@ impl PhysBoard {
 
     /// The code of the magic piece on a square, if any.
     pub fn magic_code(&self, sq: Square) -> Option<PieceCode> {
-        let code = PieceCode::from_nibble(
-            self.raw[usize::from(DgtSquare::from_square(sq, self.orientation).index())],
-        );
+        let code = PieceCode::from_nibble(self.raw[self.index(sq)]);
         code.is_magic().then_some(code)
     }
 

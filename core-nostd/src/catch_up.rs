@@ -9,7 +9,7 @@
 
 use shakmaty::{Bitboard, Board, Chess, Move, Position};
 
-use crate::search::{board_diff, has_two_kings};
+use crate::search::{board_diff, has_two_kings, touched, undoes_own_last};
 
 /// The most plies a catch-up line has: a board read late at blitz pace for a few seconds.
 pub const CATCH_UP_DEPTH: usize = 12;
@@ -86,14 +86,11 @@ impl<G: Fn(&[Move]) -> Option<u8>> Walk<'_, G> {
             return true;
         }
         for m in pos.legal_moves() {
-            if !self.touched.contains(m.to()) || m.from().is_some_and(|from| !self.touched.contains(from)) {
+            if !touched(m).is_subset(self.touched) || undoes_own_last(path, m) {
                 continue;
             }
             let mut after = pos.clone();
             after.play_unchecked(m);
-            if !board_diff(pos.board(), after.board()).is_subset(self.touched) || undoes_last(path, m) {
-                continue;
-            }
             if path.push(m).is_err() {
                 return true;
             }
@@ -117,17 +114,6 @@ impl<G: Fn(&[Move]) -> Option<u8>> Walk<'_, G> {
             }
         }
     }
-}
-
-/// True when `m` takes the same side's previous piece straight back, capturing nothing on
-/// the way out: such a pair leaves no trace, so it is never part of a line the board shows.
-fn undoes_last(path: &[Move], m: Move) -> bool {
-    let Some(&prev) = path.len().checked_sub(2).and_then(|i| path.get(i)) else { return false };
-    matches!(
-        (prev, m),
-        (Move::Normal { from: a, to: b, capture: None, promotion: None, .. }, Move::Normal { from: c, to: d, .. })
-            if a == d && b == c
-    )
 }
 
 #[cfg(test)]

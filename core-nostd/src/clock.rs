@@ -407,11 +407,6 @@ impl Clocks {
         (!more).then_some(flips)
     }
 
-    /// Makes `side` the display of `by` (a press the board says was `by`'s).
-    pub fn anchor_press(&mut self, config: &Config, side: ClockSide, by: Color) {
-        self.anchor(config, side, by);
-    }
-
     /// A ply of `color` was confirmed, by its own press (`pressed`) or otherwise.
     pub fn ply_confirmed(&mut self, color: Color, pressed: bool) {
         self.owed = !pressed;
@@ -430,7 +425,7 @@ impl Clocks {
     }
 
     /// Makes `side` the display of `by`, unless the configuration fixes the mapping.
-    fn anchor(&mut self, config: &Config, side: ClockSide, by: Color) {
+    pub fn anchor(&mut self, config: &Config, side: ClockSide, by: Color) {
         if self.pinned {
             return;
         }

@@ -5,7 +5,7 @@
 //! generation. The deep search (iterative deepening up to [`MAX_DEPTH`] plies) prunes
 //! every branch whose remaining plies cannot possibly change the squares still differing.
 
-use shakmaty::{Bitboard, Board, CastlingSide, Chess, Color, Move, Position, Role};
+use shakmaty::{Bitboard, Board, CastlingSide, Chess, Color, File, Move, Position, Role, Square};
 
 /// The deepest search supported.
 pub const MAX_DEPTH: usize = 4;
@@ -22,16 +22,27 @@ pub fn board_diff(a: &Board, b: &Board) -> Bitboard {
     d
 }
 
-/// Squares a non-castling move changes.
-fn touched(m: Move) -> Bitboard {
+/// Where castling with the king on `king` and the rook on `rook` puts them (standard and
+/// Chess960 alike: the king to the g- or c-file, the rook beside it).
+pub(crate) fn castle_targets(king: Square, rook: Square) -> (Square, Square) {
+    let (king_to, rook_to) = if rook.file() > king.file() { (File::G, File::F) } else { (File::C, File::D) };
+    (Square::from_coords(king_to, king.rank()), Square::from_coords(rook_to, king.rank()))
+}
+
+/// The squares a ply changes.
+pub(crate) fn touched(m: Move) -> Bitboard {
     match m {
         Move::Normal { from, to, .. } => Bitboard::from_square(from) | Bitboard::from_square(to),
         Move::EnPassant { from, to } => {
-            let victim = shakmaty::Square::from_coords(to.file(), from.rank());
+            let victim = Square::from_coords(to.file(), from.rank());
             Bitboard::from_square(from) | Bitboard::from_square(to) | Bitboard::from_square(victim)
         }
         Move::Castle { king, rook } => {
-            Bitboard::from_square(king) | Bitboard::from_square(rook) // refined by playing
+            let (king_to, rook_to) = castle_targets(king, rook);
+            Bitboard::from_square(king)
+                | Bitboard::from_square(rook)
+                | Bitboard::from_square(king_to)
+                | Bitboard::from_square(rook_to)
         }
         Move::Put { to, .. } => Bitboard::from_square(to),
     }
@@ -112,7 +123,7 @@ fn material_allows(pos: &Chess, target: &Board, depth: u8) -> bool {
 /// mismatch report deal with those boards instead. A piece that went out to capture and
 /// came back (`Nxe5 d6 Nf3` in the Petroff) leaves the captured piece missing: that is a
 /// line like any other.
-fn undoes_own_last(path: &[Move], m: Move) -> bool {
+pub(crate) fn undoes_own_last(path: &[Move], m: Move) -> bool {
     let Some(&prev) = path.len().checked_sub(2).and_then(|i| path.get(i)) else { return false };
     match (prev, m) {
         (

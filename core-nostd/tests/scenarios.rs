@@ -13,23 +13,7 @@ const B: Color = Color::Black;
 
 /// A game from an operator FEN, board already showing it.
 fn from_fen(fen: &str, clock: bool) -> (Sim, Chess) {
-    let setup = Fen::from_ascii(fen.as_bytes()).expect("fen").into_setup();
-    let pos: Chess = setup.position(shakmaty::CastlingMode::Standard).expect("legal");
-    let mut s = Sim::new(Config::default());
-    s.board = pos.board().clone();
-    s.dump();
-    let events = &mut s.events;
-    s.tracker
-        .start_from_fen(fen.as_bytes(), Some(Orientation::Normal), s.now, &mut |e| events.push(e))
-        .expect("start");
-    if clock {
-        let mut c = common::SimClock::new(300, 300, ClockSide::Left);
-        c.high = pos.turn();
-        s.clock = Some(c);
-        s.send_clock();
-        s.start_clock();
-    }
-    (s, pos)
+    common::from_fen(fen, Config::default(), clock.then_some(300))
 }
 
 fn confirmed(s: &Sim) -> Vec<String> {

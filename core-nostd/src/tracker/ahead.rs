@@ -2,12 +2,12 @@
 //! [`crate::catch_up`]): read again from the last confirmed ply, over the squares the board
 //! changed, once a dump shows it.
 
-use shakmaty::{Bitboard, Board, File, Move, Position, Role, Square, attacks};
+use shakmaty::{Bitboard, Board, Move, Position, Role, Square, attacks};
 
 use super::Tracker;
 use crate::catch_up::{CATCH_UP_DEPTH, find_touched_line};
 use crate::event::EventSink;
-use crate::search::board_diff;
+use crate::search::{board_diff, castle_targets};
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// Takes the line from the last confirmed ply to `target` (a dump just read) over the
@@ -95,10 +95,9 @@ fn puts_or_passes(m: Move, role: Role, sq: Square) -> bool {
         }
         Move::EnPassant { to, .. } => to == sq && role == Role::Pawn,
         Move::Castle { king, rook } => {
-            let (king_to, rook_to) =
-                if rook.file() > king.file() { (File::G, File::F) } else { (File::C, File::D) };
-            (role == Role::King && sq == Square::from_coords(king_to, king.rank()))
-                || (role == Role::Rook && sq == Square::from_coords(rook_to, king.rank()))
+            let (king_to, rook_to) = castle_targets(king, rook);
+            (role == Role::King && sq == king_to)
+                || (role == Role::Rook && sq == rook_to)
                 || attacks::between(king, rook).contains(sq)
         }
         Move::Put { .. } => false,

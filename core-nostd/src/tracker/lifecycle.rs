@@ -229,7 +229,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let mut by = self.confirmed_pos.turn();
         for flip in &flips {
-            self.clocks.anchor_press(&self.config, flip.side, by);
+            self.clocks.anchor(&self.config, flip.side, by);
             by = !by;
         }
         for flip in &flips {

@@ -466,7 +466,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let landed = after
                 .board()
                 .piece_at(to)
-                .is_some_and(|piece| self.phys.placed_since(to, piece, self.tip_left_ms));
+                .is_some_and(|piece| self.phys.placed_after(to, self.tip_left_ms) == Some(piece));
             self.lines_under_reply(&after, depth - 1, reported + u8::from(landed), line, walk);
             line.pop();
         }
@@ -569,7 +569,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn plies_in_reported_order(&self, path: &[shakmaty::Move]) -> u8 {
         let mut changes = heapless::Vec::<[Option<Change>; 2], CATCH_UP_DEPTH>::new();
         for (i, &m) in path.iter().enumerate() {
-            let later = path[i + 1..].iter().fold(Bitboard::EMPTY, |b, &n| b | move_squares(n));
+            let later = path[i + 1..].iter().fold(Bitboard::EMPTY, |b, &n| b | search::touched(n));
             if changes.push(self.ply_changes(m, later)).is_err() {
                 break;
             }
@@ -701,11 +701,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // last change, while the piece still stands there (a piece that moved on leaves the
         // time it left, which says nothing of when it landed).
         let reported = |m: shakmaty::Move| {
-            let sq = landing(m);
-            let stands =
-                self.phys.board.piece_at(sq).map(|p| p.role) == Some(m.promotion().unwrap_or(m.role()));
-            let change = self.phys.last_change(sq);
-            (stands && !corrected.contains(sq) && change.ms > since).then_some(change)
+            let [landed, _] = self.ply_changes(m, Bitboard::EMPTY);
+            landed.filter(|c| !corrected.contains(landing(m)) && c.ms > since)
         };
         // A scan apart, or a press between the two reports (read in one piece, they carry
         // one time).
@@ -856,34 +853,10 @@ struct UnderReply<'a> {
     lines: usize,
 }
 
-/// The squares a ply changes.
-fn move_squares(m: shakmaty::Move) -> Bitboard {
-    match m {
-        shakmaty::Move::Castle { king, rook } => {
-            let rook_to = if rook.file() > king.file() { shakmaty::File::F } else { shakmaty::File::D };
-            Bitboard::from_square(king)
-                | Bitboard::from_square(rook)
-                | Bitboard::from_square(landing(m))
-                | Bitboard::from_square(shakmaty::Square::from_coords(rook_to, king.rank()))
-        }
-        shakmaty::Move::EnPassant { from, to } => {
-            Bitboard::from_square(from)
-                | Bitboard::from_square(to)
-                | Bitboard::from_square(shakmaty::Square::from_coords(to.file(), from.rank()))
-        }
-        other => {
-            other.from().map_or(Bitboard::EMPTY, Bitboard::from_square) | Bitboard::from_square(other.to())
-        }
-    }
-}
-
 /// The square a ply puts its piece on (the king's, for castling).
 fn landing(m: shakmaty::Move) -> shakmaty::Square {
     match m {
-        shakmaty::Move::Castle { king, rook } => {
-            let file = if rook.file() > king.file() { shakmaty::File::G } else { shakmaty::File::C };
-            shakmaty::Square::from_coords(file, king.rank())
-        }
+        shakmaty::Move::Castle { king, rook } => search::castle_targets(king, rook).0,
         other => other.to(),
     }
 }
