@@ -165,6 +165,40 @@ fn before_press(games: &[Vec<(Input, u64)>], plies: usize) -> (Tracker<600>, Clo
     panic!("game too short");
 }
 
+/// A tracker that saw the start, a running clock, and ten plies read in one piece by a busy
+/// relay (all at once, each lift reported, each landing lost, a press after each), and the
+/// dump of the board ten plies on (1. e4 e5 2. Nf3 Nc6 3. Bc4 Bc5 4. c3 Nf6 5. d3 d6).
+/// Reading it runs the catch-up search over so many move orders that it spends its whole
+/// budget and gives up: the most one dump can cost. Returns the tracker, the dump and its
+/// time.
+fn before_catch_up() -> (Tracker<600>, BoardDump, u64) {
+    let mut tracker: Tracker<600> = Tracker::new(Config::default());
+    let mut sink = |_e: Event| {};
+    let dump_of = |board: &Board| {
+        let mut d = BoardDump::EMPTY;
+        for (sq, p) in board.iter() {
+            d.set(DgtSquare::from_square(sq, Orientation::Normal), PieceCode::from_piece(p));
+        }
+        d
+    };
+    tracker.feed_dump(&dump_of(&Board::new()), 0, &mut sink);
+    tracker.feed_clock(&clock(5400, 5400, None), 0, &mut sink);
+    tracker.feed_clock(&clock(5400, 5400, Some(Color::White)), 10, &mut sink);
+    let mut pos = Chess::default();
+    let mut t = 10;
+    for uci in ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "f8c5", "c2c3", "g8f6", "d2d3", "d7d6"] {
+        let m = uci.parse::<shakmaty::uci::UciMove>().expect("uci").to_move(&pos).expect("legal");
+        if let Some(from) = m.from() {
+            let lift = FieldUpdate::new(DgtSquare::from_square(from, Orientation::Normal), PieceCode::Empty);
+            tracker.feed_field(lift, t, &mut sink);
+        }
+        pos.play_unchecked(m);
+        t += 5;
+        tracker.feed_clock(&clock(5400, 5400, Some(pos.turn())), t, &mut sink);
+    }
+    (tracker, dump_of(pos.board()), t + 50)
+}
+
 fn main() {
     println!("size_of::<Tracker<600>>() = {} bytes", std::mem::size_of::<Tracker<600>>());
     let file = std::fs::File::open(CORPUS).expect("corpus");
@@ -199,6 +233,24 @@ fn main() {
         pct(0.5),
         pct(0.99),
         samples.last().copied().unwrap_or(Duration::ZERO)
+    );
+    // The catch-up search at its budget, as a ratio to the press floor above.
+    let (ahead, dump, at) = before_catch_up();
+    let mut catch_up = Vec::with_capacity(50);
+    for _ in 0..50 {
+        let mut t = ahead.clone();
+        let start = Instant::now();
+        t.feed_dump(&dump, at, &mut |e: Event| {
+            black_box(e);
+        });
+        catch_up.push(start.elapsed());
+    }
+    catch_up.sort();
+    let median = catch_up[catch_up.len() / 2];
+    println!(
+        "dump ten plies ahead, catch-up search at its budget: median {median:?}, max {:?} ({:.0}x the press median)",
+        catch_up.last().copied().unwrap_or(Duration::ZERO),
+        median.as_secs_f64() / pct(0.5).as_secs_f64()
     );
     let start = Instant::now();
     let confirmed = replay(&games);
