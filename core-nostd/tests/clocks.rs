@@ -711,3 +711,60 @@ fn a_press_made_while_the_board_was_away_does_not_make_the_next_one_the_other_co
     sim.wait(2_000);
     assert_eq!(confirmed(&sim), want);
 }
+
+/// A clock started and pressed twice (White, then Black) before the board reports any
+/// move: a relay reading a backlog at once, the board's reports of 1. d4 Nf6 coming after
+/// the presses. Returns the simulation, the presses made and the position after the plies.
+fn two_presses_before_the_board_shows_their_plies() -> (Sim, Chess) {
+    let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(910, ClockSide::Left);
+    sim.start_clock();
+    sim.wait(2500);
+    sim.press_step_ms = 0;
+    {
+        let c = sim.clock.as_mut().expect("a clock");
+        c.white = 918;
+    }
+    sim.press(0, 0);
+    {
+        let c = sim.clock.as_mut().expect("a clock");
+        c.black = 920;
+    }
+    sim.press(0, 0);
+    let mut pos = Chess::default();
+    for uci in ["d2d4", "g8f6"] {
+        let m = common::parse_uci(&pos, uci);
+        pos.play_unchecked(m);
+    }
+    (sim, pos)
+}
+
+/// The dump the presses asked for comes 700 ms on (a chain's polling cycle) and shows both
+/// plies: each press takes its own, the newest the last ply, the one before it the ply
+/// before.
+#[test]
+fn presses_made_before_a_late_dump_shows_their_plies_take_them_in_turn() {
+    let (mut sim, pos) = two_presses_before_the_board_shows_their_plies();
+    sim.wait_without_dumps(700);
+    sim.board = pos.board().clone();
+    sim.dump();
+    sim.wait(1500);
+    assert_eq!(confirmed(&sim), vec![("d2d4".to_string(), Some(918)), ("g8f6".to_string(), Some(920))]);
+}
+
+/// The plies are reported 400 ms after the presses, in one reading (so a dump must verify
+/// them), and the dump comes only behind seconds of backlog: the presses, whose plies the
+/// line has, wait for it however long their window is, and give each ply its `%clk`.
+#[test]
+fn presses_whose_plies_wait_for_a_late_dump_keep_them() {
+    let (mut sim, pos) = two_presses_before_the_board_shows_their_plies();
+    sim.wait_without_dumps(400);
+    sim.step_ms = 0;
+    for sq in [shakmaty::Square::G8, shakmaty::Square::F6, shakmaty::Square::D4, shakmaty::Square::D2] {
+        sim.put(sq, pos.board().piece_at(sq));
+    }
+    sim.step_ms = 40;
+    sim.wait_without_dumps(3500);
+    sim.dump();
+    sim.wait(1000);
+    assert_eq!(confirmed(&sim), vec![("d2d4".to_string(), Some(918)), ("g8f6".to_string(), Some(920))]);
+}

@@ -43,6 +43,10 @@ pub struct ChainOptions {
     /// Real milliseconds from the start of the line within which each board starts its
     /// first job (drawn by seed), once the poller reads it.
     pub first_start_ms: (u64, u64),
+    /// Spans of real ms (from, length) in which the relay is frozen, as on a loaded machine:
+    /// the boards play on and answer nothing (nothing is asked), the line keeps what they
+    /// sent, and the poller and sessions read it all at once when they run again.
+    pub relay_stalls: &'static [(u64, u64)],
 }
 
 impl Default for ChainOptions {
@@ -55,6 +59,7 @@ impl Default for ChainOptions {
             gap_ms: 2_000,
             timing: BusTiming::default(),
             first_start_ms: (4_000, 7_000),
+            relay_stalls: &[],
         }
     }
 }
@@ -214,6 +219,10 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
             if !own.is_empty() {
                 line.schedule(i, now_us, &own);
             }
+        }
+        if opts.relay_stalls.iter().any(|&(from, ms)| now >= from && now < from + ms) {
+            now += 1;
+            continue;
         }
         let mut bytes = Vec::new();
         line.emit(now_us, &mut bytes);

@@ -115,3 +115,61 @@ fn twelve_chained_boards_offline_are_exact_under_many_line_timings() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The relay frozen for `len` ms from `from` (a loaded machine): the boards play on, and
+/// the poller reads seconds of their changes at once. Returns what was not exact.
+fn frozen_relay_failures(seed: u64, from: u64, len: u64) -> Vec<String> {
+    // Leaked once per run: the options take a static list of freezes.
+    let stalls: &'static [(u64, u64)] = Box::leak(vec![(from, len)].into_boxed_slice());
+    let first_start_ms = if seed % 2 == 1 { (0, 2_000) } else { (4_000, 7_000) };
+    let opts = ChainOptions { seed, first_start_ms, relay_stalls: stalls, ..ChainOptions::default() };
+    let jobs = chain_jobs();
+    let outcomes = replay_chain(&jobs, 12, &opts);
+    assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
+    outcomes
+        .iter()
+        .filter(|o| !o.why.is_empty())
+        .map(|o| {
+            format!(
+                "seed {seed}, relay frozen {from}+{len} ms: {} (board {}): {}",
+                o.label,
+                o.address,
+                o.why.join("; ")
+            )
+        })
+        .collect()
+}
+
+/// The relay frozen for two seconds as the games begin: every game exact, moves and `%clk`.
+/// (A game's first press, read with the backlog before the board's reports of its ply,
+/// waited for a dump that came behind that backlog and ran out of time; a clock reading
+/// taken while the backlog was still let out went out ahead of it, its lever read as
+/// presses out of turn: %clk missing or another ply's.)
+#[test]
+fn twelve_chained_boards_offline_survive_a_relay_frozen_as_games_begin() {
+    let mut failures = frozen_relay_failures(1, 5_000, 2_000);
+    failures.extend(frozen_relay_failures(1, 5_500, 2_000));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The freeze moved through the first twelve seconds in half-second steps, seeds 1 to 1 or
+/// `DGT_BUS_SEEDS=FROM-TO`, freezes of 2,000 ms or `DGT_BUS_FREEZE_MS`.
+#[test]
+#[ignore = "about a minute in a release build; run with --ignored"]
+fn twelve_chained_boards_offline_survive_a_relay_frozen_at_any_moment() {
+    let (from, to) = std::env::var("DGT_BUS_SEEDS")
+        .ok()
+        .and_then(|s| {
+            let (a, b) = s.split_once('-').unwrap_or((&s, &s));
+            Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
+        })
+        .unwrap_or((1, 1));
+    let len = std::env::var("DGT_BUS_FREEZE_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(2_000);
+    let mut failures = Vec::new();
+    for seed in from..=to {
+        for at in (2_000..=12_000).step_by(500) {
+            failures.extend(frozen_relay_failures(seed, at, len));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

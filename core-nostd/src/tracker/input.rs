@@ -25,7 +25,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub fn feed_dump<S: EventSink + ?Sized>(&mut self, dump: &BoardDump, now_ms: u64, sink: &mut S) {
         self.board_heard(now_ms);
         let first = !self.phys.known;
-        self.last_dump_ms = Some(now_ms);
+        let previous_dump = self.last_dump_ms.replace(now_ms);
         let corrected = if first { Bitboard::EMPTY } else { self.phys.differing(dump) };
         // Since when those squares' updates may have been lost: their last reports.
         let lost_since = corrected.into_iter().map(|sq| self.phys.changed_ms(sq)).min();
@@ -43,7 +43,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.reorder_after_lost_updates(corrected, since, now_ms, sink);
         }
         if self.state == GameState::Active {
-            self.bind_presses_to_dump(now_ms);
+            self.bind_presses_to_dump(now_ms, previous_dump);
         }
         self.first_look = false;
     }

@@ -85,6 +85,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
         [before + u32::from(pos.turn() == Color::Black), before]
     }
 
+    /// Who made the ply `upto` ends (index one past it) of the line after the last
+    /// confirmed ply.
+    pub(super) fn mover_of(&self, upto: usize) -> Color {
+        let turn = self.confirmed_pos.turn();
+        if upto.saturating_sub(self.confirmed + 1).is_multiple_of(2) { turn } else { !turn }
+    }
+
     /// Index one past the last provisional ply made by `color`.
     pub(super) fn last_ply_by(&self, color: Color) -> Option<usize> {
         let mut turn = self.confirmed_pos.turn();
@@ -210,17 +217,21 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 || self.dumped_since(t, now, sink)
                 || (now.saturating_sub(self.last_change_ms) >= settled_ms
                     && now.saturating_sub(t) >= settled_ms);
-            if (settled || (on_board && immediate) || stands || replied)
-                && shown
-                && self.line_verified(upto, t, now, sink)
-            {
-                self.pending_press.remove(k);
-                // Earlier presses still waiting are for the earlier plies: each first.
-                k = self.confirm_earlier_presses(k, upto, now, sink);
-                self.confirm_through(upto, Some(&press), now, sink);
-            } else {
-                k += 1;
+            if (settled || (on_board && immediate) || stands || replied) && shown {
+                if self.line_verified(upto, t, now, sink) {
+                    self.pending_press.remove(k);
+                    // Earlier presses still waiting are for the earlier plies: each first.
+                    k = self.confirm_earlier_presses(k, upto, now, sink);
+                    self.confirm_through(upto, Some(&press), now, sink);
+                    continue;
+                }
+                // The press has its ply, which waits only for the dump that verifies it (a
+                // relay reading a backlog gets that dump behind it, seconds on): the press
+                // waits with it. It expires again once the line no longer has a ply for it.
+                let window = u64::from(self.config.press_window_ms);
+                self.pending_press[k].expires = expires.max(now + window);
             }
+            k += 1;
         }
     }
 

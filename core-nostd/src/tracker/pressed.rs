@@ -163,36 +163,54 @@ impl<const PLIES: usize> Tracker<PLIES> {
         k
     }
 
-    /// A dump arrived at `now`: a press that found the board not showing its move (and
-    /// asked for this dump) is bound to the presser's ply when the dump shows it as the
-    /// line's last, as if the board had shown it at the press (see `add_pending_press`):
-    /// the dump is the board a scan after the press, without the field updates that were
-    /// lost on the way. Only the presser's newest waiting press is bound so, and only one
-    /// the line has no earlier ply for.
-    pub(super) fn bind_presses_to_dump(&mut self, now: u64) {
+    /// A dump arrived at `now`: presses that found the board not showing their moves (and
+    /// asked for this dump) are bound to the plies the dump shows as the line's last, as if
+    /// the board had shown them at the presses (see `add_pending_press`): the dump is the
+    /// board a scan after the presses, without the field updates that were lost on the way.
+    /// The newest waiting press takes the line's last ply, the press before it the ply
+    /// before, and so on while the presses alternate with the plies' movers; a press the
+    /// line has an earlier ply for ends the walk. A press counts when this dump came within
+    /// a scan period of it, or is the first dump since it and answers the request it made
+    /// (on a chain the answer can take a polling cycle; a relay starved of CPU reads the
+    /// presses and the dump late, together). `previous_dump` is when the dump before this
+    /// one arrived.
+    pub(super) fn bind_presses_to_dump(&mut self, now: u64, previous_dump: Option<u64>) {
         if !self.at_tip || self.dirty {
             return;
         }
         let window = u64::from(self.config.press_stable_ms);
+        let asked = self.last_dump_request;
+        let answers = |at: u64| {
+            at <= now
+                && (now - at <= window
+                    || (previous_dump.is_none_or(|d| d < at) && asked.is_some_and(|r| r >= at)))
+        };
         let len = self.records.len();
-        for k in 0..self.pending_press.len() {
+        // One past the ply the next (older) press would take.
+        let mut upto = len;
+        for k in (0..self.pending_press.len()).rev() {
             let p = self.pending_press[k];
-            if p.bound.is_some() || p.at > now || now - p.at > window {
+            if p.at > now {
                 continue;
             }
-            // A later press by the same player is for a later ply of theirs (the lever
-            // alternates): the line's last ply of theirs is that press's, not this one's.
-            if self.pending_press.iter().any(|q| q.press.by == p.press.by && q.at > p.at) {
+            if let Some(b) = self.still_bound(p.bound) {
+                // A newer press already has its ply: the older ones are for plies before it.
+                upto = upto.min(b - 1);
                 continue;
+            }
+            if p.bound.is_some() || !answers(p.at) || upto <= self.confirmed {
+                break;
             }
             // A press the line already has an earlier ply for (the board showed it, its
             // reports coming with the press in one reading) is that ply's.
-            if self.ply_for_pending_press(p.press.by, p.at).is_some_and(|upto| upto < len) {
-                continue;
+            if self.ply_for_pending_press(p.press.by, p.at).is_some_and(|u| u < upto) {
+                break;
             }
-            if len > self.confirmed && self.last_ply_by(p.press.by) == Some(len) {
-                self.pending_press[k].bound = Some((len, self.records[len - 1].hash));
+            if self.mover_of(upto) != p.press.by {
+                break;
             }
+            self.pending_press[k].bound = Some((upto, self.records[upto - 1].hash));
+            upto -= 1;
         }
     }
 

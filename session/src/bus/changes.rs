@@ -237,6 +237,15 @@ impl BusPoller {
             let deferred = std::mem::take(&mut b.deferred);
             b.forward(now, timing.press_gap_ms, &deferred, Some(t));
         }
+        if b.line.as_ref().is_some_and(|l| !l.later.is_empty()) {
+            // Changes read before this reading are still held back on the line (a backlog
+            // read at once, let out a ply at a time): the reading is ahead of them, and its
+            // lever and displays would read as presses out of turn. The presses in them go
+            // out as readings of their own, built on the last reading sent; the next
+            // reading follows them.
+            tracing::trace!(address, "clock reading ahead of the held changes; not sent");
+            return;
+        }
         b.last_times = Some(t);
         if let Some(line) = b.line.as_mut() {
             if line.new_game && t.status.running() && !t.status.no_clock() {
