@@ -217,17 +217,20 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 || self.dumped_since(t, now, sink)
                 || (now.saturating_sub(self.last_change_ms) >= settled_ms
                     && now.saturating_sub(t) >= settled_ms);
-            if (settled || (on_board && immediate) || stands || replied) && shown {
-                if self.line_verified(upto, t, now, sink) {
-                    self.pending_press.remove(k);
-                    // Earlier presses still waiting are for the earlier plies: each first.
-                    k = self.confirm_earlier_presses(k, upto, now, sink);
-                    self.confirm_through(upto, Some(&press), now, sink);
-                    continue;
-                }
-                // The press has its ply, which waits only for the dump that verifies it (a
-                // relay reading a backlog gets that dump behind it, seconds on): the press
-                // waits with it. It expires again once the line no longer has a ply for it.
+            let ready = settled || (on_board && immediate) || stands || replied;
+            if ready && shown && self.line_verified(upto, t, now, sink) {
+                self.pending_press.remove(k);
+                // Earlier presses still waiting are for the earlier plies: each first.
+                k = self.confirm_earlier_presses(k, upto, now, sink);
+                self.confirm_through(upto, Some(&press), now, sink);
+                continue;
+            }
+            if ready {
+                // The board shows the press's ply, which waits only for a dump that shows
+                // it whole, or for the board to stand long enough for a slide to have gone
+                // on (a relay reading a backlog gets both only behind it, seconds on): the
+                // press waits with it. It expires again once the line no longer has a ply
+                // for it.
                 let window = u64::from(self.config.press_window_ms);
                 self.pending_press[k].expires = expires.max(now + window);
             }
