@@ -768,3 +768,28 @@ fn presses_whose_plies_wait_for_a_late_dump_keep_them() {
     sim.wait(1000);
     assert_eq!(confirmed(&sim), vec![("d2d4".to_string(), Some(918)), ("g8f6".to_string(), Some(920))]);
 }
+
+/// The board's reports of 1. d4 Nf6 2. Bf4 come 1.2 s after the first two presses (each
+/// ply's in its own scan, no dump coming meanwhile), then White's second press: the
+/// presses are the plies' in order. (The first two found no ply so long after them, and
+/// White's second took d4.)
+#[test]
+fn presses_made_long_before_their_plies_showed_take_them_in_order() {
+    let (mut sim, pos) = two_presses_before_the_board_shows_their_plies();
+    sim.wait_without_dumps(1200);
+    sim.play_uci(&Chess::default(), "d2d4");
+    let mut after = Chess::default();
+    after.play_unchecked(common::parse_uci(&after, "d2d4"));
+    sim.play_uci(&after, "g8f6");
+    sim.play_uci(&pos, "c1f4");
+    sim.press(0, 7);
+    sim.wait_without_dumps(2500);
+    assert_eq!(
+        confirmed(&sim),
+        vec![
+            ("d2d4".to_string(), Some(918)),
+            ("g8f6".to_string(), Some(920)),
+            ("c1f4".to_string(), Some(925))
+        ]
+    );
+}

@@ -167,6 +167,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 p.expires = p.expires.max(now + window);
             }
         }
+        self.align_waiting_presses();
         let mut k = 0;
         while k < self.pending_press.len() {
             let PendingPress { press, at: t, expires, bound } = self.pending_press[k];

@@ -214,6 +214,41 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
+    /// Binds the waiting presses to the provisional plies in order when they are two or
+    /// more, one by each player in turn from the side to move, no more than the plies, and
+    /// the first came before the board showed any of them: the players pressed before the
+    /// board's reports of their moves were read (a relay reading a backlog, a board whose
+    /// reports lag), and the k-th press is the k-th ply's. Left to themselves, the presses
+    /// that came long before their plies showed would find none (a player does not press
+    /// for a move made seconds later) and a later press would take an earlier ply of its
+    /// player. Not while the last confirmed ply's press may still come (a late press would
+    /// shift them all), nor while plies of an unknown order wait.
+    pub(super) fn align_waiting_presses(&mut self) {
+        let presses = self.pending_press.len();
+        if presses < 2
+            || !self.at_tip
+            || self.dirty
+            || self.clocks.press_owed()
+            || self.first_hidden().is_some()
+            || presses > self.records.len() - self.confirmed
+            || self.pending_press[0].at >= self.shown_at(self.confirmed)
+        {
+            return;
+        }
+        let mut turn = self.confirmed_pos.turn();
+        for (k, p) in self.pending_press.iter().enumerate() {
+            let upto = self.confirmed + k + 1;
+            if p.press.by != turn || p.bound.is_some_and(|_| self.still_bound(p.bound) != Some(upto)) {
+                return;
+            }
+            turn = !turn;
+        }
+        for k in 0..presses {
+            let upto = self.confirmed + k + 1;
+            self.pending_press[k].bound = Some((upto, self.records[upto - 1].hash));
+        }
+    }
+
     /// Before the board changes, when it has stood for a scan: remembers it if two or more
     /// presses are waiting, one by each player in turn from the side to move after the last
     /// confirmed ply (see [`Self::line_through_pressed_board`]).
