@@ -155,7 +155,7 @@ fn twelve_chained_boards_offline_survive_a_relay_frozen_as_games_begin() {
 /// The freeze moved through the first twelve seconds in half-second steps, seeds 1 to 1 or
 /// `DGT_BUS_SEEDS=FROM-TO`, freezes of 2,000 ms or `DGT_BUS_FREEZE_MS`.
 #[test]
-#[ignore = "about a minute in a release build; run with --ignored"]
+#[ignore = "about a minute and a half in a debug build; run with --ignored"]
 fn twelve_chained_boards_offline_survive_a_relay_frozen_at_any_moment() {
     let (from, to) = std::env::var("DGT_BUS_SEEDS")
         .ok()
