@@ -62,15 +62,20 @@ fn field(sq: Square, p: Option<Piece>) -> Input {
     Input::Field(FieldUpdate::new(DgtSquare::from_square(sq, Orientation::Normal), PieceCode::from_option(p)))
 }
 
+/// The dump of a board set up the normal way round.
+fn dump_of(board: &Board) -> BoardDump {
+    let mut d = BoardDump::EMPTY;
+    for (sq, p) in board.iter() {
+        d.set(DgtSquare::from_square(sq, Orientation::Normal), PieceCode::from_piece(p));
+    }
+    d
+}
+
 /// One game as timed messages: a start dump, clock readings, and clean field updates.
 fn game_inputs(sans: &[SanPlus]) -> Vec<(Input, u64)> {
     let mut out = Vec::new();
     let mut t = 0u64;
-    let mut dump = BoardDump::EMPTY;
-    for (sq, p) in Board::new().iter() {
-        dump.set(DgtSquare::from_square(sq, Orientation::Normal), PieceCode::from_piece(p));
-    }
-    out.push((Input::Dump(dump), t));
+    out.push((Input::Dump(dump_of(&Board::new())), t));
     let (mut w, mut b) = (5400u32, 5400u32);
     out.push((Input::Clock(clock(w, b, None)), t));
     out.push((Input::Clock(clock(w, b, Some(Color::White))), t));
@@ -174,13 +179,6 @@ fn before_press(games: &[Vec<(Input, u64)>], plies: usize) -> (Tracker<600>, Clo
 fn before_catch_up() -> (Tracker<600>, BoardDump, u64) {
     let mut tracker: Tracker<600> = Tracker::new(Config::default());
     let mut sink = |_e: Event| {};
-    let dump_of = |board: &Board| {
-        let mut d = BoardDump::EMPTY;
-        for (sq, p) in board.iter() {
-            d.set(DgtSquare::from_square(sq, Orientation::Normal), PieceCode::from_piece(p));
-        }
-        d
-    };
     tracker.feed_dump(&dump_of(&Board::new()), 0, &mut sink);
     tracker.feed_clock(&clock(5400, 5400, None), 0, &mut sink);
     tracker.feed_clock(&clock(5400, 5400, Some(Color::White)), 10, &mut sink);

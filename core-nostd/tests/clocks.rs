@@ -714,7 +714,7 @@ fn a_press_made_while_the_board_was_away_does_not_make_the_next_one_the_other_co
 
 /// A clock started and pressed twice (White, then Black) before the board reports any
 /// move: a relay reading a backlog at once, the board's reports of 1. d4 Nf6 coming after
-/// the presses. Returns the simulation, the presses made and the position after the plies.
+/// the presses. Returns the simulation and the position after the two plies.
 fn two_presses_before_the_board_shows_their_plies() -> (Sim, Chess) {
     let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(910, ClockSide::Left);
     sim.start_clock();
@@ -738,6 +738,11 @@ fn two_presses_before_the_board_shows_their_plies() -> (Sim, Chess) {
     (sim, pos)
 }
 
+/// 1. d4 Nf6, each with the time its player's press showed.
+fn d4_nf6_pressed() -> Vec<(String, Option<u32>)> {
+    vec![("d2d4".to_string(), Some(918)), ("g8f6".to_string(), Some(920))]
+}
+
 /// The dump the presses asked for comes 700 ms on (a chain's polling cycle) and shows both
 /// plies: each press takes its own, the newest the last ply, the one before it the ply
 /// before.
@@ -748,7 +753,7 @@ fn presses_made_before_a_late_dump_shows_their_plies_take_them_in_turn() {
     sim.board = pos.board().clone();
     sim.dump();
     sim.wait(1500);
-    assert_eq!(confirmed(&sim), vec![("d2d4".to_string(), Some(918)), ("g8f6".to_string(), Some(920))]);
+    assert_eq!(confirmed(&sim), d4_nf6_pressed());
 }
 
 /// The plies are reported 400 ms after the presses, in one reading (so a dump must verify
@@ -766,7 +771,7 @@ fn presses_whose_plies_wait_for_a_late_dump_keep_them() {
     sim.wait_without_dumps(3500);
     sim.dump();
     sim.wait(1000);
-    assert_eq!(confirmed(&sim), vec![("d2d4".to_string(), Some(918)), ("g8f6".to_string(), Some(920))]);
+    assert_eq!(confirmed(&sim), d4_nf6_pressed());
 }
 
 /// The board's reports of 1. d4 Nf6 2. Bf4 come 1.2 s after the first two presses (each
@@ -775,21 +780,14 @@ fn presses_whose_plies_wait_for_a_late_dump_keep_them() {
 /// White's second took d4.)
 #[test]
 fn presses_made_long_before_their_plies_showed_take_them_in_order() {
-    let (mut sim, pos) = two_presses_before_the_board_shows_their_plies();
+    let (mut sim, _) = two_presses_before_the_board_shows_their_plies();
     sim.wait_without_dumps(1200);
-    sim.play_uci(&Chess::default(), "d2d4");
-    let mut after = Chess::default();
-    after.play_unchecked(common::parse_uci(&after, "d2d4"));
-    sim.play_uci(&after, "g8f6");
-    sim.play_uci(&pos, "c1f4");
+    let after_d4 = sim.play_uci(&Chess::default(), "d2d4");
+    let after_nf6 = sim.play_uci(&after_d4, "g8f6");
+    sim.play_uci(&after_nf6, "c1f4");
     sim.press(0, 7);
     sim.wait_without_dumps(2500);
-    assert_eq!(
-        confirmed(&sim),
-        vec![
-            ("d2d4".to_string(), Some(918)),
-            ("g8f6".to_string(), Some(920)),
-            ("c1f4".to_string(), Some(925))
-        ]
-    );
+    let mut want = d4_nf6_pressed();
+    want.push(("c1f4".to_string(), Some(925)));
+    assert_eq!(confirmed(&sim), want);
 }

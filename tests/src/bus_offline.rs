@@ -43,10 +43,10 @@ pub struct ChainOptions {
     /// Real milliseconds from the start of the line within which each board starts its
     /// first job (drawn by seed), once the poller reads it.
     pub first_start_ms: (u64, u64),
-    /// Spans of real ms (from, length) in which the relay is frozen, as on a loaded machine:
-    /// the boards play on and answer nothing (nothing is asked), the line keeps what they
-    /// sent, and the poller and sessions read it all at once when they run again.
-    pub relay_stalls: &'static [(u64, u64)],
+    /// Real ms (from, length) in which the relay is frozen, as on a loaded machine: the
+    /// boards play on and answer nothing (nothing is asked), the line keeps what they sent,
+    /// and the poller and sessions read it all at once when they run again.
+    pub relay_frozen: Option<(u64, u64)>,
 }
 
 impl Default for ChainOptions {
@@ -59,7 +59,7 @@ impl Default for ChainOptions {
             gap_ms: 2_000,
             timing: BusTiming::default(),
             first_start_ms: (4_000, 7_000),
-            relay_stalls: &[],
+            relay_frozen: None,
         }
     }
 }
@@ -220,7 +220,7 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
                 line.schedule(i, now_us, &own);
             }
         }
-        if opts.relay_stalls.iter().any(|&(from, ms)| now >= from && now < from + ms) {
+        if opts.relay_frozen.is_some_and(|(from, ms)| (from..from + ms).contains(&now)) {
             now += 1;
             continue;
         }

@@ -75,6 +75,17 @@ fn twelve_chained_boards_offline_play_two_rounds_exactly() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The line seeds `DGT_BUS_SEEDS=FROM-TO` (or one seed) asks for, else `default`.
+fn seeds_from_env(default: (u64, u64)) -> (u64, u64) {
+    std::env::var("DGT_BUS_SEEDS")
+        .ok()
+        .and_then(|s| {
+            let (a, b) = s.split_once('-').unwrap_or((&s, &s));
+            Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
+        })
+        .unwrap_or(default)
+}
+
 /// Every game exact (moves and `%clk`) under seeds 1 to 8, or `DGT_BUS_SEEDS=FROM-TO`.
 /// `DGT_BUS_SHOW=1` prints the session's effects of a game that is not.
 #[test]
@@ -88,13 +99,7 @@ fn twelve_chained_boards_offline_are_exact_under_many_line_timings() {
             .with_target(false)
             .try_init();
     }
-    let (from, to) = std::env::var("DGT_BUS_SEEDS")
-        .ok()
-        .and_then(|s| {
-            let (a, b) = s.split_once('-').unwrap_or((&s, &s));
-            Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
-        })
-        .unwrap_or((1, 8));
+    let (from, to) = seeds_from_env((1, 8));
     let show = std::env::var("DGT_BUS_SHOW").is_ok();
     let jobs = chain_jobs();
     let mut failures = Vec::new();
@@ -119,10 +124,9 @@ fn twelve_chained_boards_offline_are_exact_under_many_line_timings() {
 /// The relay frozen for `len` ms from `from` (a loaded machine): the boards play on, and
 /// the poller reads seconds of their changes at once. Returns what was not exact.
 fn frozen_relay_failures(seed: u64, from: u64, len: u64) -> Vec<String> {
-    // Leaked once per run: the options take a static list of freezes.
-    let stalls: &'static [(u64, u64)] = Box::leak(vec![(from, len)].into_boxed_slice());
     let first_start_ms = if seed % 2 == 1 { (0, 2_000) } else { (4_000, 7_000) };
-    let opts = ChainOptions { seed, first_start_ms, relay_stalls: stalls, ..ChainOptions::default() };
+    let opts =
+        ChainOptions { seed, first_start_ms, relay_frozen: Some((from, len)), ..ChainOptions::default() };
     let jobs = chain_jobs();
     let outcomes = replay_chain(&jobs, 12, &opts);
     assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
@@ -157,13 +161,7 @@ fn twelve_chained_boards_offline_survive_a_relay_frozen_as_games_begin() {
 #[test]
 #[ignore = "about a minute and a half in a debug build; run with --ignored"]
 fn twelve_chained_boards_offline_survive_a_relay_frozen_at_any_moment() {
-    let (from, to) = std::env::var("DGT_BUS_SEEDS")
-        .ok()
-        .and_then(|s| {
-            let (a, b) = s.split_once('-').unwrap_or((&s, &s));
-            Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?))
-        })
-        .unwrap_or((1, 1));
+    let (from, to) = seeds_from_env((1, 1));
     let len = std::env::var("DGT_BUS_FREEZE_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(2_000);
     let mut failures = Vec::new();
     for seed in from..=to {

@@ -161,8 +161,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // While plies of an unknown order wait (see `first_hidden`), nothing after them is
         // confirmed, and the presses wait with them (each is its ply's `%clk`): their time
         // to find a ply runs from when the order is settled.
+        let window = u64::from(self.config.press_window_ms);
         if self.first_hidden().is_some() {
-            let window = u64::from(self.config.press_window_ms);
             for p in self.pending_press.iter_mut() {
                 p.expires = p.expires.max(now + window);
             }
@@ -232,7 +232,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 // on (a relay reading a backlog gets both only behind it, seconds on): the
                 // press waits with it. It expires again once the line no longer has a ply
                 // for it.
-                let window = u64::from(self.config.press_window_ms);
                 self.pending_press[k].expires = expires.max(now + window);
             }
             k += 1;
@@ -279,7 +278,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let bound = self
             .last_ply_by(press.by)
             .filter(|&upto| self.at_tip && !self.dirty && upto == self.records.len())
-            .map(|upto| (upto, self.records[upto - 1].hash));
+            .map(|upto| self.ply_key(upto));
         let expires = now + u64::from(self.config.press_window_ms);
         let _ = self.pending_press.push(PendingPress { press, at: now, expires, bound });
     }
@@ -310,6 +309,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.pending_press[k].bound = None;
             }
         }
+    }
+
+    /// What a press bound to the ply `upto` ends (index one past it) keeps: the index and
+    /// the ply's placement hash (see [`Self::still_bound`]).
+    pub(super) fn ply_key(&self, upto: usize) -> (usize, u32) {
+        (upto, self.records[upto - 1].hash)
     }
 
     /// The ply (index one past it) a waiting press was bound to, while that same ply is

@@ -209,7 +209,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             if self.mover_of(upto) != p.press.by {
                 break;
             }
-            self.pending_press[k].bound = Some((upto, self.records[upto - 1].hash));
+            self.pending_press[k].bound = Some(self.ply_key(upto));
             upto -= 1;
         }
     }
@@ -235,17 +235,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
         {
             return;
         }
-        let mut turn = self.confirmed_pos.turn();
-        for (k, p) in self.pending_press.iter().enumerate() {
-            let upto = self.confirmed + k + 1;
-            if p.press.by != turn || p.bound.is_some_and(|_| self.still_bound(p.bound) != Some(upto)) {
-                return;
+        let first = self.confirmed + 1;
+        let in_turn = self.pending_press.iter().enumerate().all(|(k, p)| {
+            p.press.by == self.mover_of(first + k)
+                && (p.bound.is_none() || self.still_bound(p.bound) == Some(first + k))
+        });
+        if in_turn {
+            for k in 0..presses {
+                self.pending_press[k].bound = Some(self.ply_key(first + k));
             }
-            turn = !turn;
-        }
-        for k in 0..presses {
-            let upto = self.confirmed + k + 1;
-            self.pending_press[k].bound = Some((upto, self.records[upto - 1].hash));
         }
     }
 
