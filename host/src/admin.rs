@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use dgt_core::GameResult;
 
-use crate::config::Pairing;
+use crate::tournament::Pairing;
 
 /// What an operator asks of one board.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -17,8 +17,8 @@
 //! the operator is alerted, and the append is retried every second and before any later
 //! record, so records reach the disk in order and none is silently lost.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use dgt_core::{ClockState, GameResult};
@@ -31,42 +31,17 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::admin::{AdminCommand, AdminError};
-use crate::config::{EventInfo, Pairing};
 use crate::feed::{AlertView, BoardStatus, BoardView, ClockView, Delta, Hub, MoveState, MoveView, Side};
 use crate::port::{Attached, Epoch, PortIo};
 use crate::record::{GameHeader, GameRecord, JournalMove, Record};
 use crate::shutdown::Listener;
 use crate::store::{Journal, Store};
+use crate::tournament::SharedTournament;
 
 pub use dgt_session::PLIES;
 
 /// How often a running clock rewrites the PGN's `Clock` tag.
 const PGN_CLOCK_REFRESH: Duration = Duration::from_secs(5);
-
-/// Event-wide data and pairings, shared by every board and the admin API.
-#[derive(Clone, Debug, Default)]
-pub struct Tournament {
-    /// Event, site, round, time control.
-    pub event: EventInfo,
-    /// Pairings by board number.
-    pub pairings: BTreeMap<u32, Pairing>,
-}
-
-/// A shared, lockable [`Tournament`].
-#[derive(Clone, Debug, Default)]
-pub struct SharedTournament(Arc<Mutex<Tournament>>);
-
-impl SharedTournament {
-    /// Wraps a tournament.
-    pub fn new(t: Tournament) -> Self {
-        SharedTournament(Arc::new(Mutex::new(t)))
-    }
-
-    /// Locks it.
-    pub fn lock(&self) -> MutexGuard<'_, Tournament> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 /// What a board task receives.
 pub enum BoardInput {
@@ -414,8 +389,10 @@ impl BoardTask {
     }
 
     fn view(&self) -> BoardView {
-        let round =
-            self.game.as_ref().map_or_else(|| self.svc.tournament.lock().event.round, |g| g.rec.header.round);
+        let round = self
+            .game
+            .as_ref()
+            .map_or_else(|| self.svc.tournament.lock().live_round(), |g| g.rec.header.round);
         let mut v = BoardView::new(self.number, round);
         v.serial = self.session.serial().map(str::to_owned);
         v.port =
@@ -435,8 +412,7 @@ impl BoardTask {
                 v.termination.clone_from(&g.rec.termination);
             }
             None => {
-                v.pairing =
-                    self.svc.tournament.lock().pairings.get(&self.number).cloned().unwrap_or_default();
+                v.pairing = self.svc.tournament.lock().pairing(self.number);
             }
         }
         if let Some(old) = self.svc.hub.board(self.number) {
@@ -561,7 +537,7 @@ impl BoardTask {
     async fn new_game(&mut self, start_fen: Option<String>) {
         let (event, mut round, pairing) = {
             let t = self.svc.tournament.lock();
-            (t.event.clone(), t.event.round, t.pairings.get(&self.number).cloned().unwrap_or_default())
+            (t.event.clone(), t.live_round(), t.pairing(self.number))
         };
         // A game already holding moves in this round keeps its slot: use the next round.
         while self.svc.store.has_journal(round, self.number)

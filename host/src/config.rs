@@ -9,15 +9,13 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use toml::Spanned;
+
+use crate::tournament::{Event, MAX_BOARDS, MAX_ROUND, Pairing, Player, Tournament, check_text};
 
 /// The largest configuration file read (bytes).
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
-/// The most boards one relay serves.
-pub const MAX_BOARDS: usize = 1000;
-/// The longest name, event or site text accepted (characters).
-pub const MAX_TEXT: usize = 200;
 /// The default listening address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
@@ -55,82 +53,14 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-/// One player of a pairing.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Player {
-    /// "Last, First", as PGN wants it.
-    #[serde(default)]
-    pub name: String,
-    /// FIDE id, if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fide_id: Option<u64>,
-    /// FIDE title (GM, IM, WGM...), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Rating (`WhiteElo`/`BlackElo`), if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elo: Option<u32>,
-    /// FIDE federation (`NOR`), if known: shown on the spectators' page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub federation: Option<String>,
-}
-
-/// White and Black on one board.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Pairing {
-    /// The White player.
-    #[serde(default)]
-    pub white: Player,
-    /// The Black player.
-    #[serde(default)]
-    pub black: Player,
-}
-
-/// Event-wide PGN data.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EventInfo {
-    /// `Event` tag.
-    #[serde(default = "default_event")]
-    pub name: String,
-    /// `Site` tag.
-    #[serde(default = "default_site")]
-    pub site: String,
-    /// The current round (1-based).
-    #[serde(default = "default_round")]
-    pub round: u32,
-    /// `TimeControl` tag in the PGN standard's form (`5400+30`, `40/7200:3600`), if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_control: Option<String>,
-}
-
-fn default_event() -> String {
-    "DGT live relay".to_owned()
-}
-fn default_site() -> String {
-    "?".to_owned()
-}
-fn default_round() -> u32 {
-    1
-}
-
-impl Default for EventInfo {
-    fn default() -> Self {
-        EventInfo { name: default_event(), site: default_site(), round: 1, time_control: None }
-    }
-}
-
-/// A board's place in the tournament.
+/// A board number listed in the configuration (`[[board]]`), and the e-board it is tied
+/// to; its players go into the tournament's pairings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BoardConfig {
     /// Board number (1-based), the `Board` tag and the `game-M` file number.
     pub number: u32,
     /// The e-board's serial number, when this board number is tied to one board.
     pub serial: Option<String>,
-    /// Who plays on it.
-    pub pairing: Pairing,
 }
 
 /// The checked configuration.
@@ -152,9 +82,9 @@ pub struct Config {
     pub silence_ms: u64,
     /// Battery status poll period for Bluetooth boards (milliseconds).
     pub battery_poll_ms: u64,
-    /// Event data.
-    pub event: EventInfo,
-    /// Boards by number.
+    /// The event, its live round and that round's pairings.
+    pub tournament: Tournament,
+    /// Boards listed by number.
     pub boards: Vec<BoardConfig>,
     /// Most websocket subscribers at once (lowered at start to fit the file descriptor
     /// limit, see [`crate::server::FdBudget`]).
@@ -188,7 +118,7 @@ impl Default for Config {
             discover: false,
             silence_ms: 5000,
             battery_poll_ms: 60_000,
-            event: EventInfo::default(),
+            tournament: Tournament::default(),
             boards: Vec::new(),
             max_subscribers: 2000,
             lichess: None,
@@ -249,39 +179,6 @@ struct RawBoard {
     white: Option<Spanned<Player>>,
     #[serde(default)]
     black: Option<Spanned<Player>>,
-}
-
-/// Checks a player's fields.
-pub fn check_player(p: &Player) -> Result<(), String> {
-    check_text("player name", &p.name)?;
-    if let Some(t) = &p.title
-        && (t.len() > 8 || !t.chars().all(|c| c.is_ascii_alphabetic()))
-    {
-        return Err(format!("title {t:?} is not a FIDE title"));
-    }
-    if let Some(e) = p.elo
-        && e > 4000
-    {
-        return Err(format!("rating {e} is over 4000"));
-    }
-    if let Some(f) = &p.federation
-        && (f.is_empty() || f.len() > 3 || !f.chars().all(|c| c.is_ascii_alphabetic()))
-    {
-        return Err(format!("federation {f:?} is not a FIDE federation (three letters, e.g. NOR)"));
-    }
-    Ok(())
-}
-
-/// Checks a free text that ends up in a PGN tag: bounded, one line, no quote or backslash
-/// trouble (they are escaped on output, but control characters are refused).
-pub fn check_text(what: &str, s: &str) -> Result<(), String> {
-    if s.chars().count() > MAX_TEXT {
-        return Err(format!("{what} longer than {MAX_TEXT} characters"));
-    }
-    if s.chars().any(char::is_control) {
-        return Err(format!("{what} contains a control character"));
-    }
-    Ok(())
 }
 
 /// Checks a `TimeControl` value: the PGN standard's form (read by the core's one parser,
@@ -440,9 +337,11 @@ impl Config {
             let origin = check_origin(o.get_ref()).map_err(|m| at(o.span().start, m))?;
             cfg.allowed_origins.push(origin);
         }
+        let mut event = Event::default();
+        let mut round = 1;
         if let Some(ev) = raw.event {
             for (what, field, slot) in
-                [("event name", ev.name, &mut cfg.event.name), ("site", ev.site, &mut cfg.event.site)]
+                [("event name", ev.name, &mut event.name), ("site", ev.site, &mut event.site)]
             {
                 if let Some(v) = field {
                     check_text(what, v.get_ref()).map_err(|m| at(v.span().start, m))?;
@@ -450,16 +349,17 @@ impl Config {
                 }
             }
             if let Some(r) = ev.round {
-                if !(1..=999).contains(r.get_ref()) {
-                    return Err(at(r.span().start, "round must be between 1 and 999".to_owned()));
+                if !(1..=MAX_ROUND).contains(r.get_ref()) {
+                    return Err(at(r.span().start, format!("round must be between 1 and {MAX_ROUND}")));
                 }
-                cfg.event.round = r.into_inner();
+                round = r.into_inner();
             }
             if let Some(tc) = ev.time_control {
                 check_time_control(tc.get_ref()).map_err(|m| at(tc.span().start, m))?;
-                cfg.event.time_control = Some(tc.into_inner());
+                event.time_control = Some(tc.into_inner());
             }
         }
+        cfg.tournament = Tournament::new(event, round);
         if raw.board.len() > MAX_BOARDS {
             return Err(ConfigError::Invalid(format!("{name}: more than {MAX_BOARDS} boards")));
         }
@@ -489,13 +389,23 @@ impl Config {
             let mut pairing = Pairing::default();
             for (field, slot) in [(b.white, &mut pairing.white), (b.black, &mut pairing.black)] {
                 if let Some(p) = field {
-                    check_player(p.get_ref()).map_err(|m| at(p.span().start, m))?;
+                    p.get_ref().check().map_err(|m| at(p.span().start, m))?;
                     *slot = p.into_inner();
                 }
             }
-            cfg.boards.push(BoardConfig { number: n, serial, pairing });
+            // Every listed board is paired, with nobody named when no players are given: a
+            // later round's pairing then reaches its board task too.
+            cfg.tournament.set_pairing(n, pairing);
+            cfg.boards.push(BoardConfig { number: n, serial });
         }
         Ok(cfg)
+    }
+
+    /// How many boards the configuration names: listed, or paired in the live round.
+    pub fn board_count(&self) -> usize {
+        let mut numbers: BTreeSet<u32> = self.boards.iter().map(|b| b.number).collect();
+        numbers.extend(self.tournament.live_pairings().into_keys());
+        numbers.len()
     }
 
     /// Makes sure an admin token exists: the configured one, else `DGT_RELAY_TOKEN`, else a
@@ -560,9 +470,9 @@ black = { name = "Nepo, Ian" }
 "#;
         let c = Config::parse("relay.toml", text).unwrap();
         assert_eq!(c.listen.port(), 9000);
-        assert_eq!(c.event.round, 3);
+        assert_eq!(c.tournament.live_round(), 3);
         assert_eq!(c.boards[0].serial.as_deref(), Some("12345"));
-        assert_eq!(c.boards[0].pairing.white.fide_id, Some(1503014));
+        assert_eq!(c.tournament.pairing(1).white.fide_id, Some(1503014));
     }
 
     #[test]

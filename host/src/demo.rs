@@ -12,8 +12,7 @@ use dgt_hil_sim::hands::{GameEnd, PlanOptions, plan_game};
 use dgt_hil_sim::pgn::SourceGame;
 use dgt_hil_sim::{BoardConfig, SimBoard, SimConfig, StartPolicy};
 
-use crate::board::SharedTournament;
-use crate::config::{Pairing, Player};
+use crate::tournament::{MAX_TEXT, Pairing, Player, SharedTournament};
 
 /// How long a finished game's last position stays on a demo board, in 200 ms steps (5 s).
 const RESULT_PAUSE_STEPS: u32 = 25;
@@ -46,7 +45,7 @@ impl std::fmt::Debug for Demo {
 
 fn player(game: &SourceGame, side: &str) -> Player {
     Player {
-        name: game.tag(side).unwrap_or("?").chars().take(crate::config::MAX_TEXT).collect(),
+        name: game.tag(side).unwrap_or("?").chars().take(MAX_TEXT).collect(),
         fide_id: game.tag(&format!("{side}FideId")).and_then(|v| v.parse().ok()),
         title: game
             .tag(&format!("{side}Title"))
@@ -89,7 +88,7 @@ impl Demo {
                     while !stop.load(Ordering::Relaxed) && !games.is_empty() {
                         let game = &games[k % games.len()];
                         let pairing = Pairing { white: player(game, "White"), black: player(game, "Black") };
-                        tournament.lock().pairings.insert(number, pairing);
+                        tournament.lock().set_pairing(number, pairing);
                         // Games end as broadcasts see them end: checkmate and stalemate on
                         // the board, any other result with the kings in the centre.
                         let plan = PlanOptions {

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 
 use crate::shutdown::Listener;
 use crate::store::{Store, StoreError, write_atomic};
+use crate::tournament::SharedTournament;
 
 /// The tags of each game of a round's PGN (a game starts at a tag line after an empty line).
 pub fn game_tags(round_pgn: &str) -> Vec<BTreeMap<String, String>> {
@@ -122,7 +123,7 @@ pub fn write_export(store: &Store, event: &str, site: &str, root: &Path) -> Resu
 
 /// Rewrites the JSON files after changes (a second apart at most) until `stop`, and once more
 /// then. Failures are logged; the PGN writer reports the data folder's troubles.
-pub async fn run_export(store: Arc<Store>, tournament: crate::board::SharedTournament, mut stop: Listener) {
+pub async fn run_export(store: Arc<Store>, tournament: SharedTournament, mut stop: Listener) {
     let mut changes = store.subscribe();
     loop {
         let stopping = tokio::select! {

@@ -37,8 +37,8 @@ use futures_util::SinkExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
-use crate::config::Pairing;
 use crate::shutdown::Listener;
+use crate::tournament::Pairing;
 
 /// The version of the JSON feed format, sent as `"v"` in every frame.
 pub const FEED_VERSION: u32 = 1;
@@ -1271,7 +1271,7 @@ impl ClientSession {
                 ));
             }
             ClientMessage::Subscribe { boards: BoardSelection::Some(list) }
-                if list.len() > crate::config::MAX_BOARDS =>
+                if list.len() > crate::tournament::MAX_BOARDS =>
             {
                 return self.bad("too many boards in one subscription");
             }
@@ -1812,7 +1812,7 @@ mod tests {
             let input = if i % 2 == 0 { ClientInput::Binary } else { ClientInput::Text("{") };
             assert_eq!(text(&c.on_message(input, t0))["code"], "bad_message");
         }
-        let many: Vec<u32> = (0..=crate::config::MAX_BOARDS as u32).collect();
+        let many: Vec<u32> = (0..=crate::tournament::MAX_BOARDS as u32).collect();
         let msg = serde_json::json!({"type":"subscribe","boards": many}).to_string();
         assert!(matches!(
             c.on_message(ClientInput::Text(&msg), t0),

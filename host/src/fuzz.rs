@@ -291,8 +291,8 @@ pub fn config(data: &[u8]) {
         Ok(c) => {
             assert!((500..=60_000).contains(&c.silence_ms));
             assert!((1..=100_000).contains(&c.max_subscribers));
-            assert!(c.boards.len() <= crate::config::MAX_BOARDS);
-            assert!((1..=999).contains(&c.event.round));
+            assert!(c.boards.len() <= crate::tournament::MAX_BOARDS);
+            assert!((1..=crate::tournament::MAX_ROUND).contains(&c.tournament.live_round()));
             assert!(c.allowed_origins.iter().all(|o| crate::config::check_origin(o).is_ok()));
             if let Some(t) = &c.token {
                 assert!(crate::config::check_token(t).is_ok());

@@ -38,9 +38,9 @@ use serde::Deserialize;
 
 use crate::admin::{AdminCommand, AdminError};
 use crate::board::BoardInput;
-use crate::config::{MAX_BOARDS, Pairing, check_player};
 use crate::feed::ClientLimits;
 use crate::relay::Relay;
+use crate::tournament::{MAX_BOARDS, Pairing, Player};
 
 /// The largest request body accepted, bytes.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -457,9 +457,9 @@ struct PairingsBody {
 struct BoardPairing {
     board: u32,
     #[serde(default)]
-    white: crate::config::Player,
+    white: Player,
     #[serde(default)]
-    black: crate::config::Player,
+    black: Player,
 }
 
 async fn set_pairings(State(relay): State<Arc<Relay>>, Json(body): Json<PairingsBody>) -> Response {
@@ -475,33 +475,13 @@ async fn set_pairings(State(relay): State<Arc<Relay>>, Json(body): Json<Pairings
         if !(1..=MAX_BOARDS as u32).contains(&b.board) {
             return error(StatusCode::UNPROCESSABLE_ENTITY, format!("board {} out of range", b.board));
         }
-        if let Err(m) = check_player(&b.white).and_then(|()| check_player(&b.black)) {
+        if let Err(m) = b.white.check().and_then(|()| b.black.check()) {
             return error(StatusCode::UNPROCESSABLE_ENTITY, format!("board {}: {m}", b.board));
         }
     }
-    let round = {
-        let mut t = relay.tournament.lock();
-        if let Some(r) = body.round {
-            t.event.round = r;
-        }
-        for b in &body.boards {
-            t.pairings.insert(b.board, Pairing { white: b.white.clone(), black: b.black.clone() });
-        }
-        t.event.round
-    };
-    relay.hub.set_round(round);
-    let numbers: Vec<(u32, Pairing)> = {
-        let t = relay.tournament.lock();
-        t.pairings.iter().map(|(n, p)| (*n, p.clone())).collect()
-    };
-    let mut refused = Vec::new();
-    for (n, pairing) in numbers {
-        if relay.board(n).is_some()
-            && let Err(e) = relay.admin(n, AdminCommand::Pairing { round, pairing }).await
-        {
-            refused.push(format!("board {n}: {e}"));
-        }
-    }
+    let boards =
+        body.boards.into_iter().map(|b| (b.board, Pairing { white: b.white, black: b.black })).collect();
+    let (round, refused) = relay.merge_pairings(body.round, boards).await;
     if refused.is_empty() {
         Json(serde_json::json!({ "ok": true, "round": round })).into_response()
     } else {
@@ -626,16 +606,19 @@ async fn ack_alert(State(relay): State<Arc<Relay>>, Path(id): Path<u64>) -> Resp
 /// `GET /api/event`: the event's name, site, current round and time control, and the
 /// rounds that have games.
 async fn event(State(relay): State<Arc<Relay>>) -> Response {
-    let ev = relay.tournament.lock().event.clone();
+    let (ev, live) = {
+        let t = relay.tournament.lock();
+        (t.event.clone(), t.live_round())
+    };
     let mut rounds = relay.store.rounds();
-    if !rounds.contains(&ev.round) {
-        rounds.push(ev.round);
+    if !rounds.contains(&live) {
+        rounds.push(live);
         rounds.sort_unstable();
     }
     Json(serde_json::json!({
         "name": ev.name,
         "site": ev.site,
-        "round": ev.round,
+        "round": live,
         "time_control": ev.time_control,
         "rounds": rounds,
     }))

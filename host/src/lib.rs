@@ -26,5 +26,6 @@ pub mod relay;
 pub mod server;
 pub mod shutdown;
 pub mod store;
+pub mod tournament;
 pub mod trf;
 pub mod web;

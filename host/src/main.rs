@@ -155,7 +155,12 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Cmd::CheckConfig { file } => {
             let c = Config::load(&file)?;
-            println!("{}: ok ({} boards, round {})", file.display(), c.boards.len(), c.event.round);
+            println!(
+                "{}: ok ({} boards, round {})",
+                file.display(),
+                c.board_count(),
+                c.tournament.live_round()
+            );
             Ok(())
         }
         Cmd::Run { config, ports, bus, discover, trf, round, common } => {
@@ -166,9 +171,11 @@ fn main() -> anyhow::Result<()> {
             if let (Some(path), Some(round)) = (trf, round) {
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-                let boards = dgt_relay::trf::apply_to_config(&mut cfg, &text, round)
+                let boards = dgt_relay::trf::Trf::parse(&text)
+                    .and_then(|t| t.pairings(round))
                     .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
                 tracing::info!(round, boards = boards.len(), "pairings from {}", path.display());
+                cfg.tournament.replace_pairings(round, boards.into_iter().map(|b| (b.board, b.pairing)));
             }
             cfg.ports.extend(ports);
             cfg.bus.extend(bus);
@@ -214,11 +221,14 @@ fn main() -> anyhow::Result<()> {
                 // A fresh folder for every run (its games start at round 1 again); `--data`
                 // keeps one across runs.
                 data: PathBuf::from("dgt-relay-demo").join(run_stamp()),
-                event: dgt_relay::config::EventInfo {
-                    name: "DGT live relay demo".into(),
-                    site: "Simulated boards".into(),
-                    ..Default::default()
-                },
+                tournament: dgt_relay::tournament::Tournament::new(
+                    dgt_relay::tournament::Event {
+                        name: "DGT live relay demo".into(),
+                        site: "Simulated boards".into(),
+                        time_control: None,
+                    },
+                    1,
+                ),
                 ..Config::default()
             };
             apply_common(&mut cfg, common)?;
@@ -234,7 +244,6 @@ fn main() -> anyhow::Result<()> {
                 cfg.boards.push(dgt_relay::config::BoardConfig {
                     number: first_board + i,
                     serial: Some(format!("{:05}", opts.first_serial + i)),
-                    pairing: dgt_relay::config::Pairing::default(),
                 });
             }
             run(cfg, Some((games, opts)), None)
@@ -309,7 +318,7 @@ async fn serve(
     let demo_boards = demo.as_ref().map_or(0, |(_, o)| o.boards as usize);
     #[cfg(not(feature = "demo"))]
     let demo_boards = 0;
-    let boards = cfg.boards.len().max(cfg.ports.len()).max(demo_boards);
+    let boards = cfg.board_count().max(cfg.ports.len()).max(demo_boards);
     let budget = dgt_relay::server::FdBudget::plan(
         limit,
         raised_from,
@@ -390,8 +399,9 @@ async fn serve(
     println!("  console:         {base}/console/   <- operators (admin token)");
     println!("  websocket feed:  ws://{addr}/ws");
     println!("  boards (JSON):   {base}/api/boards");
-    println!("  round PGN:       {base}/pgn/{}", cfg.event.round);
-    println!("  game PGN:        {base}/pgn/{}/1", cfg.event.round);
+    let round = cfg.tournament.live_round();
+    println!("  round PGN:       {base}/pgn/{round}");
+    println!("  game PGN:        {base}/pgn/{round}/1");
     println!("  health:          {base}/health");
     println!("  data folder:     {}", cfg.data.display());
     if generated {

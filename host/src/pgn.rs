@@ -173,8 +173,8 @@ fn or_unknown(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Pairing, Player};
     use crate::store::{GameHeader, JournalMove};
+    use crate::tournament::{Pairing, Player};
 
     fn game() -> GameRecord {
         GameRecord {

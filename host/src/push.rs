@@ -48,6 +48,7 @@ use tokio::time::Instant;
 use crate::feed::{AlertCode, AlertLevel, AlertView, Delta, Hub};
 use crate::shutdown::Listener;
 use crate::store::Store;
+use crate::tournament::SharedTournament;
 
 /// Most games Lichess takes in one push.
 pub const MAX_GAMES_PER_PUSH: usize = 100;
@@ -361,7 +362,7 @@ impl PushState {
         self: &Arc<Self>,
         settings: LichessSettings,
         store: Arc<Store>,
-        tournament: crate::board::SharedTournament,
+        tournament: SharedTournament,
         hub: Arc<Hub>,
         stop: Listener,
     ) {
@@ -374,7 +375,7 @@ impl PushState {
         let pusher = Pusher {
             client: Client::new(settings),
             store,
-            round: Box::new(move || fixed.unwrap_or_else(|| tournament.lock().event.round)),
+            round: Box::new(move || fixed.unwrap_or_else(|| tournament.lock().live_round())),
             hub,
             state: Arc::clone(self),
             refused: BTreeMap::new(),

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Pairing;
+use crate::tournament::Pairing;
 
 /// Who, where, from which position: the journal's first record and the head of a
 /// [`GameRecord`]. One type for both, so the two cannot drift apart.

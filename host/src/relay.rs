@@ -17,12 +17,13 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::admin::{AdminCommand, AdminError};
-use crate::board::{BoardInput, BoardTask, Services, SharedTournament, Tournament};
+use crate::board::{BoardInput, BoardTask, Services};
 use crate::config::Config;
 use crate::feed::{AlertCode, AlertLevel, AlertView, Delta, Hub};
 use crate::port::{AttachTo, Attached, Epoch, PortOptions};
 use crate::shutdown::Shutdown;
 use crate::store::{GameRecord, Store};
+use crate::tournament::{Pairing, SharedTournament};
 
 /// Input queue of one board task.
 const BOARD_QUEUE: usize = 1024;
@@ -77,7 +78,7 @@ impl Relay {
     pub fn start(config: &Config) -> Result<Arc<Relay>, crate::store::StoreError> {
         let (store, games) = Store::open(&config.data)?;
         let store = Arc::new(store);
-        let hub = Arc::new(Hub::new(config.event.round));
+        let hub = Arc::new(Hub::new(config.tournament.live_round()));
         // Before anything is published, so that no recovered move escapes the delay.
         let _ = hub.delay().set(u64::from(config.delay_s));
         let _ = store.delay().set(u64::from(config.delay_s));
@@ -91,10 +92,8 @@ impl Relay {
             };
             hub.publish(Delta::Alert { board: None, alert });
         }
-        let mut tournament = Tournament { event: config.event.clone(), pairings: BTreeMap::new() };
         let mut registry = Registry::default();
         for b in &config.boards {
-            tournament.pairings.insert(b.number, b.pairing.clone());
             if let Some(s) = &b.serial {
                 registry.by_serial.insert(s.clone(), b.number);
                 registry.reserved.insert(b.number);
@@ -103,7 +102,7 @@ impl Relay {
         let relay = Arc::new(Relay {
             hub: Arc::clone(&hub),
             store: Arc::clone(&store),
-            tournament: SharedTournament::new(tournament),
+            tournament: SharedTournament::new(config.tournament.clone()),
             token: config.token.clone().unwrap_or_default(),
             max_subscribers: config.max_subscribers,
             registry: Mutex::new(registry),
@@ -154,7 +153,7 @@ impl Relay {
                 let p = crate::nats::publish::Publisher::new(
                     settings.clone(),
                     source,
-                    config.event.name.clone(),
+                    config.tournament.event.name.clone(),
                     Arc::clone(&store),
                     Arc::clone(&hub),
                 );
@@ -370,6 +369,45 @@ impl Relay {
         let (reply, rx) = tokio::sync::oneshot::channel();
         tx.send(BoardInput::Admin(cmd, reply)).await.map_err(|_| AdminError::Gone)?;
         rx.await.map_err(|_| AdminError::Gone)?
+    }
+
+    /// Pairs `boards` in round `round` (the live one when `None`), which becomes the live
+    /// round; boards not named keep their players (the admin API's pairings). Connected
+    /// boards take their players at once (see [`AdminCommand::Pairing`]). Returns the live
+    /// round and what the boards refused.
+    pub async fn merge_pairings(
+        &self,
+        round: Option<u32>,
+        boards: Vec<(u32, Pairing)>,
+    ) -> (u32, Vec<String>) {
+        let (live, changed) = {
+            let mut t = self.tournament.lock();
+            let changed = t.merge_pairings(round, boards);
+            (t.live_round(), changed)
+        };
+        (live, self.tell_boards(live, changed).await)
+    }
+
+    /// Makes `boards` the whole pairing of round `round`, which becomes the live round (a
+    /// pairing file's round): boards it leaves out have no players. Returns what the boards
+    /// refused.
+    pub async fn replace_pairings(&self, round: u32, boards: Vec<(u32, Pairing)>) -> Vec<String> {
+        let changed = self.tournament.lock().replace_pairings(round, boards);
+        self.tell_boards(round, changed).await
+    }
+
+    /// Tells the connected boards their players in round `round`; returns their refusals.
+    async fn tell_boards(&self, round: u32, changed: BTreeMap<u32, Pairing>) -> Vec<String> {
+        self.hub.set_round(round);
+        let mut refused = Vec::new();
+        for (n, pairing) in changed {
+            if self.board(n).is_some()
+                && let Err(e) = self.admin(n, AdminCommand::Pairing { round, pairing }).await
+            {
+                refused.push(format!("board {n}: {e}"));
+            }
+        }
+        refused
     }
 
     /// Starts a port task for `path` unless one runs. Discovered ports stop when their

@@ -802,7 +802,7 @@ pub async fn run_pgn_writer(store: Arc<Store>, report: impl Fn(Result<(), &Store
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Pairing;
+    use crate::tournament::Pairing;
 
     fn tmpdir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("dgt-relay-store-{name}-{}", std::process::id()));

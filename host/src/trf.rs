@@ -18,7 +18,7 @@
 
 use std::fmt;
 
-use crate::config::{MAX_TEXT, Pairing, Player, check_player};
+use crate::tournament::{MAX_BOARDS, MAX_TEXT, Pairing, Player};
 
 /// The largest report read (bytes).
 pub const MAX_TRF_BYTES: usize = 4 << 20;
@@ -323,7 +323,7 @@ impl Trf {
         for (i, (w, b)) in pairs.into_iter().enumerate() {
             let pairing = Pairing { white: w.to_player(), black: b.to_player() };
             for p in [w, b] {
-                check_player(&p.to_player()).map_err(|m| TrfError {
+                p.to_player().check().map_err(|m| TrfError {
                     line: p.line,
                     column: 15,
                     kind: TrfErrorKind::Invalid(m),
@@ -401,62 +401,6 @@ impl fmt::Display for BoardPairing {
     }
 }
 
-/// Puts round `round` of the report into a configuration: the event's round, and each
-/// board's pairing (a board's configured serial number stays; boards the report does not
-/// pair keep none).
-pub fn apply_to_config(
-    cfg: &mut crate::config::Config,
-    text: &str,
-    round: u32,
-) -> Result<Vec<BoardPairing>, TrfError> {
-    let boards = Trf::parse(text)?.pairings(round)?;
-    cfg.event.round = round;
-    for b in &mut cfg.boards {
-        b.pairing = Pairing::default();
-    }
-    for bp in &boards {
-        match cfg.boards.iter_mut().find(|b| b.number == bp.board) {
-            Some(b) => b.pairing = bp.pairing.clone(),
-            None => cfg.boards.push(crate::config::BoardConfig {
-                number: bp.board,
-                serial: None,
-                pairing: bp.pairing.clone(),
-            }),
-        }
-    }
-    cfg.boards.sort_by_key(|b| b.number);
-    Ok(boards)
-}
-
-/// Makes round `round` of the report the relay's pairings: the event's round, every board
-/// the report pairs, and no pairing for the boards it does not. Connected boards whose
-/// current game is in that round (or has no moves) take their new players at once.
-pub async fn apply_to_relay(relay: &crate::relay::Relay, round: u32, boards: &[BoardPairing]) -> Vec<String> {
-    let changed: Vec<(u32, Pairing)> = {
-        let mut t = relay.tournament.lock();
-        t.event.round = round;
-        let old: Vec<u32> = t.pairings.keys().copied().collect();
-        t.pairings.clear();
-        for b in boards {
-            t.pairings.insert(b.board, b.pairing.clone());
-        }
-        let mut numbers: Vec<u32> = old.into_iter().chain(boards.iter().map(|b| b.board)).collect();
-        numbers.sort_unstable();
-        numbers.dedup();
-        numbers.into_iter().map(|n| (n, t.pairings.get(&n).cloned().unwrap_or_default())).collect()
-    };
-    relay.hub.set_round(round);
-    let mut refused = Vec::new();
-    for (n, pairing) in changed {
-        if relay.board(n).is_some()
-            && let Err(e) = relay.admin(n, crate::admin::AdminCommand::Pairing { round, pairing }).await
-        {
-            refused.push(format!("board {n}: {e}"));
-        }
-    }
-    refused
-}
-
 /// `round` of `POST /api/admin/pairings/trf?round=N`.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -484,11 +428,12 @@ pub async fn admin_upload(
         Ok(b) => b,
         Err(e) => return refuse(e.to_string()),
     };
-    if boards.len() > crate::config::MAX_BOARDS {
+    if boards.len() > MAX_BOARDS {
         return refuse("too many boards".into());
     }
     tracing::info!(round = q.round, boards = boards.len(), "pairings from a TRF report");
-    let refused = apply_to_relay(&relay, q.round, &boards).await;
+    let refused =
+        relay.replace_pairings(q.round, boards.iter().map(|b| (b.board, b.pairing.clone())).collect()).await;
     if !refused.is_empty() {
         return refuse(refused.join("; "));
     }
@@ -579,30 +524,5 @@ mod tests {
         }
         let e = Trf::parse(&small()).unwrap().pairings(3).unwrap_err();
         assert_eq!(e.kind, TrfErrorKind::NoSuchRound(3));
-    }
-
-    #[test]
-    fn a_configuration_takes_the_round() {
-        let mut cfg = crate::config::Config::default();
-        cfg.boards.push(crate::config::BoardConfig {
-            number: 2,
-            serial: Some("777".into()),
-            pairing: Pairing::default(),
-        });
-        cfg.boards.push(crate::config::BoardConfig {
-            number: 5,
-            serial: None,
-            pairing: Pairing {
-                white: Player { name: "Old".into(), ..Player::default() },
-                ..Pairing::default()
-            },
-        });
-        apply_to_config(&mut cfg, &small(), 2).unwrap();
-        assert_eq!(cfg.event.round, 2);
-        let numbers: Vec<u32> = cfg.boards.iter().map(|b| b.number).collect();
-        assert_eq!(numbers, [1, 2, 5]);
-        assert_eq!(cfg.boards[1].serial.as_deref(), Some("777"));
-        assert_eq!(cfg.boards[1].pairing.white.name, "Roe, Richard");
-        assert_eq!(cfg.boards[2].pairing, Pairing::default());
     }
 }

@@ -8,9 +8,9 @@ mod broadcaster;
 mod common;
 mod lichess;
 
-use dgt_relay::config::{Pairing, Player};
 use dgt_relay::record::{GameHeader, GameRecord, JournalMove};
 use dgt_relay::store::Store;
+use dgt_relay::tournament::{Pairing, Player};
 
 fn game(round: u32, board: u32, sans: &[&str], result: Option<&str>) -> GameRecord {
     let mut g = GameRecord::new(GameHeader {

@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 use dgt_hil_sim::hands::{GameEnd, PlanOptions, plan_game};
 use dgt_hil_sim::pgn::SourceGame;
 use dgt_hil_sim::{SimBoard, StartPolicy};
-use dgt_relay::board::{SharedTournament, Tournament};
-use dgt_relay::config::{Pairing, Player};
 use dgt_relay::feed::{AlertLevel, Hub};
 use dgt_relay::push::{LichessSection, PushState};
 use dgt_relay::record::{GameHeader, GameRecord, JournalMove};
 use dgt_relay::shutdown::Shutdown;
 use dgt_relay::store::Store;
+use dgt_relay::tournament::{Pairing, Player};
+use dgt_relay::tournament::{SharedTournament, Tournament};
 use lichess::{Fail, StandIn};
 
 const ROUND: &str = "TestRnd1";

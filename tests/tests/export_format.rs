@@ -7,8 +7,8 @@ use std::path::Path;
 
 use dgt_e2e_tests::export_format::check_ok;
 use dgt_hil_sim::pgn::{SourceGame, read_games};
-use dgt_relay::config::{Pairing, Player};
 use dgt_relay::record::{GameHeader, GameRecord, JournalMove};
+use dgt_relay::tournament::{Pairing, Player};
 
 fn games(file: &str) -> Vec<SourceGame> {
     read_games(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(file)).expect("test data")

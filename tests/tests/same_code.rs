@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use dgt_e2e_tests::offline::{OfflineOptions, Wire, replay_through_tracker};
 use dgt_hil_sim::hands::Profile;
-use dgt_relay::board::{BoardInput, BoardTask, Services, SharedTournament};
+use dgt_relay::board::{BoardInput, BoardTask, Services};
 use dgt_relay::feed::Hub;
 use dgt_relay::port::{Attached, Epoch, identify};
 use dgt_relay::shutdown::Shutdown;
 use dgt_relay::store::Store;
+use dgt_relay::tournament::SharedTournament;
 use dgt_session::{Effect, SessionConfig};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};

@@ -251,13 +251,14 @@ fn apply_to(relay: &Relay, state: &mut EdgeState, line: Line) {
         Applied::Changed { pgn, deltas } => {
             if let Some(h) = state.header(round, board) {
                 let mut t = relay.tournament.lock();
-                t.pairings.insert(board, h.pairing.clone());
-                if t.event.round < round || t.event.name != h.event {
+                if t.live_round() < round || t.event.name != h.event {
                     t.event.name.clone_from(&h.event);
                     t.event.site.clone_from(&h.site);
                     t.event.time_control.clone_from(&h.time_control);
-                    t.event.round = t.event.round.max(round);
+                    let live = t.live_round().max(round);
+                    t.start_round(live);
                 }
+                t.round_mut(round).pairings.insert(board, h.pairing.clone());
             }
             if let Some(r) = state.latest_round() {
                 relay.hub.set_round(r);
@@ -399,8 +400,8 @@ async fn follow(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Pairing;
     use crate::record::{GameHeader, JournalMove};
+    use crate::tournament::Pairing;
 
     fn header(round: u32, board: u32) -> Record {
         Record::Game(GameHeader {
