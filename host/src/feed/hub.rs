@@ -1,0 +1,649 @@
+//! The hub: the boards' shared state, the sequence numbers, the broadcast delay and the
+//! fan-out ring every client reads.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::Utf8Bytes;
+use tokio::sync::broadcast;
+
+use super::FEED_VERSION;
+use super::alerts::{self, AlertEntry, AlertFrame};
+use super::privacy::Private;
+use super::views::{AlertView, BoardView, ClockView, Delta, MoveView, Side, Snapshot};
+
+/// Deltas kept for slow receivers before they lag.
+pub const RING: usize = 4096;
+
+/// Milliseconds since 1970 now (0 if the clock is before 1970).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A serialised delta, shared by every receiver.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    /// Its sequence number.
+    pub seq: u64,
+    /// The board it is about (None: every subscriber gets it).
+    pub board: Option<u32>,
+    /// The JSON text: `{"v":1,"seq":N,` then the delta's fields.
+    pub json: Utf8Bytes,
+    /// Where the delta's fields start in `json` (after `"seq":N,`).
+    rest: usize,
+}
+
+impl Frame {
+    /// A frame with `seq` and `delta_json` (a JSON object, `{"type":...}`).
+    fn new(seq: u64, board: Option<u32>, delta_json: &str) -> Frame {
+        let head = format!(r#"{{"v":{FEED_VERSION},"seq":{seq},"#);
+        let rest = head.len();
+        let json = head + delta_json.strip_prefix('{').unwrap_or(delta_json);
+        Frame { seq, board, json: json.into(), rest }
+    }
+
+    /// The same frame numbered `seq`: the sequence of a subscription to some boards, which
+    /// counts that connection's deltas only (see `API.md`).
+    pub fn renumbered(&self, seq: u64) -> Utf8Bytes {
+        format!(r#"{{"v":{FEED_VERSION},"seq":{seq},{}"#, &self.json.as_str()[self.rest..]).into()
+    }
+}
+
+/// A change waiting for the broadcast delay.
+#[derive(Debug)]
+enum Pending {
+    /// A delta for the public feed.
+    Delta(Delta),
+    /// A clock reading that is not a delta (see [`Hub::clock`]).
+    Reading(u32, ClockView),
+}
+
+struct HubInner {
+    /// The sequence number of the last frame sent (the public feed's).
+    seq: u64,
+    round: u32,
+    /// The live boards: the operator's views.
+    boards: BTreeMap<u32, BoardView>,
+    /// The boards as spectators see them, the live ones `delay` ago (see [`crate::delay`]);
+    /// their alerts are taken from `boards`, as alerts are not delayed.
+    public: BTreeMap<u32, BoardView>,
+    /// Game changes waiting for the broadcast delay, oldest first.
+    pending: crate::delay::DelayLine<Pending>,
+    relay_alerts: Vec<AlertEntry>,
+    /// Per standing condition (see [`Hub::publish_condition`]), the id of its latest alert.
+    conditions: BTreeMap<&'static str, u64>,
+    /// The next alert's id.
+    next_alert: u64,
+    /// Per board, the clocks as last sent in a delta and when: what a client counting down
+    /// locally started from.
+    sent_clocks: BTreeMap<u32, (ClockView, Instant)>,
+    /// Paths spectators must not see.
+    private: Private,
+}
+
+impl HubInner {
+    /// The alerts of `board` (relay-wide when `None`), creating the board if it is new.
+    fn alerts_mut(&mut self, board: Option<u32>) -> &mut Vec<AlertEntry> {
+        match board {
+            Some(n) => {
+                let round = self.round;
+                &mut self.boards.entry(n).or_insert_with(|| BoardView::new(n, round)).alerts
+            }
+            None => &mut self.relay_alerts,
+        }
+    }
+
+    /// Keeps a new alert: its id and time, and the earlier alerts it resolves.
+    fn add_alert(&mut self, board: Option<u32>, alert: AlertView, at: u64) -> AlertEntry {
+        let id = self.next_alert;
+        self.next_alert += 1;
+        alerts::raise(self.alerts_mut(board), id, alert, at)
+    }
+
+    /// Where alert `id` is: its board (`None`: relay-wide), if it is kept.
+    fn find_alert(&self, id: u64) -> Option<(Option<u32>, &AlertEntry)> {
+        if let Some(a) = self.relay_alerts.iter().find(|a| a.id == id) {
+            return Some((None, a));
+        }
+        self.boards.values().find_map(|v| v.alerts.iter().find(|a| a.id == id).map(|a| (Some(v.board), a)))
+    }
+
+    fn set_acked(&mut self, board: Option<u32>, id: u64, at: u64) {
+        alerts::acknowledge(self.alerts_mut(board), id, at);
+    }
+
+    /// A public board as spectators see it, with the live alerts.
+    fn public_view(&self, v: &BoardView) -> BoardView {
+        let alerts = self.boards.get(&v.board).map_or(&v.alerts, |l| &l.alerts);
+        BoardView { port: None, alerts: alerts.iter().map(|a| self.private.entry(a)).collect(), ..v.clone() }
+    }
+
+    /// Numbers `delta`, applies it to the public boards and sends it to the subscribers.
+    fn send(&mut self, tx: &broadcast::Sender<Arc<Frame>>, mut delta: Delta, wall: u64) -> u64 {
+        // A whole board released late keeps the public board's connection state (sent at
+        // once, so newer) and the live alerts.
+        if let Delta::Board { view } = &mut delta {
+            if let Some(old) = self.public.get(&view.board) {
+                view.status = old.status;
+                view.serial.clone_from(&old.serial);
+                view.port.clone_from(&old.port);
+            }
+            if let Some(live) = self.boards.get(&view.board) {
+                view.alerts.clone_from(&live.alerts);
+            }
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        let round = self.round;
+        delta.apply(&mut self.public, round);
+        let body = match &delta {
+            Delta::Alert { board, alert } => {
+                if let Some(n) = board {
+                    self.public.entry(*n).or_insert_with(|| BoardView::new(*n, round));
+                }
+                let entry = self.add_alert(*board, alert.clone(), wall);
+                serde_json::to_string(&AlertFrame { board: *board, alert: &self.private.entry(&entry) })
+            }
+            Delta::AlertAck { board, id, acked_at } => {
+                self.set_acked(*board, *id, *acked_at);
+                serde_json::to_string(&delta)
+            }
+            _ => serde_json::to_string(&*self.private.delta(&delta)),
+        };
+        let body = body.unwrap_or_else(|e| format!(r#"{{"type":"error","message":"{e}"}}"#));
+        // No receivers is fine.
+        let _ = tx.send(Arc::new(Frame::new(seq, delta.board(), &body)));
+        seq
+    }
+
+    /// Sends the changes that have waited out `delay` at `now`.
+    fn release(&mut self, tx: &broadcast::Sender<Arc<Frame>>, now: Instant, delay: Duration) {
+        for p in self.pending.release(now, delay) {
+            match p {
+                Pending::Delta(d) => {
+                    self.send(tx, d, now_ms());
+                }
+                Pending::Reading(board, clock) => {
+                    if let Some(v) = self.public.get_mut(&board) {
+                        v.clock = Some(clock);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A whole new view of a board keeps what the hub knew of the old one: the alerts (the
+/// hub's: ids and acknowledgements) and the times of the moves it had already.
+fn carry_over(old: &BoardView, new: &mut BoardView) {
+    new.alerts.clone_from(&old.alerts);
+    let known = |m: &MoveView| {
+        let by_index =
+            usize::try_from(m.ply).ok().and_then(|p| p.checked_sub(1)).and_then(|i| old.moves.get(i));
+        by_index
+            .filter(|o| o.ply == m.ply)
+            .into_iter()
+            .chain(old.moves.iter().chain(&old.provisional))
+            .find(|o| o.ply == m.ply && o.uci == m.uci)
+            .and_then(|o| o.at)
+    };
+    for m in new.moves.iter_mut().chain(new.provisional.iter_mut()) {
+        if m.at.is_none() {
+            m.at = known(m);
+        }
+    }
+}
+
+/// The shared state and the fan-out ring.
+pub struct Hub {
+    inner: Mutex<HubInner>,
+    tx: broadcast::Sender<Arc<Frame>>,
+    /// The broadcast delay of the public feed and views.
+    delay: crate::delay::Delay,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub").finish_non_exhaustive()
+    }
+}
+
+impl Hub {
+    /// An empty hub; `round` is the default round for boards first seen in a delta.
+    pub fn new(round: u32) -> Hub {
+        Hub {
+            inner: Mutex::new(HubInner {
+                seq: 0,
+                round,
+                boards: BTreeMap::new(),
+                public: BTreeMap::new(),
+                pending: crate::delay::DelayLine::default(),
+                relay_alerts: Vec::new(),
+                conditions: BTreeMap::new(),
+                next_alert: now_ms().max(1),
+                sent_clocks: BTreeMap::new(),
+                private: Private::default(),
+            }),
+            tx: broadcast::channel(RING).0,
+            delay: crate::delay::Delay::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HubInner> {
+        // A panic while holding the lock leaves consistent data (apply is total): go on.
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Numbers, applies and sends one delta; returns its sequence number.
+    pub fn publish(&self, delta: Delta) -> u64 {
+        let mut inner = self.lock();
+        self.publish_locked(&mut inner, delta, Instant::now())
+    }
+
+    /// Publishes a relay-wide alert about a standing condition named `topic` (the PGN
+    /// files cannot be written, then they can). Snapshots keep only a condition's latest
+    /// alert: once it is resolved (an info), clients that connect later are no longer
+    /// greeted by the error, which is then cleared; clients connected meanwhile got both.
+    pub fn publish_condition(&self, topic: &'static str, alert: AlertView) -> u64 {
+        let mut inner = self.lock();
+        if let Some(old) = inner.conditions.get(topic).copied() {
+            inner.relay_alerts.retain(|a| a.id != old);
+        }
+        let id = inner.next_alert;
+        let seq = self.publish_locked(&mut inner, Delta::Alert { board: None, alert }, Instant::now());
+        inner.conditions.insert(topic, id);
+        seq
+    }
+
+    fn publish_locked(&self, inner: &mut HubInner, mut delta: Delta, now: Instant) -> u64 {
+        let wall = now_ms();
+        match &delta {
+            Delta::Clock { board, clock } => {
+                inner.sent_clocks.insert(*board, (*clock, now));
+            }
+            Delta::Board { view } => match view.clock {
+                Some(clock) => {
+                    inner.sent_clocks.insert(view.board, (clock, now));
+                }
+                None => {
+                    inner.sent_clocks.remove(&view.board);
+                }
+            },
+            _ => {}
+        }
+        // A board's port is hidden from spectators wherever it appears.
+        match &delta {
+            Delta::Status { port: Some(p), .. } => inner.private.add(p, "<port>"),
+            Delta::Board { view } => {
+                if let Some(p) = &view.port {
+                    inner.private.add(p, "<port>");
+                }
+            }
+            _ => {}
+        }
+        // Wall-clock times: a move when published; a whole board keeps the times (and the
+        // alerts, which are the hub's) of the moves it already had.
+        match &mut delta {
+            Delta::Move { mv, .. } => {
+                mv.at.get_or_insert(wall);
+            }
+            Delta::Board { view } => {
+                if let Some(old) = inner.boards.get(&view.board) {
+                    carry_over(old, view);
+                }
+            }
+            _ => {}
+        }
+        let round = inner.round;
+        delta.apply(&mut inner.boards, round);
+        let delay = self.delay.get();
+        // Alerts and connection states are not the game: spectators get them at once.
+        let game = !matches!(delta, Delta::Alert { .. } | Delta::AlertAck { .. } | Delta::Status { .. });
+        if game && (!delay.is_zero() || !inner.pending.is_empty()) {
+            inner.pending.push(now, Pending::Delta(delta));
+            // With the delay back to zero, what waited goes first, then this.
+            inner.release(&self.tx, now, delay);
+            return inner.seq;
+        }
+        inner.send(&self.tx, delta, wall)
+    }
+
+    /// Takes a clock reading of `board`. The reading always updates the board's state (so
+    /// snapshots and `/api/boards` show the latest times), but it becomes a `clock` delta
+    /// only when a client counting the running side down from the last delta would
+    /// otherwise be wrong (see [`clock_needs_delta`]): a clock started, stopped or pressed, a
+    /// time changed on a stopped side, or a running time that differs from the count-down
+    /// by more than the readings' 1 s resolution (a time set by the arbiter, added time).
+    /// Returns the delta's sequence number if one was sent.
+    pub fn clock(&self, board: u32, clock: ClockView) -> Option<u64> {
+        self.clock_at(board, clock, Instant::now())
+    }
+
+    fn clock_at(&self, board: u32, clock: ClockView, now: Instant) -> Option<u64> {
+        let mut inner = self.lock();
+        let sent = inner.sent_clocks.get(&board).copied();
+        let due = sent.is_none_or(|(last, at)| clock_needs_delta(&last, now.duration_since(at), &clock));
+        if due {
+            return Some(self.publish_locked(&mut inner, Delta::Clock { board, clock }, now));
+        }
+        if let Some(view) = inner.boards.get_mut(&board) {
+            view.clock = Some(clock);
+        }
+        let delay = self.delay.get();
+        if delay.is_zero() && inner.pending.is_empty() {
+            if let Some(view) = inner.public.get_mut(&board) {
+                view.clock = Some(clock);
+            }
+        } else {
+            inner.pending.push(now, Pending::Reading(board, clock));
+            inner.release(&self.tx, now, delay);
+        }
+        None
+    }
+
+    /// The broadcast delay of the public feed and views.
+    pub fn delay(&self) -> &crate::delay::Delay {
+        &self.delay
+    }
+
+    /// Sends the public changes that have waited out the delay at `now`.
+    pub fn release(&self, now: Instant) {
+        let mut inner = self.lock();
+        let delay = self.delay.get();
+        inner.release(&self.tx, now, delay);
+    }
+
+    /// When the next waiting public change is due, if one waits.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.lock().pending.next_due(self.delay.get())
+    }
+
+    /// A snapshot (as spectators see it) and a receiver that continues exactly after it.
+    pub fn subscribe(&self) -> (Snapshot, broadcast::Receiver<Arc<Frame>>) {
+        let inner = self.lock();
+        let rx = self.tx.subscribe();
+        let boards = inner.public.values().map(|v| inner.public_view(v)).collect();
+        (Snapshot { seq: inner.seq, boards }, rx)
+    }
+
+    /// A copy of every board, whole (with ports): the operator's view.
+    pub fn boards(&self) -> Vec<BoardView> {
+        self.lock().boards.values().cloned().collect()
+    }
+
+    /// A copy of one board, whole (with its port): the operator's view.
+    pub fn board(&self, n: u32) -> Option<BoardView> {
+        self.lock().boards.get(&n).cloned()
+    }
+
+    /// Every board as spectators see it (no port, no paths in alerts).
+    pub fn public_boards(&self) -> Vec<BoardView> {
+        let inner = self.lock();
+        inner.public.values().map(|v| inner.public_view(v)).collect()
+    }
+
+    /// One board as spectators see it.
+    pub fn public_board(&self, n: u32) -> Option<BoardView> {
+        let inner = self.lock();
+        inner.public.get(&n).map(|v| inner.public_view(v))
+    }
+
+    /// Relay-wide alerts (not about one board), oldest first, as spectators see them.
+    pub fn relay_alerts(&self) -> Vec<AlertEntry> {
+        let inner = self.lock();
+        inner.relay_alerts.iter().map(|a| inner.private.entry(a)).collect()
+    }
+
+    /// Relay-wide alerts, whole: the operator's view.
+    pub fn admin_relay_alerts(&self) -> Vec<AlertEntry> {
+        self.lock().relay_alerts.clone()
+    }
+
+    /// An operator acknowledges alert `id`: it is kept as acknowledged (every operator's
+    /// view shows it so) and an `alert_ack` delta is sent, once. Returns the alert with its
+    /// board, or `None` when no alert with that id is kept.
+    pub fn ack(&self, id: u64) -> Option<(Option<u32>, AlertEntry)> {
+        let mut inner = self.lock();
+        let (board, acked) = {
+            let (board, a) = inner.find_alert(id)?;
+            (board, a.acked_at.is_some())
+        };
+        if !acked {
+            let delta = Delta::AlertAck { board, id, acked_at: now_ms() };
+            self.publish_locked(&mut inner, delta, Instant::now());
+        }
+        inner.find_alert(id).map(|(b, a)| (b, a.clone()))
+    }
+
+    /// Hides a path (the data folder: its form as given and its absolute form) from
+    /// spectators' views from now on; `with` replaces it (`<data folder>`).
+    pub fn hide_path(&self, path: &std::path::Path, with: &'static str) {
+        let mut inner = self.lock();
+        inner.private.add(&path.to_string_lossy(), with);
+        if let Ok(abs) = std::path::absolute(path) {
+            inner.private.add(&abs.to_string_lossy(), with);
+        }
+        if let Ok(canonical) = path.canonicalize() {
+            inner.private.add(&canonical.to_string_lossy(), with);
+        }
+    }
+
+    /// The current sequence number.
+    pub fn seq(&self) -> u64 {
+        self.lock().seq
+    }
+
+    /// Sets the default round for boards first seen later.
+    pub fn set_round(&self, round: u32) {
+        self.lock().round = round;
+    }
+
+    /// The default round (see [`Hub::set_round`]).
+    pub fn round(&self) -> u32 {
+        self.lock().round
+    }
+
+    /// Current websocket receivers.
+    pub fn receivers(&self) -> usize {
+        self.tx.receiver_count()
+    }
+}
+
+/// Whether a clock reading must be sent as a delta, given the clocks last sent (`last`,
+/// `elapsed` ago). A client shows the running side's time as the last value sent minus the
+/// whole seconds since it arrived, so a reading that only confirms that count-down is not
+/// sent. Readings are whole seconds taken at arbitrary moments within a second, so a
+/// count-down from one reading may be 1 s off the next one by rounding alone: only a
+/// difference of 2 s or more is a real change.
+pub fn clock_needs_delta(last: &ClockView, elapsed: Duration, now: &ClockView) -> bool {
+    if last.running != now.running {
+        return true;
+    }
+    let (last_run, now_run, last_stopped, now_stopped) = match now.running {
+        None => return last != now,
+        Some(Side::White) => (last.white, now.white, last.black, now.black),
+        Some(Side::Black) => (last.black, now.black, last.white, now.white),
+    };
+    if last_stopped != now_stopped {
+        return true;
+    }
+    match (last_run, now_run) {
+        (Some(from), Some(reading)) => {
+            let counted = (elapsed.as_millis() + 500) / 1000;
+            let expected = u128::from(from).saturating_sub(counted);
+            expected.abs_diff(u128::from(reading)) >= 2
+        }
+        (a, b) => a != b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::feed::{AlertCode, AlertLevel, MoveState};
+
+    fn mv(ply: u32, san: &str) -> MoveView {
+        MoveView { ply, san: san.into(), uci: String::new(), clk: None, emt: None, at: None }
+    }
+
+    #[test]
+    fn snapshot_then_deltas_are_contiguous() {
+        let hub = Hub::new(1);
+        hub.publish(Delta::Move { board: 1, state: MoveState::Confirmed, mv: mv(1, "e4"), fen: None });
+        let (snap, mut rx) = hub.subscribe();
+        assert_eq!(snap.seq, 1);
+        assert_eq!(snap.boards[0].moves.len(), 1);
+        hub.publish(Delta::Move { board: 1, state: MoveState::Provisional, mv: mv(2, "e5"), fen: None });
+        let f = rx.try_recv().unwrap();
+        assert_eq!(f.seq, 2);
+        let v: serde_json::Value = serde_json::from_str(f.json.as_str()).unwrap();
+        assert_eq!(v["v"], 1);
+        assert_eq!(v["type"], "move");
+        assert_eq!(v["state"], "provisional");
+        assert_eq!(v["move"]["san"], "e5");
+    }
+
+    #[test]
+    fn moves_retractions_and_takebacks_update_the_view() {
+        let hub = Hub::new(2);
+        let b = 7;
+        hub.publish(Delta::Move { board: b, state: MoveState::Provisional, mv: mv(1, "e4"), fen: None });
+        hub.publish(Delta::Move { board: b, state: MoveState::Provisional, mv: mv(2, "e5"), fen: None });
+        hub.publish(Delta::Move { board: b, state: MoveState::Confirmed, mv: mv(1, "e4"), fen: None });
+        let v = hub.board(b).unwrap();
+        assert_eq!((v.round, v.moves.len(), v.provisional.len()), (2, 1, 1));
+        hub.publish(Delta::Retract { board: b, state: MoveState::Provisional, from_ply: 2, fen: None });
+        assert!(hub.board(b).unwrap().provisional.is_empty());
+        hub.publish(Delta::Retract { board: b, state: MoveState::Confirmed, from_ply: 1, fen: None });
+        assert!(hub.board(b).unwrap().moves.is_empty());
+    }
+
+    #[test]
+    fn with_a_delay_spectators_get_the_game_late_in_order_and_the_operator_at_once() {
+        let hub = Hub::new(1);
+        hub.delay().set(3).unwrap();
+        let (snap, mut rx) = hub.subscribe();
+        let t0 = Instant::now();
+        hub.publish(Delta::Move { board: 1, state: MoveState::Confirmed, mv: mv(1, "e4"), fen: None });
+        hub.clock_at(1, clocks(300, 299, Some(Side::Black)), t0);
+        hub.publish(Delta::Result { board: 1, result: Some("1-0".into()), termination: None });
+        // An alert is not the game: it goes at once.
+        hub.publish(Delta::Alert {
+            board: Some(1),
+            alert: AlertView {
+                code: AlertCode::Storage,
+                level: AlertLevel::Warning,
+                message: "disk".into(),
+                squares: Vec::new(),
+            },
+        });
+        assert_eq!(hub.board(1).unwrap().moves.len(), 1);
+        assert_eq!(hub.board(1).unwrap().result.as_deref(), Some("1-0"));
+        assert!(hub.public_board(1).is_none_or(|b| b.moves.is_empty() && b.result.is_none()));
+        assert_eq!(rx.try_recv().unwrap().seq, snap.seq + 1);
+        assert!(rx.try_recv().is_err());
+        hub.release(t0 + Duration::from_millis(2900));
+        assert!(rx.try_recv().is_err());
+        hub.release(Instant::now() + Duration::from_secs(3));
+        let types: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|f| serde_json::from_str::<serde_json::Value>(f.json.as_str()).unwrap()["type"].to_string())
+            .collect();
+        assert_eq!(types, [r#""move""#, r#""clock""#, r#""result""#]);
+        let public = hub.public_board(1).unwrap();
+        assert_eq!((public.moves.len(), public.result.as_deref()), (1, Some("1-0")));
+        assert!(hub.next_due().is_none());
+        // Back to no delay: straight through.
+        hub.delay().set(0).unwrap();
+        hub.publish(Delta::Result { board: 1, result: None, termination: None });
+        assert!(hub.public_board(1).unwrap().result.is_none());
+    }
+
+    fn clocks(white: u32, black: u32, running: Option<Side>) -> ClockView {
+        ClockView { white: Some(white), black: Some(black), running }
+    }
+
+    #[test]
+    fn a_running_clock_that_counts_down_as_expected_needs_no_delta() {
+        let w = Some(Side::White);
+        let last = clocks(300, 300, w);
+        let s = Duration::from_millis;
+        // One reading a second, each 1 s lower: what a client counts down by itself.
+        for k in 1..=120u32 {
+            let now = clocks(300 - k, 300, w);
+            assert!(!clock_needs_delta(&last, s(u64::from(k) * 1000 + 40), &now), "{k}");
+            // Readings taken anywhere within the second: off by the 1 s resolution at most.
+            assert!(!clock_needs_delta(&last, s(u64::from(k) * 1000 + 700), &now), "{k}");
+            assert!(!clock_needs_delta(&last, s(u64::from(k) * 1000 - 400), &now), "{k}");
+        }
+        // Flag: the count-down stops at zero.
+        assert!(!clock_needs_delta(&last, s(400_000), &clocks(0, 300, w)));
+    }
+
+    #[test]
+    fn a_press_a_stop_or_a_set_time_needs_a_delta() {
+        let s = Duration::from_millis;
+        let last = clocks(300, 280, Some(Side::White));
+        // Pressed: the other side runs, the mover's time (with increment) is new.
+        assert!(clock_needs_delta(&last, s(5_000), &clocks(297, 280, Some(Side::Black))));
+        // Stopped (pause, or the game ended).
+        assert!(clock_needs_delta(&last, s(5_000), &clocks(295, 280, None)));
+        // The stopped side's time changed (an arbiter's correction).
+        assert!(clock_needs_delta(&last, s(5_000), &clocks(295, 340, Some(Side::White))));
+        // The running time jumped (time added, or set): 2 s or more off the count-down.
+        assert!(clock_needs_delta(&last, s(5_000), &clocks(293, 280, Some(Side::White))));
+        assert!(clock_needs_delta(&last, s(5_000), &clocks(297, 280, Some(Side::White))));
+        assert!(clock_needs_delta(&last, s(5_000), &clocks(1_200, 280, Some(Side::White))));
+        // Stopped clocks: any change is news, no change is not.
+        let stopped = clocks(300, 280, None);
+        assert!(!clock_needs_delta(&stopped, s(60_000), &stopped));
+        assert!(clock_needs_delta(&stopped, s(60_000), &clocks(300, 281, None)));
+        // A time that appears or disappears.
+        let none = ClockView { white: None, black: Some(280), running: Some(Side::White) };
+        assert!(clock_needs_delta(&last, s(1_000), &none));
+    }
+
+    #[test]
+    fn clock_readings_update_the_state_and_become_deltas_only_on_change() {
+        let hub = Hub::new(1);
+        let (_, mut rx) = hub.subscribe();
+        let t0 = Instant::now();
+        let w = Some(Side::White);
+        // The first reading of a board is always sent.
+        assert_eq!(hub.clock_at(3, clocks(300, 300, w), t0), Some(1));
+        // Ticks: state updated, no delta, no sequence number.
+        for k in 1..=10u32 {
+            let at = t0 + Duration::from_millis(u64::from(k) * 1000);
+            assert_eq!(hub.clock_at(3, clocks(300 - k, 300, w), at), None);
+            assert_eq!(hub.board(3).and_then(|b| b.clock), Some(clocks(300 - k, 300, w)));
+        }
+        assert_eq!(hub.seq(), 1);
+        let (snap, _) = hub.subscribe();
+        assert_eq!(snap.boards[0].clock, Some(clocks(290, 300, w)));
+        // The press: a delta, and the count-down restarts from it.
+        let at = t0 + Duration::from_millis(10_500);
+        assert_eq!(hub.clock_at(3, clocks(292, 300, Some(Side::Black)), at), Some(2));
+        assert_eq!(hub.clock_at(3, clocks(292, 299, Some(Side::Black)), at + Duration::from_secs(1)), None);
+        // A whole-board delta carries the clocks too: a client counts down from there.
+        let mut view = BoardView::new(3, 1);
+        view.clock = Some(clocks(292, 250, Some(Side::Black)));
+        hub.publish(Delta::Board { view: Box::new(view) });
+        let later = Instant::now() + Duration::from_secs(1);
+        assert_eq!(hub.clock_at(3, clocks(292, 249, Some(Side::Black)), later), None);
+        let seqs: Vec<u64> = std::iter::from_fn(|| rx.try_recv().ok()).map(|f| f.seq).collect();
+        assert_eq!(seqs, [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_lagging_receiver_is_told_it_lagged() {
+        let hub = Hub::new(1);
+        let (_, mut rx) = hub.subscribe();
+        for i in 0..(RING as u32 + 10) {
+            hub.publish(Delta::Clock {
+                board: 1,
+                clock: ClockView { white: Some(i), black: None, running: None },
+            });
+        }
+        assert!(matches!(rx.try_recv(), Err(broadcast::error::TryRecvError::Lagged(_))));
+    }
+}
