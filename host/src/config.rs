@@ -434,7 +434,7 @@ pub fn check_serial(s: &str) -> Result<(), String> {
 
 /// 32 hex characters from the operating system's random source. Without one there is no
 /// token worth having: the error says to set one.
-pub(crate) fn random_token() -> Result<String, ConfigError> {
+fn random_token() -> Result<String, ConfigError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| {
         ConfigError::Invalid(format!(

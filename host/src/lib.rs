@@ -1,13 +1,15 @@
 //! The DGT live relay daemon.
 //!
 //! Data flows one way: serial bytes ([`port`]) -> the board's `dgt-session` (decoder,
-//! tracker, reconciliation, health), carried out by its task ([`board`]) -> fan-out: the
-//! journal and PGN files ([`store`] of [`record`]s, [`pgn`]), the websocket feed ([`feed`])
-//! and HTTP ([`http`] on [`server`], operator commands in [`admin`]). [`relay`] wires them together,
-//! [`config`] reads the settings and [`shutdown`] stops everything. [`fuzz`] holds the fuzz
-//! targets (arbitrary bytes into each input of the relay).
+//! tracker, reconciliation, health), run by its task ([`board`]) -> the board's outputs: the
+//! journal first ([`store`] of [`record`]s), then the PGN text ([`pgn`]) and the websocket
+//! feed ([`feed`]); from the PGN texts, the Lichess push ([`push`]), the data folder's index
+//! files ([`export`]) and NATS ([`nats`], also the edges' source). [`tournament`] is the
+//! model they all read (event, rounds, pairings; [`config`] and [`trf`] are read into it).
+//! [`http`] serves the routes on [`server`]; [`relay`] wires everything together and
+//! [`shutdown`] stops it. [`fuzz`] holds the fuzz targets (arbitrary bytes into each input of
+//! the relay).
 
-pub mod admin;
 pub mod board;
 pub mod config;
 pub mod delay;

@@ -255,7 +255,7 @@ fn main() -> anyhow::Result<()> {
 #[cfg(feature = "demo")]
 fn run_stamp() -> String {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (date, time) = dgt_relay::board::utc_date_time(secs);
+    let (date, time) = dgt_relay::pgn::utc_date_time(secs);
     format!("{}-{}", date.replace('.', ""), time.replace(':', ""))
 }
 
@@ -386,8 +386,7 @@ async fn serve(
     // An edge's feed comes from the stream.
     let follower = edge.map(|opts| {
         tracing::info!(url = %opts.nats.url, stream = %opts.nats.stream, "edge: serving from NATS");
-        let stop = relay.shutdown().listener();
-        tokio::spawn(dgt_relay::nats::edge::run(opts, Arc::clone(&relay), stop))
+        relay.follow_stream(opts)
     });
     if cfg.discover {
         relay.discover();

@@ -15,7 +15,6 @@ use dgt_core::pgn::{GameText, PgnHeader, PgnPly};
 use dgt_core::{ClockState, GameResult};
 use shakmaty::{CastlingMode, Chess, Color, Position};
 
-use crate::feed::{ClockView, Side};
 use crate::record::GameRecord;
 
 /// A side's name as Lichess keeps it: the player's name, or `Board 3 White` when the board
@@ -91,20 +90,26 @@ impl ClockSettings {
     }
 }
 
-fn clock_state(c: &ClockView) -> ClockState {
-    ClockState {
-        white: c.white,
-        black: c.black,
-        running: c.running.map(|s| match s {
-            Side::White => Color::White,
-            Side::Black => Color::Black,
-        }),
-        ..ClockState::default()
-    }
+/// The clock as the `Clock` tag shows it: the times and the running side.
+fn shown(c: &ClockState) -> ClockState {
+    ClockState { white: c.white, black: c.black, running: c.running, ..ClockState::default() }
+}
+
+/// The UTC date (`yyyy.mm.dd`) and time (`hh:mm:ss`) of seconds since 1970, as PGN writes
+/// them.
+pub fn utc_date_time(secs: u64) -> (String, String) {
+    let t = i64::try_from(secs)
+        .ok()
+        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    (
+        format!("{:04}.{:02}.{:02}", t.year(), u8::from(t.month()), t.day()),
+        format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second()),
+    )
 }
 
 /// Writes the game. `live_clock` adds the `Clock` tag while the game runs.
-pub fn write_game(g: &GameRecord, live_clock: Option<&ClockView>) -> String {
+pub fn write_game(g: &GameRecord, live_clock: Option<&ClockState>) -> String {
     // A start FEN that does not parse (a damaged journal) numbers the moves from 1.
     let start = match &g.header.start_fen {
         Some(fen) => dgt_core::position_from_fen(fen).ok(),
@@ -155,7 +160,7 @@ pub fn write_game(g: &GameRecord, live_clock: Option<&ClockView>) -> String {
         termination: g.termination.as_deref(),
         time_control: clocks.time_control(),
         initial_clocks: clocks.initial,
-        live_clock: live_clock.filter(|_| result.is_none()).map(clock_state),
+        live_clock: live_clock.filter(|_| result.is_none()).map(shown),
         extra_tags: &extra,
         ..GameText::new(&start)
     };
@@ -220,8 +225,12 @@ mod tests {
     #[test]
     fn export_format() {
         let g = game();
-        let clock =
-            ClockView { white: Some(3600 + 34 * 60 + 56), black: Some(10), running: Some(Side::White) };
+        let clock = ClockState {
+            white: Some(3600 + 34 * 60 + 56),
+            black: Some(10),
+            running: Some(Color::White),
+            ..ClockState::default()
+        };
         let text = write_game(&g, Some(&clock));
         let tags: Vec<&str> = text.lines().take(7).collect();
         assert_eq!(tags[0], r#"[Event "Open \"A\""]"#);
@@ -262,7 +271,7 @@ mod tests {
     fn a_stopped_clock_shows_the_side_to_move_and_tags_keep_their_order() {
         let mut g = game();
         g.moves.truncate(3);
-        let clock = ClockView { white: Some(100), black: Some(200), running: None };
+        let clock = ClockState { white: Some(100), black: Some(200), running: None, ..ClockState::default() };
         let text = write_game(&g, Some(&clock));
         // After three plies Black is to move: `N/` with Black's time.
         assert!(text.contains("[Clock \"N/0:03:20\"]\n"), "{text}");
@@ -399,5 +408,12 @@ mod tests {
         g.header.pairing = Pairing::default();
         let text = write_game(&g, None);
         assert!(text.contains("[White \"Board 5 White\"]\n[Black \"Board 5 Black\"]\n"), "{text}");
+    }
+
+    #[test]
+    fn pgn_dates_and_times_are_utc() {
+        assert_eq!(utc_date_time(0), ("1970.01.01".to_owned(), "00:00:00".to_owned()));
+        assert_eq!(utc_date_time(951_782_400), ("2000.02.29".to_owned(), "00:00:00".to_owned()));
+        assert_eq!(utc_date_time(1_764_100_000), ("2025.11.25".to_owned(), "19:46:40".to_owned()));
     }
 }

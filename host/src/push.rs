@@ -714,13 +714,6 @@ impl Pusher {
     }
 }
 
-/// `GET /api/push`: the push status.
-pub async fn status_route(
-    axum::extract::State(relay): axum::extract::State<Arc<crate::relay::Relay>>,
-) -> axum::Json<PushStatus> {
-    axum::Json(relay.push.status())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::tournament::Pairing;
 
+/// The standard start position.
+pub const START_FEN: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+
 /// Who, where, from which position: the journal's first record and the head of a
 /// [`GameRecord`]. One type for both, so the two cannot drift apart.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,6 +163,15 @@ impl GameRecord {
     /// A game that has only its first record.
     pub fn new(header: GameHeader) -> GameRecord {
         GameRecord { header, moves: Vec::new(), result: None, termination: None, white_clock: None }
+    }
+
+    /// The position after the last confirmed move (FEN): the last move's, else the start.
+    pub fn fen(&self) -> String {
+        self.moves
+            .last()
+            .and_then(|m| m.fen.clone())
+            .or_else(|| self.header.start_fen.clone())
+            .unwrap_or_else(|| START_FEN.to_owned())
     }
 
     /// Applies one record after the first; returns false if it does not fit (a move out of

@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::admin::{AdminCommand, AdminError};
+use crate::board::{AdminCommand, AdminError};
 use crate::board::{BoardInput, BoardTask, Services};
 use crate::config::Config;
 use crate::feed::{AlertCode, AlertLevel, AlertView, Delta, Hub};
@@ -263,6 +263,17 @@ impl Relay {
                 }
             }
         });
+    }
+
+    /// Serves the feed, PGN and tournament from a NATS stream (`dgt-relay edge`), until
+    /// shutdown.
+    pub fn follow_stream(&self, opts: crate::nats::edge::EdgeOptions) -> tokio::task::JoinHandle<()> {
+        let outputs = crate::nats::edge::Outputs {
+            hub: Arc::clone(&self.hub),
+            store: Arc::clone(&self.store),
+            tournament: self.tournament.clone(),
+        };
+        tokio::spawn(crate::nats::edge::run(opts, outputs, self.shutdown.listener()))
     }
 
     /// The shutdown signal every task listens to.

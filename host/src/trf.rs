@@ -18,7 +18,7 @@
 
 use std::fmt;
 
-use crate::tournament::{MAX_BOARDS, MAX_TEXT, Pairing, Player};
+use crate::tournament::{MAX_TEXT, Pairing, Player};
 
 /// The largest report read (bytes).
 pub const MAX_TRF_BYTES: usize = 4 << 20;
@@ -399,53 +399,6 @@ impl fmt::Display for BoardPairing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "board {}: {} - {}", self.board, self.pairing.white.name, self.pairing.black.name)
     }
-}
-
-/// `round` of `POST /api/admin/pairings/trf?round=N`.
-#[derive(Debug, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RoundQuery {
-    /// The round whose pairings to take.
-    pub round: u32,
-}
-
-/// `POST /api/admin/pairings/trf?round=N`, the body a TRF-16 report: that round's pairings
-/// become the relay's. 422 with the line and column of what is wrong in the report.
-pub async fn admin_upload(
-    axum::extract::State(relay): axum::extract::State<std::sync::Arc<crate::relay::Relay>>,
-    axum::extract::Query(q): axum::extract::Query<RoundQuery>,
-    body: String,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let refuse = |m: String| {
-        (axum::http::StatusCode::UNPROCESSABLE_ENTITY, axum::Json(serde_json::json!({ "error": m })))
-            .into_response()
-    };
-    if !(1..=999).contains(&q.round) {
-        return refuse("round must be between 1 and 999".into());
-    }
-    let boards = match Trf::parse(&body).and_then(|t| t.pairings(q.round)) {
-        Ok(b) => b,
-        Err(e) => return refuse(e.to_string()),
-    };
-    if boards.len() > MAX_BOARDS {
-        return refuse("too many boards".into());
-    }
-    tracing::info!(round = q.round, boards = boards.len(), "pairings from a TRF report");
-    let refused =
-        relay.replace_pairings(q.round, boards.iter().map(|b| (b.board, b.pairing.clone())).collect()).await;
-    if !refused.is_empty() {
-        return refuse(refused.join("; "));
-    }
-    let list: Vec<serde_json::Value> = boards
-        .iter()
-        .map(|b| {
-            serde_json::json!({
-                "board": b.board, "white": b.pairing.white.name, "black": b.pairing.black.name,
-            })
-        })
-        .collect();
-    axum::Json(serde_json::json!({ "ok": true, "round": q.round, "boards": list })).into_response()
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! nothing is fetched from another site, and they work offline. They share `common.js`
 //! (the feed client and the board drawing) and `style.css`.
 //! - The live page (`index.html`, `app.js`), at [`PAGE_PATH`]: what spectators should see.
-//!   It reads the websocket feed ([`crate::feed`]) and the read routes of [`crate::http`]
+//!   It reads the websocket feed (`feed`) and the read routes of the HTTP layer
 //!   (`/api/event`, `/api/rounds/N`, `/api/games/N/M`, the PGN); it shows no serial number,
 //!   no path and no operator alert.
 //! - The console (`console.html`, `console.js`, `console.css`), at [`CONSOLE_PATH`]: the

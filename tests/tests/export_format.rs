@@ -84,7 +84,12 @@ fn a_round_file_of_relay_games_is_in_export_format() {
         .iter()
         .enumerate()
         .map(|(i, g)| {
-            let clock = dgt_relay::feed::ClockView { white: Some(61), black: Some(3600), running: None };
+            let clock = dgt_core::ClockState {
+                white: Some(61),
+                black: Some(3600),
+                running: None,
+                ..Default::default()
+            };
             let mut rec = record(g, i as u32 + 1, true, None);
             rec.result = None;
             dgt_relay::pgn::write_game(&rec, Some(&clock))

@@ -3,14 +3,41 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::views::{AlertCode, AlertLevel, AlertView};
+pub use dgt_session::{AlertCode, AlertLevel};
 
-/// Alerts kept per board (and relay-wide) in the snapshot; see [`trim_alerts`] for which go.
+/// An operator alert.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertView {
+    /// Stable machine-readable code (`position_mismatch`, `not_responding`, `storage`,
+    /// `battery_low`, `clock_paused`, ...; the list is in `API.md`).
+    pub code: AlertCode,
+    /// Severity.
+    pub level: AlertLevel,
+    /// What happened and what to do, for a person.
+    pub message: String,
+    /// Squares involved, if any (`e4`...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub squares: Vec<String>,
+}
+
+impl From<&dgt_session::Alert> for AlertView {
+    fn from(a: &dgt_session::Alert) -> AlertView {
+        AlertView {
+            code: a.code,
+            level: a.level,
+            message: a.message.clone(),
+            squares: a.squares.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
+/// Alerts kept per board (and relay-wide) in the snapshot; the oldest that no longer needs the
+/// operator goes first.
 pub const MAX_ALERTS: usize = 20;
 
 /// An alert as the hub keeps and sends it: what was raised ([`AlertView`]), with a stable
 /// id, the wall-clock time it was published, and the operator's state of it: resolved by a
-/// later alert ([`counterpart`]) or acknowledged ([`Hub::ack`]).
+/// later alert ([`counterpart`]) or acknowledged ([`Hub::ack`](crate::feed::Hub::ack)).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlertEntry {
     /// Unique for the relay's data: ids grow by one from a start taken from the wall clock
@@ -109,6 +136,24 @@ pub(super) struct AlertFrame<'a> {
 mod tests {
     use super::*;
     use crate::feed::{Delta, Hub};
+
+    #[test]
+    fn the_feed_schema_lists_every_alert_code() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../schema/feed.schema.json")).unwrap();
+        let listed: Vec<&str> = schema["$defs"]["alert_code"]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let codes: Vec<&str> = AlertCode::ALL.into_iter().map(AlertCode::as_str).collect();
+        let mut a = listed.clone();
+        let mut b = codes.clone();
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b, "host/schema/feed.schema.json $defs.alert_code");
+    }
 
     fn alert(code: AlertCode, level: AlertLevel) -> Delta {
         Delta::Alert {

@@ -9,9 +9,10 @@ use axum::extract::ws::Utf8Bytes;
 use tokio::sync::broadcast;
 
 use super::FEED_VERSION;
+use super::alerts::AlertView;
 use super::alerts::{self, AlertEntry, AlertFrame};
 use super::privacy::Private;
-use super::views::{AlertView, BoardView, ClockView, Delta, MoveView, Side, Snapshot};
+use super::views::{BoardView, ClockView, Delta, MoveView, Side, Snapshot};
 
 /// Deltas kept for slow receivers before they lag.
 pub const RING: usize = 4096;

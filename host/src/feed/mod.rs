@@ -39,17 +39,14 @@ mod hub;
 mod privacy;
 mod views;
 
-pub use alerts::{AlertEntry, MAX_ALERTS, counterpart};
+pub use alerts::{AlertCode, AlertEntry, AlertLevel, AlertView, MAX_ALERTS, counterpart};
 pub use client::{
     ClientAction, ClientEnd, ClientInput, ClientLimits, ClientSession, MAX_BATCH, MAX_CLIENT_MESSAGE,
     READ_BUFFER, serve_client, snapshot_frame,
 };
 pub use hub::{Frame, Hub, RING, clock_needs_delta, now_ms};
 pub use privacy::Private;
-pub use views::{
-    AlertCode, AlertLevel, AlertView, BoardStatus, BoardView, ClockView, Delta, MoveState, MoveView, Side,
-    Snapshot,
-};
+pub use views::{BoardStatus, BoardView, ClockView, Delta, MoveState, MoveView, Side, Snapshot};
 
 /// The version of the JSON feed format, sent as `"v"` in every frame.
 pub const FEED_VERSION: u32 = 1;

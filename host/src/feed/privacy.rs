@@ -1,8 +1,8 @@
 //! What spectators must not see: the data folder, the boards' device paths and other
 //! absolute paths in alert messages, and the boards' ports.
 
-use super::alerts::AlertEntry;
-use super::views::{AlertView, BoardView, Delta};
+use super::alerts::{AlertEntry, AlertView};
+use super::views::{BoardView, Delta};
 
 /// Roots of absolute paths that are left out of spectators' views wherever they appear
 /// (a path under another root is left out when the hub was told of it, see

@@ -6,10 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::alerts::AlertEntry;
+use super::alerts::{AlertEntry, AlertView};
 use crate::tournament::Pairing;
-
-pub use dgt_session::{AlertCode, AlertLevel};
 
 /// A board's connection state, as LiveChess names them where they overlap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,7 +49,7 @@ pub struct MoveView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emt: Option<u32>,
     /// When the relay published the move, milliseconds since 1970 (UTC), stamped by the
-    /// hub ([`Hub::publish`]); absent for moves recovered from a journal at start (journals
+    /// hub ([`Hub::publish`](crate::feed::Hub::publish)); absent for moves recovered from a journal at start (journals
     /// keep no wall-clock time per move).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<u64>,
@@ -95,32 +93,6 @@ pub struct ClockView {
     pub black: Option<u32>,
     /// Whose clock runs; null when stopped.
     pub running: Option<Side>,
-}
-
-/// An operator alert.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AlertView {
-    /// Stable machine-readable code (`position_mismatch`, `not_responding`, `storage`,
-    /// `battery_low`, `clock_paused`, ...; the list is in `API.md`).
-    pub code: AlertCode,
-    /// Severity.
-    pub level: AlertLevel,
-    /// What happened and what to do, for a person.
-    pub message: String,
-    /// Squares involved, if any (`e4`...).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub squares: Vec<String>,
-}
-
-impl From<&dgt_session::Alert> for AlertView {
-    fn from(a: &dgt_session::Alert) -> AlertView {
-        AlertView {
-            code: a.code,
-            level: a.level,
-            message: a.message.clone(),
-            squares: a.squares.iter().map(ToString::to_string).collect(),
-        }
-    }
 }
 
 /// Everything about one board and its current game.
@@ -253,7 +225,7 @@ pub enum Delta {
         /// The alert.
         alert: AlertView,
     },
-    /// An operator acknowledged an alert ([`Hub::ack`]).
+    /// An operator acknowledged an alert ([`Hub::ack`](crate::feed::Hub::ack)).
     AlertAck {
         /// The alert's board (null: relay-wide).
         board: Option<u32>,
@@ -294,7 +266,7 @@ impl Delta {
     }
 
     /// Applies the delta to the boards. Alerts and acknowledgements are the hub's own
-    /// state ([`Hub::publish`] keeps them), so they are not applied here.
+    /// state ([`Hub::publish`](crate::feed::Hub::publish) keeps them), so they are not applied here.
     pub(super) fn apply(&self, boards: &mut BTreeMap<u32, BoardView>, round: u32) {
         if matches!(self, Delta::Alert { .. } | Delta::AlertAck { .. }) {
             return;
@@ -361,27 +333,4 @@ pub struct Snapshot {
     pub seq: u64,
     /// Boards by number.
     pub boards: Vec<BoardView>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_feed_schema_lists_every_alert_code() {
-        let schema: serde_json::Value =
-            serde_json::from_str(include_str!("../../schema/feed.schema.json")).unwrap();
-        let listed: Vec<&str> = schema["$defs"]["alert_code"]["enum"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
-        let codes: Vec<&str> = AlertCode::ALL.into_iter().map(AlertCode::as_str).collect();
-        let mut a = listed.clone();
-        let mut b = codes.clone();
-        a.sort_unstable();
-        b.sort_unstable();
-        assert_eq!(a, b, "host/schema/feed.schema.json $defs.alert_code");
-    }
 }

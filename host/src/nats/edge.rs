@@ -19,13 +19,24 @@ use async_nats::jetstream;
 use futures_util::StreamExt;
 
 use super::{GAME_HEADER, INDEX_HEADER, NatsSettings, SOURCE_HEADER};
+use crate::feed::Hub;
 use crate::feed::{AlertCode, AlertLevel, AlertView, BoardStatus, BoardView, Delta, MoveState, MoveView};
 use crate::record::{GameRecord, Record};
-use crate::relay::Relay;
 use crate::shutdown::Listener;
+use crate::store::Store;
+use crate::tournament::SharedTournament;
 
-/// The standard start position.
-const START_FEN: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+/// Where an edge puts what it reads from the stream: the feed, the PGN texts and the
+/// tournament, as a venue relay's boards do.
+#[derive(Clone, Debug)]
+pub struct Outputs {
+    /// The feed.
+    pub hub: Arc<Hub>,
+    /// The PGN texts (HTTP, the data folder, the push).
+    pub store: Arc<Store>,
+    /// The event and its rounds, as the venue relays' games name them.
+    pub tournament: SharedTournament,
+}
 
 /// One message of the stream, as the edge needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,12 +82,7 @@ struct EdgeGame {
 
 impl EdgeGame {
     fn fen(&self) -> String {
-        self.rec
-            .moves
-            .last()
-            .and_then(|m| m.fen.clone())
-            .or_else(|| self.rec.header.start_fen.clone())
-            .unwrap_or_else(|| START_FEN.to_owned())
+        self.rec.fen()
     }
 
     fn view(&self) -> BoardView {
@@ -226,9 +232,9 @@ impl EdgeState {
     }
 }
 
-/// Applies one line to the edge's relay: PGN first (HTTP is never behind the feed), then
+/// Applies one line to the edge's outputs: PGN first (HTTP is never behind the feed), then
 /// the feed.
-fn apply_to(relay: &Relay, state: &mut EdgeState, line: Line) {
+fn apply_to(out: &Outputs, state: &mut EdgeState, line: Line) {
     let (round, board, source) = (line.round, line.board, line.source.clone());
     match state.apply(line) {
         Applied::Duplicate | Applied::Ignored => {}
@@ -245,12 +251,12 @@ fn apply_to(relay: &Relay, state: &mut EdgeState, line: Line) {
                     message,
                     squares: Vec::new(),
                 };
-                relay.hub.publish(Delta::Alert { board: Some(board), alert });
+                out.hub.publish(Delta::Alert { board: Some(board), alert });
             }
         }
         Applied::Changed { pgn, deltas } => {
             if let Some(h) = state.header(round, board) {
-                let mut t = relay.tournament.lock();
+                let mut t = out.tournament.lock();
                 if t.live_round() < round || t.event.name != h.event {
                     t.event.name.clone_from(&h.event);
                     t.event.site.clone_from(&h.site);
@@ -261,11 +267,11 @@ fn apply_to(relay: &Relay, state: &mut EdgeState, line: Line) {
                 t.round_mut(round).pairings.insert(board, h.pairing.clone());
             }
             if let Some(r) = state.latest_round() {
-                relay.hub.set_round(r);
+                out.hub.set_round(r);
             }
-            relay.store.set_pgn(round, board, pgn);
+            out.store.set_pgn(round, board, pgn);
             for d in deltas {
-                relay.hub.publish(d);
+                out.hub.publish(d);
             }
         }
     }
@@ -273,7 +279,7 @@ fn apply_to(relay: &Relay, state: &mut EdgeState, line: Line) {
 
 /// Applies a venue's forwarded clock, status or alert delta to a board that venue owns
 /// (relay-wide alerts always).
-fn apply_live(relay: &Relay, state: &EdgeState, source: &str, delta: Delta) {
+fn apply_live(out: &Outputs, state: &EdgeState, source: &str, delta: Delta) {
     if let Some(board) = delta.board()
         && state.owner(board) != Some(source)
     {
@@ -281,10 +287,10 @@ fn apply_live(relay: &Relay, state: &EdgeState, source: &str, delta: Delta) {
     }
     match delta {
         Delta::Clock { board, clock } => {
-            relay.hub.clock(board, clock);
+            out.hub.clock(board, clock);
         }
         d @ (Delta::Status { .. } | Delta::Alert { .. }) => {
-            relay.hub.publish(d);
+            out.hub.publish(d);
         }
         _ => {}
     }
@@ -299,8 +305,8 @@ pub struct EdgeOptions {
     pub event: Option<String>,
 }
 
-/// Follows the stream into `relay` until `stop`.
-pub async fn run(opts: EdgeOptions, relay: Arc<Relay>, mut stop: Listener) {
+/// Follows the stream into `out` until `stop`.
+pub async fn run(opts: EdgeOptions, out: Outputs, mut stop: Listener) {
     let (client, mut connected) = match super::connect(&opts.nats, "dgt-relay edge").await {
         Ok(c) => c,
         Err(e) => {
@@ -318,7 +324,7 @@ pub async fn run(opts: EdgeOptions, relay: Arc<Relay>, mut stop: Listener) {
     let mut failing = false;
     loop {
         connected.mark_unchanged();
-        let reading = follow(&js, &opts.nats.stream, &filter, &relay, &mut state, &mut last_seq);
+        let reading = follow(&js, &opts.nats.stream, &filter, &out, &mut state, &mut last_seq);
         let result = tokio::select! {
             r = reading => r,
             _ = stop.wait() => return,
@@ -353,7 +359,7 @@ async fn follow(
     js: &jetstream::Context,
     stream: &str,
     filter: &str,
-    relay: &Relay,
+    out: &Outputs,
     state: &mut EdgeState,
     last_seq: &mut u64,
 ) -> Result<(), super::NatsError> {
@@ -385,11 +391,11 @@ async fn follow(
         }
         *last_seq = seq;
         if let Some((source, delta)) = super::live::parse(msg.headers.as_ref(), &msg.payload) {
-            apply_live(relay, state, &source, delta);
+            apply_live(out, state, &source, delta);
             continue;
         }
         match Line::parse(msg.subject.as_str(), msg.headers.as_ref(), &msg.payload) {
-            Some(line) => apply_to(relay, state, line),
+            Some(line) => apply_to(out, state, line),
             None => {
                 tracing::debug!(subject = %msg.subject, seq, "edge: message skipped (not a journal line)")
             }

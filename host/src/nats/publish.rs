@@ -76,9 +76,10 @@ pub fn source_id(settings: &NatsSettings, data: &Path) -> Result<String, StoreEr
             return Ok(id.to_owned());
         }
     }
-    let token = crate::config::random_token()
+    let mut bytes = [0u8; 6];
+    getrandom::fill(&mut bytes)
         .map_err(|e| StoreError::Io { path: path.clone(), source: std::io::Error::other(e.to_string()) })?;
-    let id = token.chars().take(12).collect::<String>();
+    let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     crate::store::write_atomic(&path, &format!("{id}\n"))?;
     Ok(id)
 }

@@ -1,0 +1,249 @@
+//! The admin routes (behind the token, see [`super::access`]): pairings, results,
+//! corrections and the other commands to a board, alerts, the broadcast delay.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::ApiError;
+use crate::board::{AdminCommand, AdminError, BoardInput, PLIES};
+use crate::relay::Relay;
+use crate::tournament::{MAX_BOARDS, MAX_ROUND, Pairing, Player};
+use crate::trf::Trf;
+
+/// `{"ok":true}`: done.
+fn ok() -> Json<Value> {
+    Json(json!({ "ok": true }))
+}
+
+/// `GET /api/admin/boards`: every board whole (ports included) and the relay-wide alerts.
+pub(super) async fn boards(State(relay): State<Arc<Relay>>) -> Json<Value> {
+    Json(json!({
+        "boards": relay.hub.boards(),
+        "alerts": relay.hub.admin_relay_alerts(),
+    }))
+}
+
+fn check_round(round: u32) -> Result<(), ApiError> {
+    if (1..=MAX_ROUND).contains(&round) {
+        Ok(())
+    } else {
+        Err(ApiError::Invalid(format!("round must be between 1 and {MAX_ROUND}")))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PairingsBody {
+    round: Option<u32>,
+    #[serde(default)]
+    boards: Vec<BoardPairing>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BoardPairing {
+    board: u32,
+    #[serde(default)]
+    white: Player,
+    #[serde(default)]
+    black: Player,
+}
+
+/// `POST /api/admin/pairings`: players for some boards, in a round that becomes the live
+/// one.
+pub(super) async fn set_pairings(
+    State(relay): State<Arc<Relay>>,
+    Json(body): Json<PairingsBody>,
+) -> Result<Json<Value>, ApiError> {
+    if let Some(r) = body.round {
+        check_round(r)?;
+    }
+    if body.boards.len() > MAX_BOARDS {
+        return Err(ApiError::Invalid("too many boards".into()));
+    }
+    let mut boards = Vec::with_capacity(body.boards.len());
+    for b in body.boards {
+        if !(1..=MAX_BOARDS as u32).contains(&b.board) {
+            return Err(ApiError::Invalid(format!("board {} out of range", b.board)));
+        }
+        let pairing = Pairing { white: b.white, black: b.black };
+        pairing.check().map_err(|m| ApiError::Invalid(format!("board {}: {m}", b.board)))?;
+        boards.push((b.board, pairing));
+    }
+    let (round, refused) = relay.merge_pairings(body.round, boards).await;
+    if !refused.is_empty() {
+        return Err(ApiError::Refused(refused));
+    }
+    Ok(Json(json!({ "ok": true, "round": round })))
+}
+
+/// `round` of `POST /api/admin/pairings/trf?round=N`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RoundQuery {
+    /// The round whose pairings to take.
+    round: u32,
+}
+
+/// `POST /api/admin/pairings/trf?round=N`, the body a TRF-16 report: that round's pairings
+/// become the relay's. 422 with the line and column of what is wrong in the report.
+pub(super) async fn upload_trf(
+    State(relay): State<Arc<Relay>>,
+    Query(q): Query<RoundQuery>,
+    body: String,
+) -> Result<Json<Value>, ApiError> {
+    check_round(q.round)?;
+    let boards = Trf::parse(&body)?.pairings(q.round)?;
+    if boards.len() > MAX_BOARDS {
+        return Err(ApiError::Invalid("too many boards".into()));
+    }
+    tracing::info!(round = q.round, boards = boards.len(), "pairings from a TRF report");
+    let list: Vec<Value> = boards
+        .iter()
+        .map(|b| json!({ "board": b.board, "white": b.pairing.white.name, "black": b.pairing.black.name }))
+        .collect();
+    let refused =
+        relay.replace_pairings(q.round, boards.into_iter().map(|b| (b.board, b.pairing)).collect()).await;
+    if !refused.is_empty() {
+        return Err(ApiError::Refused(refused));
+    }
+    Ok(Json(json!({ "ok": true, "round": q.round, "boards": list })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ResultBody {
+    result: Option<String>,
+}
+
+/// `POST /api/admin/boards/{n}/result`.
+pub(super) async fn set_result(
+    State(relay): State<Arc<Relay>>,
+    Path(n): Path<u32>,
+    Json(body): Json<ResultBody>,
+) -> Result<Json<Value>, ApiError> {
+    let result = body
+        .result
+        .as_deref()
+        .map(str::parse::<dgt_core::GameResult>)
+        .transpose()
+        .map_err(|e| ApiError::Invalid(format!("result {:?}: {e}", body.result)))?;
+    relay.admin(n, AdminCommand::Result(result)).await?;
+    Ok(ok())
+}
+
+/// `POST /api/admin/boards/{n}/flip`.
+pub(super) async fn flip(
+    State(relay): State<Arc<Relay>>,
+    Path(n): Path<u32>,
+) -> Result<Json<Value>, ApiError> {
+    relay.admin(n, AdminCommand::Flip).await?;
+    Ok(ok())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FenBody {
+    fen: String,
+}
+
+/// `POST /api/admin/boards/{n}/start-fen`.
+pub(super) async fn start_fen(
+    State(relay): State<Arc<Relay>>,
+    Path(n): Path<u32>,
+    Json(body): Json<FenBody>,
+) -> Result<Json<Value>, ApiError> {
+    dgt_core::position_from_fen(&body.fen).map_err(|e| ApiError::Invalid(e.to_string()))?;
+    relay.admin(n, AdminCommand::NewGame(Some(body.fen))).await?;
+    Ok(ok())
+}
+
+/// `POST /api/admin/boards/{n}/new-game`.
+pub(super) async fn new_game(
+    State(relay): State<Arc<Relay>>,
+    Path(n): Path<u32>,
+) -> Result<Json<Value>, ApiError> {
+    relay.admin(n, AdminCommand::NewGame(None)).await?;
+    Ok(ok())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CorrectBody {
+    from_ply: u32,
+    moves: Vec<String>,
+}
+
+/// `?dry_run=1` (or `true`): check, change nothing.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CorrectQuery {
+    #[serde(default)]
+    dry_run: Option<String>,
+}
+
+/// `POST /api/admin/boards/{n}/correct` (`?dry_run=1`: checked by the board's session,
+/// nothing changed).
+pub(super) async fn correct(
+    State(relay): State<Arc<Relay>>,
+    Path(n): Path<u32>,
+    Query(q): Query<CorrectQuery>,
+    Json(body): Json<CorrectBody>,
+) -> Result<Json<Value>, ApiError> {
+    let dry_run = match q.dry_run.as_deref() {
+        None | Some("0" | "false") => false,
+        Some("1" | "true" | "") => true,
+        Some(other) => return Err(ApiError::BadRequest(format!("dry_run={other:?}: give 1 or 0"))),
+    };
+    if body.moves.len() > PLIES || body.moves.iter().any(|m| m.len() > 5) {
+        return Err(ApiError::Invalid("moves must be at most 600 UCI moves".into()));
+    }
+    if !dry_run {
+        relay.admin(n, AdminCommand::Correct { from_ply: body.from_ply, moves: body.moves }).await?;
+        return Ok(ok());
+    }
+    let tx = relay.board(n).ok_or(AdminError::NoBoard)?;
+    let (reply, rx) = tokio::sync::oneshot::channel();
+    let input = BoardInput::CheckCorrection { from_ply: body.from_ply, moves: body.moves, reply };
+    tx.send(input).await.map_err(|_| AdminError::Gone)?;
+    let moves = rx.await.map_err(|_| AdminError::Gone)??;
+    let moves: Vec<Value> = moves
+        .into_iter()
+        .map(|(m, fen)| json!({ "ply": m.ply, "san": m.san, "uci": m.uci, "fen": fen }))
+        .collect();
+    Ok(Json(json!({ "ok": true, "dry_run": true, "moves": moves })))
+}
+
+/// `POST /api/admin/alerts/{id}/ack`: an operator has seen the alert. Kept by the relay
+/// (every console shows it acknowledged) and sent as an `alert_ack` delta.
+pub(super) async fn ack_alert(
+    State(relay): State<Arc<Relay>>,
+    Path(id): Path<u64>,
+) -> Result<Json<Value>, ApiError> {
+    let (board, alert) = relay.hub.ack(id).ok_or(ApiError::NoAlert(id))?;
+    Ok(Json(json!({ "ok": true, "board": board, "alert": alert })))
+}
+
+/// `GET /api/admin/delay`: the broadcast delay.
+pub(super) async fn get_delay(State(relay): State<Arc<Relay>>) -> Json<Value> {
+    Json(json!({ "delay_s": relay.delay() }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DelayBody {
+    delay_s: u64,
+}
+
+/// `PUT /api/admin/delay`: sets the broadcast delay of everything public.
+pub(super) async fn put_delay(
+    State(relay): State<Arc<Relay>>,
+    Json(body): Json<DelayBody>,
+) -> Result<Json<Value>, ApiError> {
+    relay.set_delay(body.delay_s)?;
+    Ok(Json(json!({ "ok": true, "delay_s": relay.delay() })))
+}

@@ -1,0 +1,244 @@
+//! The read routes: what anyone may read, spectators included (no token; no serial number
+//! beyond the boards', no path, the broadcast delay applied).
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::ApiError;
+use crate::feed::{BoardStatus, BoardView, ClientLimits, FEED_VERSION, MAX_CLIENT_MESSAGE, READ_BUFFER};
+use crate::push::PushStatus;
+use crate::record::GameRecord;
+use crate::relay::Relay;
+
+/// `GET /`: links to the pages and every PGN.
+pub(super) async fn index(State(relay): State<Arc<Relay>>) -> Response {
+    let mut html = String::from(
+        "<!doctype html><meta charset=utf-8><title>DGT live relay</title><h1>DGT live relay</h1>\
+         <p><b><a href=/live/>Live page</a></b> (spectators) · <b><a href=/console/>Operator console</a></b> \
+         (admin token) · <a href=/health>health</a> · <a href=/api/boards>boards (JSON)</a> · \
+         websocket feed at <code>/ws</code></p><ul>",
+    );
+    for round in relay.store.rounds() {
+        html.push_str(&format!("<li>Round {round}: <a href=/pgn/{round}>games.pgn</a>"));
+        for b in relay.store.games(round) {
+            html.push_str(&format!(" · <a href=/pgn/{round}/{b}>board {b}</a>"));
+        }
+        html.push_str("</li>");
+    }
+    html.push_str("</ul>");
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
+}
+
+/// `GET /health`.
+pub(super) async fn health(State(relay): State<Arc<Relay>>) -> Json<Value> {
+    let boards = relay.hub.boards();
+    let active = boards.iter().filter(|b| b.status == BoardStatus::Active).count();
+    Json(json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "feed_version": FEED_VERSION,
+        "boards": boards.len(),
+        "active": active,
+        "subscribers": relay.hub.receivers(),
+        "seq": relay.hub.seq(),
+        "push": relay.push.status(),
+    }))
+}
+
+/// `GET /api/push`: the Lichess push's status.
+pub(super) async fn push_status(State(relay): State<Arc<Relay>>) -> Json<PushStatus> {
+    Json(relay.push.status())
+}
+
+/// `GET /api/boards`: every board as spectators see it.
+pub(super) async fn boards(State(relay): State<Arc<Relay>>) -> Json<Vec<BoardView>> {
+    Json(relay.hub.public_boards())
+}
+
+/// `GET /api/boards/{n}`.
+pub(super) async fn board(
+    State(relay): State<Arc<Relay>>,
+    Path(n): Path<u32>,
+) -> Result<Json<BoardView>, ApiError> {
+    relay.hub.public_board(n).map(Json).ok_or(ApiError::NotFound("no such board"))
+}
+
+fn pgn(text: Option<String>) -> Result<Response, ApiError> {
+    let text = text.ok_or(ApiError::NotFound("no such game"))?;
+    Ok(([(header::CONTENT_TYPE, "application/x-chess-pgn; charset=utf-8")], text).into_response())
+}
+
+/// `GET /pgn/{round}`: the round's combined PGN.
+pub(super) async fn round_pgn(
+    State(relay): State<Arc<Relay>>,
+    Path(round): Path<u32>,
+) -> Result<Response, ApiError> {
+    pgn(relay.store.round_pgn(round))
+}
+
+/// `GET /pgn/{round}/{board}`: one game's PGN.
+pub(super) async fn game_pgn(
+    State(relay): State<Arc<Relay>>,
+    Path((round, board)): Path<(u32, u32)>,
+) -> Result<Response, ApiError> {
+    pgn(relay.store.game_pgn(round, board))
+}
+
+/// `GET /ws`: the websocket feed, while there is room for another subscriber.
+pub(super) async fn ws(
+    State(relay): State<Arc<Relay>>,
+    upgrade: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    if relay.hub.receivers() >= relay.max_subscribers {
+        return Err(ApiError::Busy("too many subscribers"));
+    }
+    let hub = Arc::clone(&relay.hub);
+    let stop = relay.shutdown().listener();
+    Ok(upgrade
+        .max_message_size(MAX_CLIENT_MESSAGE)
+        .max_frame_size(MAX_CLIENT_MESSAGE)
+        .read_buffer_size(READ_BUFFER)
+        .on_upgrade(move |socket| async move {
+            let end = crate::feed::serve_client(socket, hub, stop, ClientLimits::default()).await;
+            tracing::debug!(?end, "websocket client left");
+        }))
+}
+
+/// `GET /api/event`: the event's name, site, live round and time control, and the rounds
+/// that have games.
+pub(super) async fn event(State(relay): State<Arc<Relay>>) -> Json<Value> {
+    let (ev, live) = {
+        let t = relay.tournament.lock();
+        (t.event.clone(), t.live_round())
+    };
+    let mut rounds = relay.store.rounds();
+    if !rounds.contains(&live) {
+        rounds.push(live);
+        rounds.sort_unstable();
+    }
+    Json(json!({
+        "name": ev.name,
+        "site": ev.site,
+        "round": live,
+        "time_control": ev.time_control,
+        "rounds": rounds,
+    }))
+}
+
+/// A journaled game read back, for spectators: no serial number, no path.
+fn game_json(g: &GameRecord, with_moves: bool) -> Value {
+    let h = &g.header;
+    let last = g.moves.last();
+    let mut v = json!({
+        "round": h.round,
+        "board": h.board,
+        "pairing": h.pairing,
+        "start_fen": h.start_fen,
+        "fen": g.fen(),
+        "plies": g.moves.len(),
+        "last_move": last.map(|m| json!({ "ply": m.ply, "san": m.san, "uci": m.uci })),
+        "result": g.result,
+        "termination": g.termination,
+        "utc_date": h.utc_date,
+        "utc_time": h.utc_time,
+    });
+    if with_moves {
+        v["moves"] = g
+            .moves
+            .iter()
+            .map(|m| json!({ "ply": m.ply, "san": m.san, "uci": m.uci, "clk": m.clk, "emt": m.emt, "fen": m.fen }))
+            .collect();
+    }
+    v
+}
+
+/// Reads the journals of `round` (the boards in `boards`) off the async threads.
+async fn read_games(relay: &Relay, round: u32, boards: Vec<u32>) -> Vec<GameRecord> {
+    let paths: Vec<std::path::PathBuf> = boards.iter().map(|b| relay.store.journal_path(round, *b)).collect();
+    let mut games = tokio::task::spawn_blocking(move || {
+        paths.iter().filter_map(|p| crate::store::replay(p).ok().flatten()).collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_default();
+    for g in &mut games {
+        delayed(relay, g);
+    }
+    games
+}
+
+/// With a broadcast delay, cuts a journaled game (which is live) back to what spectators
+/// may see: the moves and result of the public board, the live one as it was then. A game
+/// whose board has moved on to a later round is shown whole.
+fn delayed(relay: &Relay, g: &mut GameRecord) {
+    if relay.delay() == 0 && relay.hub.next_due().is_none() {
+        return;
+    }
+    let public = relay.hub.public_board(g.header.board);
+    match public {
+        Some(v) if v.round > g.header.round => {}
+        Some(v) if v.round == g.header.round => {
+            let last = v.moves.last().map_or(0, |m| m.ply);
+            g.moves.retain(|m| m.ply <= last);
+            g.result = v.result;
+            g.termination = v.termination;
+        }
+        _ => {
+            g.moves.clear();
+            g.result = None;
+            g.termination = None;
+        }
+    }
+}
+
+/// `GET /api/rounds/{round}`: every game of a round with its players, result and final
+/// position (no moves), read from the journals.
+pub(super) async fn round_games(
+    State(relay): State<Arc<Relay>>,
+    Path(round): Path<u32>,
+) -> Result<Json<Value>, ApiError> {
+    let boards = relay.store.games(round);
+    if boards.is_empty() {
+        return Err(ApiError::NotFound("no such round"));
+    }
+    let games: Vec<Value> =
+        read_games(&relay, round, boards).await.iter().map(|g| game_json(g, false)).collect();
+    Ok(Json(json!({ "round": round, "games": games })))
+}
+
+/// `GET /api/games/{round}/{board}`: one game with its moves and the position after each
+/// (as journaled: confirmed moves only), so a page can step through it without playing
+/// chess. A game being played has the moves' times from the feed (`at`).
+pub(super) async fn game(
+    State(relay): State<Arc<Relay>>,
+    Path((round, board)): Path<(u32, u32)>,
+) -> Result<Json<Value>, ApiError> {
+    let no_game = ApiError::NotFound("no such game");
+    if !relay.store.games(round).contains(&board) {
+        return Err(no_game);
+    }
+    let g = read_games(&relay, round, vec![board]).await.pop().ok_or(no_game)?;
+    let mut v = game_json(&g, true);
+    if let Some(live) = relay.hub.public_board(board).filter(|b| b.round == round)
+        && let Some(moves) = v["moves"].as_array_mut()
+    {
+        for m in moves {
+            let at = live
+                .moves
+                .iter()
+                .find(|l| {
+                    Some(u64::from(l.ply)) == m["ply"].as_u64() && Some(l.uci.as_str()) == m["uci"].as_str()
+                })
+                .and_then(|l| l.at);
+            if let Some(at) = at {
+                m["at"] = at.into();
+            }
+        }
+    }
+    Ok(Json(v))
+}
