@@ -23,8 +23,8 @@
 //! single-board handshake first ([`detect`]); a board that answers it cleanly, and whose
 //! bus address (`46`) is its serial number as DGT's boards give it, is one board. A line
 //! where the handshake gets no answer, gets garbage, or gets answers that do not agree (the
-//! serial numbers of several boards talking at once) is tried as a chain: [`run_bus`] runs
-//! a [`BusPoller`] on it, and gives each board it finds a virtual serial port (an in-memory
+//! serial numbers of several boards talking at once) is tried as a chain: `bus.rs` runs
+//! a [`BusPoller`](dgt_session::BusPoller) on it, and gives each board it finds a virtual serial port (an in-memory
 //! pipe on which the poller plays that board's side of the single-board protocol). The
 //! board's task gets that virtual port exactly as it gets a real one (its handshake runs on
 //! it, the registry finds the task by serial number), so every board on a chain has its
@@ -33,18 +33,24 @@
 //! ([`LineKind::Bus`]) skips the single-board handshake. Once a port was a chain, it is
 //! reopened as one.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use dgt_protocol::bus::address_of_serial;
 use dgt_protocol::{Decoded, Decoder, Message};
-use dgt_session::{BusEvent, BusPoller, BusTiming, Link, LinkEvent, LinkTiming};
+use dgt_session::{BusTiming, Link, LinkEvent, LinkTiming};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::shutdown::Listener;
+
+mod bus;
+mod discover;
+
+pub use discover::{DGT_USB_IDS, DeviceKind, discover_ports};
+
+use bus::{BusEnd, BusPort, run_bus};
 
 /// Wait before the first reopening after the board went away.
 pub const REOPEN_FIRST: Duration = Duration::from_millis(100);
@@ -448,242 +454,11 @@ pub async fn run_port<A: AttachTo>(
     }
 }
 
-/// What a bus port task needs beside the port.
-struct BusPort<'a> {
-    path: &'a std::path::Path,
-    epoch: Epoch,
-    ids: &'a std::sync::Arc<std::sync::atomic::AtomicU64>,
-    opts: &'a PortOptions,
-}
-
-/// Why [`run_bus`] returned.
-#[derive(Debug)]
-enum BusEnd {
-    /// Shutdown was requested.
-    Shutdown,
-    /// The port went away (or carries no board): why, and whether a board was found on it.
-    Lost(String, bool),
-}
-
-/// The bus task's end of one board's virtual port.
-struct VirtualEnd {
-    /// Which opening of the board's line (a stale reader's bytes are dropped).
-    generation: u64,
-    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
-    reader: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for VirtualEnd {
-    fn drop(&mut self) {
-        // With the reader's half gone too, the board task reads the end of its port.
-        self.reader.abort();
-    }
-}
-
-/// Bytes the board sessions wrote on their virtual ports: address, generation, bytes
-/// (empty when the session closed its port).
-type FromSessions = mpsc::UnboundedSender<(u16, u64, Vec<u8>)>;
-
-/// A virtual port's buffer, each way: far more than a board sends in a polling cycle.
-const VIRTUAL_PORT_BUFFER: usize = 64 * 1024;
-
-/// Runs a chain on an open port until the port is lost or shutdown (see the module docs).
-async fn run_bus<A: AttachTo>(
-    mut io: Box<dyn PortIo>,
-    bus: &BusPort<'_>,
-    boards: &std::sync::Arc<A>,
-    stop: &mut Listener,
-) -> BusEnd {
-    let epoch = bus.epoch;
-    let mut poller = BusPoller::open(epoch.ms(), bus.opts.bus);
-    let (tx, mut rx) = mpsc::unbounded_channel::<(u16, u64, Vec<u8>)>();
-    let mut lines: HashMap<u16, VirtualEnd> = HashMap::new();
-    let mut generation = 0u64;
-    let mut found = false;
-    let mut buf = [0u8; 1024];
-    loop {
-        let out = poller.take_output();
-        if !out.is_empty() {
-            let w = async {
-                io.write_all(&out).await?;
-                io.flush().await
-            };
-            if let Err(e) = w.await {
-                return BusEnd::Lost(gone_reason(&e), found);
-            }
-        }
-        while let Some(event) = poller.next_event() {
-            match event {
-                BusEvent::Found { address, serial, version } => {
-                    found = true;
-                    generation += 1;
-                    tracing::info!(address, %serial, ?version, "board on the bus; opening its virtual port");
-                    let end = open_virtual(bus, boards, stop, &tx, address, serial, generation);
-                    lines.insert(address, end);
-                }
-                BusEvent::Gone { address, reason } => {
-                    tracing::warn!(address, %reason, "board gone from the bus; closing its virtual port");
-                    lines.remove(&address);
-                }
-            }
-        }
-        for address in poller.lines_with_output() {
-            let bytes = poller.take_line_output(address);
-            tracing::trace!(
-                address,
-                bytes = bytes.len(),
-                open = lines.contains_key(&address),
-                "to the virtual port"
-            );
-            if let Some(end) = lines.get_mut(&address)
-                && end.write.write_all(&bytes).await.is_err()
-            {
-                lines.remove(&address);
-            }
-        }
-        let deadline = epoch.at(poller.next_deadline());
-        tokio::select! {
-            biased;
-            _ = stop.wait() => return BusEnd::Shutdown,
-            n = io.read(&mut buf) => match n {
-                Ok(0) => return BusEnd::Lost("the device went away (end of file on the port)".into(), found),
-                Ok(n) => poller.on_bytes(epoch.ms(), &buf[..n]),
-                Err(e) => return BusEnd::Lost(gone_reason(&e), found),
-            },
-            Some((address, g, bytes)) = rx.recv() => {
-                if lines.get(&address).is_some_and(|l| l.generation == g) {
-                    if bytes.is_empty() {
-                        // The board's task gave its port back: offer the board again.
-                        lines.remove(&address);
-                        poller.line_closed(epoch.ms(), address);
-                    } else {
-                        poller.line_input(address, &bytes);
-                    }
-                }
-            }
-            _ = tokio::time::sleep_until(deadline) => poller.poll(epoch.ms()),
-        }
-        if !found && !poller.discovering() && poller.present().is_empty() {
-            return BusEnd::Lost("no board answered in bus mode either".into(), false);
-        }
-    }
-}
-
-/// Opens a virtual port for the board at `address`: a reader forwards what its session
-/// writes, and a task runs its handshake and hands it to the board's task by serial number.
-fn open_virtual<A: AttachTo>(
-    bus: &BusPort<'_>,
-    boards: &std::sync::Arc<A>,
-    stop: &Listener,
-    tx: &FromSessions,
-    address: u16,
-    serial: String,
-    generation: u64,
-) -> VirtualEnd {
-    let (ours, theirs) = tokio::io::duplex(VIRTUAL_PORT_BUFFER);
-    let (mut read, write) = tokio::io::split(ours);
-    let forward = tx.clone();
-    let reader = tokio::spawn(async move {
-        let mut buf = [0u8; 512];
-        loop {
-            match read.read(&mut buf).await {
-                Ok(0) | Err(_) => {
-                    let _ = forward.send((address, generation, Vec::new()));
-                    return;
-                }
-                Ok(n) => {
-                    if forward.send((address, generation, buf[..n].to_vec())).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-    });
-    let path = format!("{} (bus address {address})", bus.path.display());
-    let (epoch, timing) = (bus.epoch, bus.opts.timing);
-    let port_id = bus.ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let boards = std::sync::Arc::clone(boards);
-    let mut stop = stop.clone();
-    tokio::spawn(async move {
-        let mut io = theirs;
-        let link = match identify(&mut io, epoch, timing, &mut stop).await {
-            Ok(link) => link,
-            Err(e) => {
-                tracing::warn!(address, ?e, "no handshake on the virtual port");
-                return;
-            }
-        };
-        let (released, back) = oneshot::channel();
-        let attached = Attached { port_id, path, io: Box::new(io), link, released };
-        if boards.attach(&serial, attached).await {
-            let _ = back.await;
-        }
-    });
-    VirtualEnd { generation, write, reader }
-}
-
 /// Returns once `path` exists again (checked every [`NODE_POLL`]).
 async fn node_back(path: &std::path::Path) {
     while !path.exists() {
         tokio::time::sleep(NODE_POLL).await;
     }
-}
-
-/// USB vendor ids of DGT e-boards: DGT's own (0x2D80) and the 0x045B seen in Android
-/// apps for current boards, and FTDI's (0x0403, product 0x6001) of older USB boards. FTDI
-/// adapters are also used for other things: they are tried, and a port whose device does
-/// not answer the handshake is only logged.
-pub const DGT_USB_IDS: [(u16, Option<u16>); 3] = [(0x2D80, None), (0x045B, None), (0x0403, Some(0x6001))];
-
-/// What kind of serial device a port is, as discovery sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeviceKind {
-    /// A USB serial device with a DGT board's (or its FTDI adapter's) vendor id.
-    DgtUsb {
-        /// Vendor id.
-        vid: u16,
-        /// Product id.
-        pid: u16,
-    },
-    /// A Bluetooth RFCOMM port (a Bluetooth board bound to it).
-    Bluetooth,
-}
-
-/// The serial devices where DGT boards appear, from the operating system's list of serial
-/// ports (`serialport`'s enumeration: on Linux `/sys/class/tty`, with each USB device's
-/// vendor and product ids): USB devices with a DGT id ([`DGT_USB_IDS`]) and Bluetooth
-/// RFCOMM ports. Other serial ports (a modem, a GPS, the machine's UARTs) are left alone.
-pub fn discover_ports() -> Vec<(PathBuf, DeviceKind)> {
-    // The enumeration panics on a machine without /sys/class/tty (some containers).
-    if cfg!(target_os = "linux") && !std::path::Path::new("/sys/class/tty").is_dir() {
-        return Vec::new();
-    }
-    let ports = match tokio_serial::available_ports() {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::debug!(error = %e, "cannot list serial ports");
-            return Vec::new();
-        }
-    };
-    let mut out: Vec<(PathBuf, DeviceKind)> = ports
-        .into_iter()
-        .filter_map(|p| {
-            let kind = match p.port_type {
-                tokio_serial::SerialPortType::UsbPort(u)
-                    if DGT_USB_IDS
-                        .iter()
-                        .any(|&(vid, pid)| u.vid == vid && pid.is_none_or(|pid| u.pid == pid)) =>
-                {
-                    DeviceKind::DgtUsb { vid: u.vid, pid: u.pid }
-                }
-                tokio_serial::SerialPortType::BluetoothPort => DeviceKind::Bluetooth,
-                _ => return None,
-            };
-            Some((PathBuf::from(p.port_name), kind))
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
 }
 
 /// Why a session ended on an I/O error, for people: a vanished device says so.
