@@ -10,7 +10,9 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// The longest delay, seconds: what Lichess accepts for a broadcast.
 pub const MAX_DELAY_S: u32 = 3600;
@@ -49,7 +51,8 @@ pub fn check(seconds: u64) -> Result<u32, DelayOutOfRange> {
     u32::try_from(seconds).ok().filter(|s| *s <= MAX_DELAY_S).ok_or(DelayOutOfRange(seconds))
 }
 
-/// Items in the order they happened, each released once `delay` has passed since.
+/// Items in the order they happened, each released once `delay` has passed since (times
+/// of the relay's [`crate::clock::Clock`]).
 ///
 /// The delay is given at release, not at entry: a shorter delay set later releases what
 /// waited at once, a longer one holds back what has not been released yet.

@@ -15,7 +15,7 @@
 //! | [`config`] | a configuration file |
 //! | [`ws_messages`] | websocket client messages, with snapshots built for the answers |
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dgt_protocol::{BoardDump, Bwtime, Decoded, Decoder, DgtSquare, FieldUpdate, Message, PieceCode};
 use dgt_session::{BoardSession, Effect, Link, LinkTiming, SavedGame, SessionConfig};
@@ -314,7 +314,8 @@ pub fn ws_messages(data: &[u8]) {
         BoardStatus, ClientAction, ClientInput, ClientLimits, ClientSession, Delta, FEED_VERSION, Hub,
         MoveState, MoveView, snapshot_frame,
     };
-    let hub = Hub::new(1);
+    let clock = crate::clock::Clock::manual(1_764_000_000_000);
+    let hub = Hub::new(1, clock.clone());
     for board in 1..=3 {
         hub.publish(Delta::Status {
             board,
@@ -336,7 +337,7 @@ pub fn ws_messages(data: &[u8]) {
             fen: None,
         });
     }
-    let t0 = Instant::now();
+    let t0 = clock.now();
     let mut now = t0;
     let mut client = ClientSession::new(ClientLimits::default(), t0);
     for msg in data.split(|&b| b == b'\n') {
@@ -352,7 +353,7 @@ pub fn ws_messages(data: &[u8]) {
             ClientAction::Reply(m) | ClientAction::Close(m, _) => m,
             ClientAction::Snapshot { resync } => {
                 let (snap, _rx) = hub.subscribe();
-                snapshot_frame(&snap, client.filter(), resync, &hub.relay_alerts())
+                snapshot_frame(&snap, client.filter(), resync, &hub.relay_alerts(), clock.wall_ms())
             }
         };
         let axum::extract::ws::Message::Text(t) = frame else { panic!("a text frame") };

@@ -11,6 +11,7 @@
 //! the relay).
 
 pub mod board;
+pub mod clock;
 pub mod config;
 pub mod delay;
 #[cfg(feature = "demo")]

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use dgt_relay::clock::Clock;
 use dgt_relay::config::Config;
 use dgt_relay::relay::Relay;
 use tracing_subscriber::EnvFilter;
@@ -151,6 +152,8 @@ fn init_logging(format: LogFormat) {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // The one clock of the relay: every part that reads the time gets it from here.
+    let clock = Clock::system();
     init_logging(cli.log_format);
     match cli.command {
         Cmd::CheckConfig { file } => {
@@ -187,7 +190,7 @@ fn main() -> anyhow::Result<()> {
                      config"
                 );
             }
-            run(cfg, None, None)
+            run(cfg, clock, None, None)
         }
         Cmd::Edge { nats, config, event, listen, data } => {
             let mut cfg = match &config {
@@ -206,7 +209,7 @@ fn main() -> anyhow::Result<()> {
                 cfg.data = d;
             }
             let settings = cfg.nats.take().context("no NATS settings")?;
-            run(cfg, None, Some(dgt_relay::nats::edge::EdgeOptions { nats: settings, event }))
+            run(cfg, clock, None, Some(dgt_relay::nats::edge::EdgeOptions { nats: settings, event }))
         }
         #[cfg(feature = "demo")]
         Cmd::Demo { boards, speed, games, first_board, common } => {
@@ -220,7 +223,7 @@ fn main() -> anyhow::Result<()> {
             let mut cfg = Config {
                 // A fresh folder for every run (its games start at round 1 again); `--data`
                 // keeps one across runs.
-                data: PathBuf::from("dgt-relay-demo").join(run_stamp()),
+                data: PathBuf::from("dgt-relay-demo").join(run_stamp(&clock)),
                 tournament: dgt_relay::tournament::Tournament::new(
                     dgt_relay::tournament::Event {
                         name: "DGT live relay demo".into(),
@@ -246,16 +249,15 @@ fn main() -> anyhow::Result<()> {
                     serial: Some(format!("{:05}", opts.first_serial + i)),
                 });
             }
-            run(cfg, Some((games, opts)), None)
+            run(cfg, clock, Some((games, opts)), None)
         }
     }
 }
 
 /// The demo's folder name for this run: the UTC time it started, `YYYYMMDD-HHMMSS`.
 #[cfg(feature = "demo")]
-fn run_stamp() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (date, time) = dgt_relay::pgn::utc_date_time(secs);
+fn run_stamp(clock: &Clock) -> String {
+    let (date, time) = dgt_relay::pgn::utc_date_time(clock.unix_s());
     format!("{}-{}", date.replace('.', ""), time.replace(':', ""))
 }
 
@@ -294,16 +296,22 @@ type DemoSetup = Option<std::convert::Infallible>;
 /// published move wakes one task per client; on a shared runtime the next clock press's
 /// serial bytes would wait in the run queue behind all of them, so the boards get their
 /// own worker threads, which the kernel runs as soon as bytes arrive.
-fn run(cfg: Config, demo: DemoSetup, edge: Option<dgt_relay::nats::edge::EdgeOptions>) -> anyhow::Result<()> {
+fn run(
+    cfg: Config,
+    clock: Clock,
+    demo: DemoSetup,
+    edge: Option<dgt_relay::nats::edge::EdgeOptions>,
+) -> anyhow::Result<()> {
     let boards = tokio::runtime::Builder::new_multi_thread().thread_name("boards").enable_all().build()?;
     let feed = tokio::runtime::Builder::new_multi_thread().thread_name("feed").enable_all().build()?;
-    let result = boards.block_on(serve(cfg, demo, edge, feed.handle().clone()));
+    let result = boards.block_on(serve(cfg, clock, demo, edge, feed.handle().clone()));
     feed.shutdown_timeout(std::time::Duration::from_secs(1));
     result
 }
 
 async fn serve(
     mut cfg: Config,
+    clock: Clock,
     demo: DemoSetup,
     edge: Option<dgt_relay::nats::edge::EdgeOptions>,
     feed: tokio::runtime::Handle,
@@ -352,8 +360,8 @@ async fn serve(
         "file descriptors shared out"
     );
     cfg.max_subscribers = budget.max_subscribers;
-    let relay =
-        Relay::start(&cfg).with_context(|| format!("cannot open the data folder {}", cfg.data.display()))?;
+    let relay = Relay::start(&cfg, clock)
+        .with_context(|| format!("cannot open the data folder {}", cfg.data.display()))?;
     relay.hub.hide_path(&cfg.data, "<data folder>");
     // Bound here, served on the feed runtime (a socket belongs to the runtime that first
     // polls it).

@@ -18,9 +18,10 @@ use tokio::task::JoinSet;
 
 use crate::board::{AdminCommand, AdminError};
 use crate::board::{BoardInput, BoardTask, Services};
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::feed::{AlertCode, AlertLevel, AlertView, Delta, Hub};
-use crate::port::{AttachTo, Attached, Epoch, PortOptions};
+use crate::port::{AttachTo, Attached, PortOptions};
 use crate::shutdown::Shutdown;
 use crate::store::{GameRecord, Store};
 use crate::tournament::{Pairing, SharedTournament};
@@ -61,8 +62,11 @@ pub struct Relay {
     /// The Lichess push and its status.
     pub push: Arc<crate::push::PushState>,
     next_port_id: Arc<AtomicU64>,
-    /// The relay's clock, the time every session is given.
-    epoch: Epoch,
+    /// The relay's clock: the time every session, the hub, the store, the push and the
+    /// admin API are given.
+    pub clock: Clock,
+    /// Told when the broadcast delay changes: what waits may be due sooner.
+    delay_changed: tokio::sync::Notify,
     session: dgt_session::SessionConfig,
 }
 
@@ -74,11 +78,12 @@ impl std::fmt::Debug for Relay {
 
 impl Relay {
     /// Opens the data folder, replays journals, resumes unfinished games and starts the PGN
-    /// writer. Ports are added with [`Relay::add_port`] and [`Relay::discover`].
-    pub fn start(config: &Config) -> Result<Arc<Relay>, crate::store::StoreError> {
-        let (store, games) = Store::open(&config.data)?;
+    /// writer, all on `clock`. Ports are added with [`Relay::add_port`] and
+    /// [`Relay::discover`].
+    pub fn start(config: &Config, clock: Clock) -> Result<Arc<Relay>, crate::store::StoreError> {
+        let (store, games) = Store::open(&config.data, clock.clone())?;
         let store = Arc::new(store);
-        let hub = Arc::new(Hub::new(config.tournament.live_round()));
+        let hub = Arc::new(Hub::new(config.tournament.live_round(), clock.clone()));
         // Before anything is published, so that no recovered move escapes the delay.
         let _ = hub.delay().set(u64::from(config.delay_s));
         let _ = store.delay().set(u64::from(config.delay_s));
@@ -112,7 +117,8 @@ impl Relay {
             writer: Mutex::new(None),
             push: Arc::default(),
             next_port_id: Arc::new(AtomicU64::new(1)),
-            epoch: Epoch::now(),
+            clock,
+            delay_changed: tokio::sync::Notify::new(),
             session: dgt_session::SessionConfig {
                 link: dgt_session::LinkTiming {
                     battery_poll_ms: config.battery_poll_ms,
@@ -173,13 +179,13 @@ impl Relay {
         relay.catch_file_size_signal();
         if let Some(lichess) = &config.lichess {
             // Stopped with the PGN writer, so the last moves are pushed too.
-            relay.push.start(
-                lichess.clone(),
+            let ctx = crate::push::PushContext::new(
                 Arc::clone(&store),
                 relay.tournament.clone(),
                 Arc::clone(&hub),
-                relay.writer_shutdown.listener(),
+                relay.clock.clone(),
             );
+            relay.push.start(lichess.clone(), ctx, relay.writer_shutdown.listener());
         }
         relay.release_delayed();
         relay.recover(games);
@@ -196,38 +202,32 @@ impl Relay {
         self.hub.delay().set(seconds)?;
         self.store.delay().set(seconds)?;
         tracing::info!(seconds, "broadcast delay set");
-        // A shorter delay releases what has waited long enough now.
-        let now = std::time::Instant::now();
-        self.hub.release(now);
-        self.store.release_pgn(now);
+        // A shorter delay releases what has waited long enough now, and what waits may be
+        // due sooner.
+        self.hub.release();
+        self.store.release_pgn();
+        self.delay_changed.notify_one();
         Ok(())
     }
 
-    /// Releases public changes as their delay passes, until shutdown. It wakes at the next
-    /// change due, and at least every quarter second to follow a changed delay.
-    fn release_delayed(&self) {
+    /// Releases public changes as their delay passes, until shutdown: it wakes when the
+    /// next change is due, and when the delay changes.
+    fn release_delayed(self: &Arc<Self>) {
         if tokio::runtime::Handle::try_current().is_err() {
             return;
         }
-        let hub = Arc::clone(&self.hub);
-        let store = Arc::clone(&self.store);
+        let relay = Arc::clone(self);
         let mut stop = self.shutdown.listener();
         self.spawn(async move {
-            let tick = Duration::from_millis(250);
             loop {
-                let now = tokio::time::Instant::now();
-                let next = [hub.next_due(), store.next_pgn_due()]
-                    .into_iter()
-                    .flatten()
-                    .map(tokio::time::Instant::from_std)
-                    .fold(now + tick, std::cmp::Ord::min);
+                let next = [relay.hub.next_due(), relay.store.next_pgn_due()].into_iter().flatten().min();
                 tokio::select! {
-                    _ = tokio::time::sleep_until(next) => {}
+                    _ = sleep_until_opt(next) => {}
+                    _ = relay.delay_changed.notified() => {}
                     _ = stop.wait() => return,
                 }
-                let now = std::time::Instant::now();
-                hub.release(now);
-                store.release_pgn(now);
+                relay.hub.release();
+                relay.store.release_pgn();
             }
         });
     }
@@ -290,7 +290,7 @@ impl Relay {
             hub: Arc::clone(&self.hub),
             store: Arc::clone(&self.store),
             tournament: self.tournament.clone(),
-            epoch: self.epoch,
+            clock: self.clock.clone(),
             session: self.session,
             tap: None,
         }
@@ -450,10 +450,10 @@ impl Relay {
         let stop = self.shutdown.listener();
         let relay = Arc::clone(self);
         let ids = Arc::clone(&self.next_port_id);
-        let epoch = self.epoch;
+        let clock = self.clock.clone();
         self.spawn(tracing::Instrument::instrument(
             async move {
-                crate::port::run_port(path.clone(), Arc::clone(&relay), epoch, ids, stop, opts).await;
+                crate::port::run_port(path.clone(), Arc::clone(&relay), clock, ids, stop, opts).await;
                 relay.registry.lock().unwrap_or_else(|p| p.into_inner()).ports.remove(&path);
             },
             span,
@@ -516,5 +516,13 @@ impl AttachTo for Relay {
         let (number, tx) = self.board_for_serial(serial);
         tracing::info!(%serial, board = number, "board identified");
         tx.send(BoardInput::Attach(port)).await.is_ok()
+    }
+}
+
+/// Sleeps until `t`; forever without one.
+async fn sleep_until_opt(t: Option<tokio::time::Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
     }
 }

@@ -31,7 +31,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
@@ -42,6 +42,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use crate::shutdown::Listener;
 
@@ -219,7 +220,7 @@ impl Connections {
     /// never exceed the cap by more than the one just accepted). `None` when every
     /// connection is busy, or no place came free within a second.
     async fn admit(self: &Arc<Self>) -> Option<ConnGuard> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        let deadline = Instant::now() + Duration::from_secs(1);
         loop {
             let closed = self.closed.notified();
             tokio::pin!(closed);

@@ -53,7 +53,7 @@ fn game(round: u32, board: u32, sans: &[&str], result: Option<&str>) -> GameReco
 fn the_broadcaster_app_accepts_a_round_folder_and_uploads_it_in_board_order() {
     let dir = common::tmpdir("export");
     let data = dir.join("data");
-    let (store, _) = Store::open(&data).unwrap();
+    let (store, _) = Store::open(&data, dgt_relay::clock::Clock::system()).unwrap();
     for board in 1..=12 {
         let result = (board % 3 == 0).then_some("1-0");
         store.set_pgn(

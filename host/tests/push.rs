@@ -1,7 +1,8 @@
 //! The Lichess push against a stand-in of lila's push endpoint (`lichess/mod.rs`): large
 //! rounds split, refused games alerted with Lichess's text, failures retried with the latest
-//! state; and a whole round played on simulated boards through the real relay reaching it
-//! with every game accepted, with a clean and with a failing server.
+//! state (the pusher in process, on tokio's paused clock, the stand-in behind an in-memory
+//! connection); and a whole round played on simulated boards through the real relay
+//! reaching it with every game accepted, with a clean and with a failing server.
 #![allow(clippy::unwrap_used)]
 
 mod broadcaster;
@@ -11,11 +12,13 @@ mod lichess;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dgt_relay::clock::Clock;
+
 use dgt_hil_sim::hands::{GameEnd, PlanOptions, plan_game};
 use dgt_hil_sim::pgn::SourceGame;
 use dgt_hil_sim::{SimBoard, StartPolicy};
 use dgt_relay::feed::{AlertLevel, Hub};
-use dgt_relay::push::{LichessSection, PushState};
+use dgt_relay::push::{LichessSection, PushContext, PushState};
 use dgt_relay::record::{GameHeader, GameRecord, JournalMove};
 use dgt_relay::shutdown::Shutdown;
 use dgt_relay::store::Store;
@@ -81,27 +84,29 @@ struct InProcess {
     stop: Shutdown,
 }
 
-fn start_pusher(dir: &std::path::Path, url: &str, timeout_s: u64) -> InProcess {
-    let (store, _) = Store::open(&dir.join("data")).unwrap();
+/// A pusher in this process, on the relay's clock (tokio's, paused by these tests), whose
+/// requests go to `standin` through an in-memory connection.
+fn start_pusher(dir: &std::path::Path, standin: &StandIn, timeout_s: u64) -> InProcess {
+    let clock = Clock::system();
+    let (store, _) = Store::open(&dir.join("data"), clock.clone()).unwrap();
     let store = Arc::new(store);
-    let hub = Arc::new(Hub::new(1));
+    let hub = Arc::new(Hub::new(1, clock.clone()));
     let tournament = SharedTournament::new(Tournament::default());
     let push = Arc::new(PushState::default());
     let stop = Shutdown::new();
-    push.start(
-        settings(dir, url, timeout_s),
-        Arc::clone(&store),
-        tournament,
-        Arc::clone(&hub),
-        stop.listener(),
-    );
+    let ctx = PushContext {
+        connect: standin.connector(),
+        ..PushContext::new(Arc::clone(&store), tournament, Arc::clone(&hub), clock)
+    };
+    push.start(settings(dir, &standin.url(), timeout_s), ctx, stop.listener());
     InProcess { store, hub, push, stop }
 }
 
+/// Waits (on tokio's clock) until `f` holds, for at most `timeout`.
 async fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
+    let deadline = tokio::time::Instant::now() + timeout;
     while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -126,11 +131,11 @@ fn the_stand_in_validates_as_lichess_does() {
     assert_eq!(lichess::split(&two).len(), 2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_large_round_is_split_and_refused_games_are_alerted() {
     let dir = common::tmpdir("push-large");
-    let standin = StandIn::start(ROUND, TOKEN).await;
-    let p = start_pusher(&dir, &standin.url(), 5);
+    let standin = StandIn::in_memory(ROUND, TOKEN);
+    let p = start_pusher(&dir, &standin, 5);
     for b in 1..=150 {
         set(&p, &record(b, &["e4", "e5", "Nf3"], None));
     }
@@ -172,12 +177,12 @@ async fn a_large_round_is_split_and_refused_games_are_alerted() {
     p.push.join().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn failures_are_retried_with_the_latest_moves_and_nothing_is_lost() {
     let dir = common::tmpdir("push-fail");
-    let standin = StandIn::start(ROUND, TOKEN).await;
+    let standin = StandIn::in_memory(ROUND, TOKEN);
     standin.fail_next(&[Fail::ServerError, Fail::TooMany, Fail::Stall(Duration::from_secs(3)), Fail::Drop]);
-    let p = start_pusher(&dir, &standin.url(), 1);
+    let p = start_pusher(&dir, &standin, 1);
     let line = ["d4", "d5", "c4", "e6", "Nc3", "Nf6", "Bg5", "Be7"];
     // Moves keep coming while the server fails.
     for n in 1..=line.len() {
@@ -215,11 +220,11 @@ async fn failures_are_retried_with_the_latest_moves_and_nothing_is_lost() {
     p.push.join().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_wrong_token_is_an_alert_and_not_retried_in_a_loop() {
     let dir = common::tmpdir("push-token");
-    let standin = StandIn::start(ROUND, "another-token").await;
-    let p = start_pusher(&dir, &standin.url(), 5);
+    let standin = StandIn::in_memory(ROUND, "another-token");
+    let p = start_pusher(&dir, &standin, 5);
     set(&p, &record(1, &["e4"], None));
     wait_for("alert", Duration::from_secs(10), || {
         p.hub

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use dgt_e2e_tests::offline::{OfflineOptions, Wire, replay_through_tracker};
 use dgt_hil_sim::hands::Profile;
 use dgt_relay::board::{BoardInput, BoardTask, Services};
+use dgt_relay::clock::Clock;
 use dgt_relay::feed::Hub;
-use dgt_relay::port::{Attached, Epoch, identify};
+use dgt_relay::port::{Attached, identify};
 use dgt_relay::shutdown::Shutdown;
 use dgt_relay::store::Store;
 use dgt_relay::tournament::SharedTournament;
@@ -22,14 +23,15 @@ use tokio::sync::{mpsc, oneshot};
 async fn relay_effects(wire: &[(u64, Wire)], end_ms: u64, name: &str) -> Vec<(u64, Effect)> {
     let dir = std::env::temp_dir().join(format!("dgt-same-code-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let (store, _) = Store::open(&dir).expect("data folder");
-    let epoch = Epoch::now();
+    // The relay's clock on tokio's paused time.
+    let clock = Clock::system();
+    let (store, _) = Store::open(&dir, clock.clone()).expect("data folder");
     let (tap, mut effects) = mpsc::unbounded_channel();
     let svc = Services {
-        hub: Arc::new(Hub::new(1)),
+        hub: Arc::new(Hub::new(1, clock.clone())),
         store: Arc::new(store),
         tournament: SharedTournament::default(),
-        epoch,
+        clock: clock.clone(),
         session: SessionConfig::default(),
         tap: Some(tap),
     };
@@ -38,7 +40,7 @@ async fn relay_effects(wire: &[(u64, Wire)], end_ms: u64, name: &str) -> Vec<(u6
     let board = tokio::spawn(BoardTask::new(1, None, svc, None).run(rx, shutdown.listener()));
     let mut board_end: Option<tokio::io::DuplexStream> = None;
     for (at, event) in wire {
-        tokio::time::sleep_until(epoch.at(*at)).await;
+        tokio::time::sleep_until(clock.at(*at)).await;
         match event {
             Wire::Opened => {
                 // The port task: the handshake on the relay's end, then the board task.
@@ -48,10 +50,11 @@ async fn relay_effects(wire: &[(u64, Wire)], end_ms: u64, name: &str) -> Vec<(u6
                 board_end = Some(far);
                 let tx = tx.clone();
                 let mut stop = shutdown.listener();
+                let clock = clock.clone();
                 tokio::spawn(async move {
                     let mut io = relay_end;
                     let timing = SessionConfig::default().link;
-                    if let Ok(link) = identify(&mut io, epoch, timing, &mut stop).await {
+                    if let Ok(link) = identify(&mut io, &clock, timing, &mut stop).await {
                         let (released, _back) = oneshot::channel();
                         let port =
                             Attached { port_id: 1, path: "offline".into(), io: Box::new(io), link, released };
@@ -68,7 +71,7 @@ async fn relay_effects(wire: &[(u64, Wire)], end_ms: u64, name: &str) -> Vec<(u6
         }
     }
     // Until the harness stopped (its last instant included), then stop.
-    tokio::time::sleep_until(epoch.at(end_ms + 1)).await;
+    tokio::time::sleep_until(clock.at(end_ms + 1)).await;
     shutdown.trigger();
     board.await.expect("board task");
     let _ = std::fs::remove_dir_all(&dir);

@@ -26,8 +26,9 @@ use tokio::sync::mpsc;
 pub use command::{AdminCommand, AdminError, BoardInput, CheckedCorrection};
 pub use outputs::{Outputs, Source, status_of};
 
+use crate::clock::Clock;
 use crate::feed::{Hub, MoveView};
-use crate::port::{Attached, Epoch, PortIo};
+use crate::port::{Attached, PortIo};
 use crate::record::GameRecord;
 use crate::shutdown::Listener;
 use crate::store::Store;
@@ -45,7 +46,7 @@ pub struct Services {
     /// Event and pairings.
     pub tournament: SharedTournament,
     /// The relay's clock.
-    pub epoch: Epoch,
+    pub clock: Clock,
     /// The sessions' settings.
     pub session: dgt_session::SessionConfig,
     /// Receives a copy of every effect a board's session emits, with its time (for
@@ -64,7 +65,7 @@ struct Port {
 pub struct BoardTask {
     number: u32,
     session: BoardSession,
-    epoch: Epoch,
+    clock: Clock,
     tap: Option<mpsc::UnboundedSender<(u32, u64, Effect)>>,
     port: Option<Port>,
     outputs: Outputs,
@@ -87,17 +88,17 @@ impl BoardTask {
         let mut config = svc.session;
         config.tracker.time_control =
             svc.tournament.lock().event.time_control.as_deref().and_then(|t| t.parse().ok());
-        let (epoch, tap) = (svc.epoch, svc.tap.clone());
+        let (clock, tap) = (svc.clock.clone(), svc.tap.clone());
         let (outputs, saved) = Outputs::new(number, svc, resume);
         let mut session = BoardSession::new(number, serial, config);
         if let Some(saved) = saved {
-            session.resume(epoch.ms(), &saved);
+            session.resume(clock.ms(), &saved);
         }
-        BoardTask { number, session, epoch, tap, port: None, outputs }
+        BoardTask { number, session, clock, tap, port: None, outputs }
     }
 
     fn now(&self) -> u64 {
-        self.epoch.ms()
+        self.clock.ms()
     }
 
     /// Runs the board until shutdown (or until every sender is gone), then flushes.
@@ -108,7 +109,7 @@ impl BoardTask {
         let mut retry = tokio::time::interval(Duration::from_secs(1));
         let mut buf = [0u8; 512];
         loop {
-            let deadline = self.epoch.at(self.session.next_deadline());
+            let deadline = self.clock.at(self.session.next_deadline());
             // Biased, in the order the offline harness handles one instant: the same bytes
             // at the same times give the same effects.
             tokio::select! {

@@ -189,10 +189,14 @@ impl Outputs {
                 if self.clock.as_ref().map(clock_view) != Some(v) {
                     self.clock = Some(c);
                     // A delta only when the clock changes state (see `Hub::clock`).
-                    self.svc.hub.clock(n, v);
+                    self.svc.hub.clock_reading(n, v);
                     // The PGN's live `Clock` tag follows, at most every few seconds.
-                    if self.last_pgn_clock.is_none_or(|t| t.elapsed() >= PGN_CLOCK_REFRESH) {
-                        self.last_pgn_clock = Some(Instant::now());
+                    let now = self.svc.clock.now();
+                    if self
+                        .last_pgn_clock
+                        .is_none_or(|t| now.saturating_duration_since(t) >= PGN_CLOCK_REFRESH)
+                    {
+                        self.last_pgn_clock = Some(now);
                         self.refresh_pgn();
                     }
                 }
@@ -369,7 +373,7 @@ impl Outputs {
         {
             round += 1;
         }
-        let (utc_date, utc_time) = now_utc();
+        let (utc_date, utc_time) = crate::pgn::utc_date_time(self.svc.clock.unix_s());
         let rec = GameRecord::new(GameHeader {
             round,
             board: self.number,
@@ -428,9 +432,4 @@ impl Outputs {
             Err(AdminError::Storage(format!("{} record(s) wait", self.pending.len())))
         }
     }
-}
-
-fn now_utc() -> (String, String) {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    crate::pgn::utc_date_time(secs)
 }

@@ -164,7 +164,7 @@ mod tests {
 
     #[test]
     fn a_board_back_resolves_its_not_responding_and_an_ack_is_kept_and_sent_once() {
-        let hub = Hub::new(1);
+        let hub = Hub::new(1, crate::clock::Clock::manual(1_764_000_000_000));
         hub.publish(alert(AlertCode::NotResponding, AlertLevel::Error));
         hub.publish(alert(AlertCode::NotResponding, AlertLevel::Error));
         hub.publish(alert(AlertCode::BatteryLow, AlertLevel::Warning));
@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn a_full_alert_list_drops_what_no_longer_needs_the_operator_first() {
-        let hub = Hub::new(1);
+        let hub = Hub::new(1, crate::clock::Clock::manual(1_764_000_000_000));
         hub.publish(alert(AlertCode::PositionMismatch, AlertLevel::Warning));
         let first = hub.board(1).unwrap().alerts[0].id;
         for _ in 0..MAX_ALERTS {
@@ -213,7 +213,7 @@ mod tests {
     /// other relay-wide alerts stay, and connected clients get every alert as it comes.
     #[test]
     fn a_resolved_condition_is_cleared_from_snapshots() {
-        let hub = Hub::new(1);
+        let hub = Hub::new(1, crate::clock::Clock::manual(1_764_000_000_000));
         let (_, mut rx) = hub.subscribe();
         let alert = |level, message: &str| AlertView {
             code: AlertCode::Storage,

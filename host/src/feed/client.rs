@@ -3,16 +3,17 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures_util::SinkExt;
 use serde::Deserialize;
 use tokio::sync::broadcast;
+use tokio::time::Instant;
 
 use super::FEED_VERSION;
 use super::alerts::AlertEntry;
-use super::hub::{Frame, Hub, now_ms};
+use super::hub::{Frame, Hub};
 use super::views::{BoardView, Snapshot};
 use crate::shutdown::Listener;
 
@@ -265,6 +266,7 @@ pub fn snapshot_frame(
     filter: Option<&BTreeSet<u32>>,
     resync: bool,
     alerts: &[AlertEntry],
+    time_ms: u64,
 ) -> Message {
     let boards: Vec<&BoardView> =
         snap.boards.iter().filter(|b| filter.is_none_or(|f| f.contains(&b.board))).collect();
@@ -273,7 +275,7 @@ pub fn snapshot_frame(
         "type": "snapshot",
         "seq": snap.seq,
         "resync": resync,
-        "time": now_ms(),
+        "time": time_ms,
         "boards": boards,
         "alerts": alerts,
     });
@@ -302,11 +304,12 @@ pub async fn serve_client(
     mut stop: Listener,
     limits: ClientLimits,
 ) -> ClientEnd {
-    let mut client = ClientSession::new(limits, Instant::now());
+    let clock = hub.clock().clone();
+    let mut client = ClientSession::new(limits, clock.now());
     let (snap, mut rx) = hub.subscribe();
     let mut resyncs: VecDeque<Instant> = VecDeque::new();
     let alerts = hub.relay_alerts();
-    if !send(&mut ws, snapshot_frame(&snap, None, false, &alerts), limits).await {
+    if !send(&mut ws, snapshot_frame(&snap, None, false, &alerts, clock.wall_ms()), limits).await {
         return ClientEnd::TooSlow;
     }
     // A subscription to some boards numbers its own deltas, from its snapshot's `seq` on:
@@ -340,7 +343,7 @@ pub async fn serve_client(
                     Err(broadcast::error::RecvError::Closed) => return ClientEnd::Shutdown,
                 };
                 let Some(missed) = lagged else { continue };
-                let now = Instant::now();
+                let now = clock.now();
                 while resyncs.front().is_some_and(|t| now.duration_since(*t) > limits.resync_window) {
                     resyncs.pop_front();
                 }
@@ -355,15 +358,15 @@ pub async fn serve_client(
                 let (snap, new_rx) = hub.subscribe();
                 rx = new_rx;
                 own_seq = client.filter().map(|_| snap.seq);
-                if !send(&mut ws, snapshot_frame(&snap, client.filter(), true, &hub.relay_alerts()), limits).await {
+                if !send(&mut ws, snapshot_frame(&snap, client.filter(), true, &hub.relay_alerts(), clock.wall_ms()), limits).await {
                     return ClientEnd::TooSlow;
                 }
             }
             incoming = ws.recv() => {
                 let action = match incoming {
                     None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return ClientEnd::Closed,
-                    Some(Ok(Message::Text(t))) => client.on_message(ClientInput::Text(t.as_str()), Instant::now()),
-                    Some(Ok(Message::Binary(_))) => client.on_message(ClientInput::Binary, Instant::now()),
+                    Some(Ok(Message::Text(t))) => client.on_message(ClientInput::Text(t.as_str()), clock.now()),
+                    Some(Ok(Message::Binary(_))) => client.on_message(ClientInput::Binary, clock.now()),
                     Some(Ok(_)) => continue, // ping/pong: answered by the library
                 };
                 let reply = match action {
@@ -372,7 +375,7 @@ pub async fn serve_client(
                         let (snap, new_rx) = hub.subscribe();
                         rx = new_rx;
                         own_seq = client.filter().map(|_| snap.seq);
-                        snapshot_frame(&snap, client.filter(), resync, &hub.relay_alerts())
+                        snapshot_frame(&snap, client.filter(), resync, &hub.relay_alerts(), clock.wall_ms())
                     }
                     ClientAction::Close(m, end) => {
                         tracing::info!(?end, "websocket client disconnected");

@@ -3,24 +3,21 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::ws::Utf8Bytes;
 use tokio::sync::broadcast;
+use tokio::time::Instant;
 
 use super::FEED_VERSION;
 use super::alerts::AlertView;
 use super::alerts::{self, AlertEntry, AlertFrame};
 use super::privacy::Private;
 use super::views::{BoardView, ClockView, Delta, MoveView, Side, Snapshot};
+use crate::clock::Clock;
 
 /// Deltas kept for slow receivers before they lag.
 pub const RING: usize = 4096;
-
-/// Milliseconds since 1970 now (0 if the clock is before 1970).
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
 
 /// A serialised delta, shared by every receiver.
 #[derive(Clone, Debug)]
@@ -159,11 +156,11 @@ impl HubInner {
     }
 
     /// Sends the changes that have waited out `delay` at `now`.
-    fn release(&mut self, tx: &broadcast::Sender<Arc<Frame>>, now: Instant, delay: Duration) {
+    fn release(&mut self, tx: &broadcast::Sender<Arc<Frame>>, now: Instant, wall: u64, delay: Duration) {
         for p in self.pending.release(now, delay) {
             match p {
                 Pending::Delta(d) => {
-                    self.send(tx, d, now_ms());
+                    self.send(tx, d, wall);
                 }
                 Pending::Reading(board, clock) => {
                     if let Some(v) = self.public.get_mut(&board) {
@@ -202,6 +199,8 @@ pub struct Hub {
     tx: broadcast::Sender<Arc<Frame>>,
     /// The broadcast delay of the public feed and views.
     delay: crate::delay::Delay,
+    /// The relay's clock: when changes happen, and the times stamped on moves and alerts.
+    clock: Clock,
 }
 
 impl std::fmt::Debug for Hub {
@@ -211,8 +210,9 @@ impl std::fmt::Debug for Hub {
 }
 
 impl Hub {
-    /// An empty hub; `round` is the default round for boards first seen in a delta.
-    pub fn new(round: u32) -> Hub {
+    /// An empty hub on `clock`; `round` is the default round for boards first seen in a
+    /// delta.
+    pub fn new(round: u32, clock: Clock) -> Hub {
         Hub {
             inner: Mutex::new(HubInner {
                 seq: 0,
@@ -222,13 +222,19 @@ impl Hub {
                 pending: crate::delay::DelayLine::default(),
                 relay_alerts: Vec::new(),
                 conditions: BTreeMap::new(),
-                next_alert: now_ms().max(1),
+                next_alert: clock.wall_ms().max(1),
                 sent_clocks: BTreeMap::new(),
                 private: Private::default(),
             }),
             tx: broadcast::channel(RING).0,
             delay: crate::delay::Delay::default(),
+            clock,
         }
+    }
+
+    /// The relay's clock, as the hub reads it.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     fn lock(&self) -> MutexGuard<'_, HubInner> {
@@ -239,7 +245,7 @@ impl Hub {
     /// Numbers, applies and sends one delta; returns its sequence number.
     pub fn publish(&self, delta: Delta) -> u64 {
         let mut inner = self.lock();
-        self.publish_locked(&mut inner, delta, Instant::now())
+        self.publish_locked(&mut inner, delta)
     }
 
     /// Publishes a relay-wide alert about a standing condition named `topic` (the PGN
@@ -252,13 +258,13 @@ impl Hub {
             inner.relay_alerts.retain(|a| a.id != old);
         }
         let id = inner.next_alert;
-        let seq = self.publish_locked(&mut inner, Delta::Alert { board: None, alert }, Instant::now());
+        let seq = self.publish_locked(&mut inner, Delta::Alert { board: None, alert });
         inner.conditions.insert(topic, id);
         seq
     }
 
-    fn publish_locked(&self, inner: &mut HubInner, mut delta: Delta, now: Instant) -> u64 {
-        let wall = now_ms();
+    fn publish_locked(&self, inner: &mut HubInner, mut delta: Delta) -> u64 {
+        let (now, wall) = (self.clock.now(), self.clock.wall_ms());
         match &delta {
             Delta::Clock { board, clock } => {
                 inner.sent_clocks.insert(*board, (*clock, now));
@@ -304,7 +310,7 @@ impl Hub {
         if game && (!delay.is_zero() || !inner.pending.is_empty()) {
             inner.pending.push(now, Pending::Delta(delta));
             // With the delay back to zero, what waited goes first, then this.
-            inner.release(&self.tx, now, delay);
+            inner.release(&self.tx, now, wall, delay);
             return inner.seq;
         }
         inner.send(&self.tx, delta, wall)
@@ -317,16 +323,13 @@ impl Hub {
     /// time changed on a stopped side, or a running time that differs from the count-down
     /// by more than the readings' 1 s resolution (a time set by the arbiter, added time).
     /// Returns the delta's sequence number if one was sent.
-    pub fn clock(&self, board: u32, clock: ClockView) -> Option<u64> {
-        self.clock_at(board, clock, Instant::now())
-    }
-
-    fn clock_at(&self, board: u32, clock: ClockView, now: Instant) -> Option<u64> {
+    pub fn clock_reading(&self, board: u32, clock: ClockView) -> Option<u64> {
+        let now = self.clock.now();
         let mut inner = self.lock();
         let sent = inner.sent_clocks.get(&board).copied();
         let due = sent.is_none_or(|(last, at)| clock_needs_delta(&last, now.duration_since(at), &clock));
         if due {
-            return Some(self.publish_locked(&mut inner, Delta::Clock { board, clock }, now));
+            return Some(self.publish_locked(&mut inner, Delta::Clock { board, clock }));
         }
         if let Some(view) = inner.boards.get_mut(&board) {
             view.clock = Some(clock);
@@ -338,7 +341,7 @@ impl Hub {
             }
         } else {
             inner.pending.push(now, Pending::Reading(board, clock));
-            inner.release(&self.tx, now, delay);
+            inner.release(&self.tx, now, self.clock.wall_ms(), delay);
         }
         None
     }
@@ -348,11 +351,12 @@ impl Hub {
         &self.delay
     }
 
-    /// Sends the public changes that have waited out the delay at `now`.
-    pub fn release(&self, now: Instant) {
+    /// Sends the public changes that have waited out the delay by now.
+    pub fn release(&self) {
+        let (now, wall) = (self.clock.now(), self.clock.wall_ms());
         let mut inner = self.lock();
         let delay = self.delay.get();
-        inner.release(&self.tx, now, delay);
+        inner.release(&self.tx, now, wall, delay);
     }
 
     /// When the next waiting public change is due, if one waits.
@@ -411,8 +415,8 @@ impl Hub {
             (board, a.acked_at.is_some())
         };
         if !acked {
-            let delta = Delta::AlertAck { board, id, acked_at: now_ms() };
-            self.publish_locked(&mut inner, delta, Instant::now());
+            let delta = Delta::AlertAck { board, id, acked_at: self.clock.wall_ms() };
+            self.publish_locked(&mut inner, delta);
         }
         inner.find_alert(id).map(|(b, a)| (b, a.clone()))
     }
@@ -490,7 +494,7 @@ mod tests {
 
     #[test]
     fn snapshot_then_deltas_are_contiguous() {
-        let hub = Hub::new(1);
+        let hub = Hub::new(1, Clock::manual(1_764_000_000_000));
         hub.publish(Delta::Move { board: 1, state: MoveState::Confirmed, mv: mv(1, "e4"), fen: None });
         let (snap, mut rx) = hub.subscribe();
         assert_eq!(snap.seq, 1);
@@ -507,7 +511,7 @@ mod tests {
 
     #[test]
     fn moves_retractions_and_takebacks_update_the_view() {
-        let hub = Hub::new(2);
+        let hub = Hub::new(2, Clock::manual(1_764_000_000_000));
         let b = 7;
         hub.publish(Delta::Move { board: b, state: MoveState::Provisional, mv: mv(1, "e4"), fen: None });
         hub.publish(Delta::Move { board: b, state: MoveState::Provisional, mv: mv(2, "e5"), fen: None });
@@ -522,12 +526,11 @@ mod tests {
 
     #[test]
     fn with_a_delay_spectators_get_the_game_late_in_order_and_the_operator_at_once() {
-        let hub = Hub::new(1);
+        let hub = Hub::new(1, Clock::manual(1_764_000_000_000));
         hub.delay().set(3).unwrap();
         let (snap, mut rx) = hub.subscribe();
-        let t0 = Instant::now();
         hub.publish(Delta::Move { board: 1, state: MoveState::Confirmed, mv: mv(1, "e4"), fen: None });
-        hub.clock_at(1, clocks(300, 299, Some(Side::Black)), t0);
+        hub.clock_reading(1, clocks(300, 299, Some(Side::Black)));
         hub.publish(Delta::Result { board: 1, result: Some("1-0".into()), termination: None });
         // An alert is not the game: it goes at once.
         hub.publish(Delta::Alert {
@@ -544,9 +547,12 @@ mod tests {
         assert!(hub.public_board(1).is_none_or(|b| b.moves.is_empty() && b.result.is_none()));
         assert_eq!(rx.try_recv().unwrap().seq, snap.seq + 1);
         assert!(rx.try_recv().is_err());
-        hub.release(t0 + Duration::from_millis(2900));
+        hub.clock().advance(Duration::from_millis(2900));
+        hub.release();
         assert!(rx.try_recv().is_err());
-        hub.release(Instant::now() + Duration::from_secs(3));
+        assert_eq!(hub.next_due(), Some(hub.clock().now() + Duration::from_millis(100)));
+        hub.clock().advance(Duration::from_millis(100));
+        hub.release();
         let types: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
             .map(|f| serde_json::from_str::<serde_json::Value>(f.json.as_str()).unwrap()["type"].to_string())
             .collect();
@@ -606,38 +612,39 @@ mod tests {
 
     #[test]
     fn clock_readings_update_the_state_and_become_deltas_only_on_change() {
-        let hub = Hub::new(1);
+        let hub = Hub::new(1, Clock::manual(1_764_000_000_000));
         let (_, mut rx) = hub.subscribe();
-        let t0 = Instant::now();
         let w = Some(Side::White);
+        let second = Duration::from_secs(1);
         // The first reading of a board is always sent.
-        assert_eq!(hub.clock_at(3, clocks(300, 300, w), t0), Some(1));
+        assert_eq!(hub.clock_reading(3, clocks(300, 300, w)), Some(1));
         // Ticks: state updated, no delta, no sequence number.
         for k in 1..=10u32 {
-            let at = t0 + Duration::from_millis(u64::from(k) * 1000);
-            assert_eq!(hub.clock_at(3, clocks(300 - k, 300, w), at), None);
+            hub.clock().advance(second);
+            assert_eq!(hub.clock_reading(3, clocks(300 - k, 300, w)), None);
             assert_eq!(hub.board(3).and_then(|b| b.clock), Some(clocks(300 - k, 300, w)));
         }
         assert_eq!(hub.seq(), 1);
         let (snap, _) = hub.subscribe();
         assert_eq!(snap.boards[0].clock, Some(clocks(290, 300, w)));
         // The press: a delta, and the count-down restarts from it.
-        let at = t0 + Duration::from_millis(10_500);
-        assert_eq!(hub.clock_at(3, clocks(292, 300, Some(Side::Black)), at), Some(2));
-        assert_eq!(hub.clock_at(3, clocks(292, 299, Some(Side::Black)), at + Duration::from_secs(1)), None);
+        hub.clock().advance(Duration::from_millis(500));
+        assert_eq!(hub.clock_reading(3, clocks(292, 300, Some(Side::Black))), Some(2));
+        hub.clock().advance(second);
+        assert_eq!(hub.clock_reading(3, clocks(292, 299, Some(Side::Black))), None);
         // A whole-board delta carries the clocks too: a client counts down from there.
         let mut view = BoardView::new(3, 1);
         view.clock = Some(clocks(292, 250, Some(Side::Black)));
         hub.publish(Delta::Board { view: Box::new(view) });
-        let later = Instant::now() + Duration::from_secs(1);
-        assert_eq!(hub.clock_at(3, clocks(292, 249, Some(Side::Black)), later), None);
+        hub.clock().advance(second);
+        assert_eq!(hub.clock_reading(3, clocks(292, 249, Some(Side::Black))), None);
         let seqs: Vec<u64> = std::iter::from_fn(|| rx.try_recv().ok()).map(|f| f.seq).collect();
         assert_eq!(seqs, [1, 2, 3]);
     }
 
     #[test]
     fn a_lagging_receiver_is_told_it_lagged() {
-        let hub = Hub::new(1);
+        let hub = Hub::new(1, Clock::manual(1_764_000_000_000));
         let (_, mut rx) = hub.subscribe();
         for i in 0..(RING as u32 + 10) {
             hub.publish(Delta::Clock {

@@ -44,7 +44,7 @@ pub use client::{
     ClientAction, ClientEnd, ClientInput, ClientLimits, ClientSession, MAX_BATCH, MAX_CLIENT_MESSAGE,
     READ_BUFFER, serve_client, snapshot_frame,
 };
-pub use hub::{Frame, Hub, RING, clock_needs_delta, now_ms};
+pub use hub::{Frame, Hub, RING, clock_needs_delta};
 pub use privacy::Private;
 pub use views::{BoardStatus, BoardView, ClockView, Delta, MoveState, MoveView, Side, Snapshot};
 

@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn spectators_see_no_paths_and_the_operator_does() {
-        let hub = Hub::new(1);
+        let hub = Hub::new(1, crate::clock::Clock::manual(1_764_000_000_000));
         hub.hide_path(std::path::Path::new("/srv/relay/data"), "<data folder>");
         hub.hide_path(std::path::Path::new("relay-data"), "<data folder>");
         let (_, mut rx) = hub.subscribe();

@@ -4,12 +4,13 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tokio::time::Instant;
 
 use super::ApiError;
 use crate::relay::Relay;
@@ -209,7 +210,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 pub(super) async fn require_token(State(g): State<Guarded>, req: Request, next: Next) -> Response {
     let ip = peer_ip(&req);
-    let now = Instant::now();
+    let now = g.relay.clock.now();
     if let Some(wait) = ip.and_then(|ip| g.failures.blocked(ip, now)) {
         return ApiError::TooMany(wait).into_response();
     }

@@ -287,7 +287,7 @@ fn apply_live(out: &Outputs, state: &EdgeState, source: &str, delta: Delta) {
     }
     match delta {
         Delta::Clock { board, clock } => {
-            out.hub.clock(board, clock);
+            out.hub.clock_reading(board, clock);
         }
         d @ (Delta::Status { .. } | Delta::Alert { .. }) => {
             out.hub.publish(d);

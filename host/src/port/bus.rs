@@ -7,13 +7,14 @@ use dgt_session::{BusEvent, BusPoller};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{AttachTo, Attached, Epoch, PortIo, PortOptions, gone_reason, identify};
+use super::{AttachTo, Attached, PortIo, PortOptions, gone_reason, identify};
+use crate::clock::Clock;
 use crate::shutdown::Listener;
 
 /// What a bus port task needs beside the port.
 pub(super) struct BusPort<'a> {
     pub(super) path: &'a std::path::Path,
-    pub(super) epoch: Epoch,
+    pub(super) clock: &'a Clock,
     pub(super) ids: &'a std::sync::Arc<std::sync::atomic::AtomicU64>,
     pub(super) opts: &'a PortOptions,
 }
@@ -56,8 +57,8 @@ pub(super) async fn run_bus<A: AttachTo>(
     boards: &std::sync::Arc<A>,
     stop: &mut Listener,
 ) -> BusEnd {
-    let epoch = bus.epoch;
-    let mut poller = BusPoller::open(epoch.ms(), bus.opts.bus);
+    let clock = bus.clock;
+    let mut poller = BusPoller::open(clock.ms(), bus.opts.bus);
     let (tx, mut rx) = mpsc::unbounded_channel::<(u16, u64, Vec<u8>)>();
     let mut lines: HashMap<u16, VirtualEnd> = HashMap::new();
     let mut generation = 0u64;
@@ -103,13 +104,13 @@ pub(super) async fn run_bus<A: AttachTo>(
                 lines.remove(&address);
             }
         }
-        let deadline = epoch.at(poller.next_deadline());
+        let deadline = clock.at(poller.next_deadline());
         tokio::select! {
             biased;
             _ = stop.wait() => return BusEnd::Shutdown,
             n = io.read(&mut buf) => match n {
                 Ok(0) => return BusEnd::Lost("the device went away (end of file on the port)".into(), found),
-                Ok(n) => poller.on_bytes(epoch.ms(), &buf[..n]),
+                Ok(n) => poller.on_bytes(clock.ms(), &buf[..n]),
                 Err(e) => return BusEnd::Lost(gone_reason(&e), found),
             },
             Some((address, g, bytes)) = rx.recv() => {
@@ -117,13 +118,13 @@ pub(super) async fn run_bus<A: AttachTo>(
                     if bytes.is_empty() {
                         // The board's task gave its port back: offer the board again.
                         lines.remove(&address);
-                        poller.line_closed(epoch.ms(), address);
+                        poller.line_closed(clock.ms(), address);
                     } else {
                         poller.line_input(address, &bytes);
                     }
                 }
             }
-            _ = tokio::time::sleep_until(deadline) => poller.poll(epoch.ms()),
+            _ = tokio::time::sleep_until(deadline) => poller.poll(clock.ms()),
         }
         if !found && !poller.discovering() && poller.present().is_empty() {
             return BusEnd::Lost("no board answered in bus mode either".into(), false);
@@ -162,13 +163,13 @@ fn open_virtual<A: AttachTo>(
         }
     });
     let path = format!("{} (bus address {address})", bus.path.display());
-    let (epoch, timing) = (bus.epoch, bus.opts.timing);
+    let (clock, timing) = (bus.clock.clone(), bus.opts.timing);
     let port_id = bus.ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let boards = std::sync::Arc::clone(boards);
     let mut stop = stop.clone();
     tokio::spawn(async move {
         let mut io = theirs;
-        let link = match identify(&mut io, epoch, timing, &mut stop).await {
+        let link = match identify(&mut io, &clock, timing, &mut stop).await {
             Ok(link) => link,
             Err(e) => {
                 tracing::warn!(address, ?e, "no handshake on the virtual port");

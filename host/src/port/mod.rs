@@ -43,6 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use crate::clock::Clock;
 use crate::shutdown::Listener;
 
 mod bus;
@@ -60,27 +61,6 @@ pub const NODE_POLL: Duration = Duration::from_millis(50);
 /// A byte stream a board is on: a serial port, or a pipe in tests.
 pub trait PortIo: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> PortIo for T {}
-
-/// The relay's clock: milliseconds since its start, the time every session is given.
-#[derive(Clone, Copy, Debug)]
-pub struct Epoch(pub Instant);
-
-impl Epoch {
-    /// Starts now.
-    pub fn now() -> Epoch {
-        Epoch(Instant::now())
-    }
-
-    /// Milliseconds since the start.
-    pub fn ms(&self) -> u64 {
-        self.0.elapsed().as_millis() as u64
-    }
-
-    /// The instant of a time in milliseconds since the start.
-    pub fn at(&self, ms: u64) -> Instant {
-        self.0 + Duration::from_millis(ms)
-    }
-}
 
 /// An identified board's port, handed to its board task.
 pub struct Attached {
@@ -117,23 +97,23 @@ pub enum NotIdentified {
 /// Runs the handshake on an open port until the board has told its serial number.
 pub async fn identify<T: AsyncRead + AsyncWrite + Unpin>(
     io: &mut T,
-    epoch: Epoch,
+    clock: &Clock,
     timing: LinkTiming,
     stop: &mut Listener,
 ) -> Result<Link, NotIdentified> {
-    identify_watching(io, epoch, timing, stop, |_| None).await
+    identify_watching(io, clock, timing, stop, |_| None).await
 }
 
 /// [`identify`], showing `watch` every chunk read; `watch` gives up (with its reason) by
 /// returning one.
 async fn identify_watching<T: AsyncRead + AsyncWrite + Unpin>(
     io: &mut T,
-    epoch: Epoch,
+    clock: &Clock,
     timing: LinkTiming,
     stop: &mut Listener,
     mut watch: impl FnMut(&[u8]) -> Option<String>,
 ) -> Result<Link, NotIdentified> {
-    let mut link = Link::open(epoch.ms(), timing);
+    let mut link = Link::open(clock.ms(), timing);
     let mut buf = [0u8; 512];
     loop {
         let out = link.take_output();
@@ -156,7 +136,7 @@ async fn identify_watching<T: AsyncRead + AsyncWrite + Unpin>(
                 .unwrap_or_default();
             return Err(NotIdentified::Lost(reason));
         }
-        let deadline = link.next_deadline().map(|ms| epoch.at(ms));
+        let deadline = link.next_deadline().map(|ms| clock.at(ms));
         tokio::select! {
             _ = stop.wait() => return Err(NotIdentified::Shutdown),
             n = io.read(&mut buf) => match n {
@@ -165,11 +145,11 @@ async fn identify_watching<T: AsyncRead + AsyncWrite + Unpin>(
                     if let Some(why) = watch(&buf[..n]) {
                         return Err(NotIdentified::Lost(why));
                     }
-                    link.on_bytes(epoch.ms(), &buf[..n]);
+                    link.on_bytes(clock.ms(), &buf[..n]);
                 }
                 Err(e) => return Err(NotIdentified::Lost(gone_reason(&e))),
             },
-            _ = sleep_until_opt(deadline) => link.poll(epoch.ms()),
+            _ = sleep_until_opt(deadline) => link.poll(clock.ms()),
         }
     }
 }
@@ -200,7 +180,7 @@ impl Watch {
     }
 
     /// Notes a chunk; gives up when only garbage came for [`GARBLED_FOR`].
-    fn look(&mut self, bytes: &[u8]) -> Option<String> {
+    fn look(&mut self, bytes: &[u8], now: Instant) -> Option<String> {
         let (noise, garbled, clean, address) =
             (&mut self.noise, &mut self.garbled, &mut self.clean, &mut self.address);
         self.side.feed(bytes, |d| match d {
@@ -219,10 +199,10 @@ impl Watch {
             _ => {}
         });
         if self.garbled > 0 && self.first_noise.is_none() {
-            self.first_noise = Some(Instant::now());
+            self.first_noise = Some(now);
         }
         self.first_noise
-            .filter(|t| t.elapsed() >= GARBLED_FOR)
+            .filter(|t| now.saturating_duration_since(*t) >= GARBLED_FOR)
             .map(|_| format!("{} garbled bytes and no clean answer", self.garbled))
     }
 }
@@ -246,12 +226,12 @@ pub const ADDRESS_WAIT: Duration = Duration::from_millis(300);
 /// answers, each valid on its own), is a chain. A board that does not answer `46` is taken for one board.
 pub async fn detect<T: AsyncRead + AsyncWrite + Unpin>(
     io: &mut T,
-    epoch: Epoch,
+    clock: &Clock,
     timing: LinkTiming,
     stop: &mut Listener,
 ) -> Result<Detected, NotIdentified> {
     let mut watch = Watch::new();
-    let mut link = match identify_watching(io, epoch, timing, stop, |b| watch.look(b)).await {
+    let mut link = match identify_watching(io, clock, timing, stop, |b| watch.look(b, clock.now())).await {
         Ok(link) => link,
         Err(NotIdentified::Shutdown) => return Err(NotIdentified::Shutdown),
         Err(NotIdentified::Lost(reason)) => return Ok(Detected::Chain(reason)),
@@ -261,7 +241,7 @@ pub async fn detect<T: AsyncRead + AsyncWrite + Unpin>(
         io.flush().await
     };
     write.await.map_err(|e| NotIdentified::Lost(gone_reason(&e)))?;
-    let until = Instant::now() + ADDRESS_WAIT;
+    let until = clock.now() + ADDRESS_WAIT;
     let mut buf = [0u8; 512];
     while watch.address.is_none() {
         tokio::select! {
@@ -269,8 +249,8 @@ pub async fn detect<T: AsyncRead + AsyncWrite + Unpin>(
             n = io.read(&mut buf) => match n {
                 Ok(0) => return Err(NotIdentified::Lost("the device went away (end of file on the port)".into())),
                 Ok(n) => {
-                    let _ = watch.look(&buf[..n]);
-                    link.on_bytes(epoch.ms(), &buf[..n]);
+                    let _ = watch.look(&buf[..n], clock.now());
+                    link.on_bytes(clock.ms(), &buf[..n]);
                 }
                 Err(e) => return Err(NotIdentified::Lost(gone_reason(&e))),
             },
@@ -368,7 +348,7 @@ pub fn open_port(path: &std::path::Path) -> Result<tokio_serial::SerialStream, t
 pub async fn run_port<A: AttachTo>(
     path: PathBuf,
     boards: std::sync::Arc<A>,
-    epoch: Epoch,
+    clock: Clock,
     ids: std::sync::Arc<std::sync::atomic::AtomicU64>,
     mut stop: Listener,
     opts: PortOptions,
@@ -388,7 +368,7 @@ pub async fn run_port<A: AttachTo>(
                 let detected = if chain {
                     Ok(Detected::Chain("a chain in bus mode".into()))
                 } else {
-                    detect(&mut port, epoch, opts.timing, &mut stop).await
+                    detect(&mut port, &clock, opts.timing, &mut stop).await
                 };
                 match detected {
                     Err(NotIdentified::Shutdown) => return,
@@ -397,7 +377,7 @@ pub async fn run_port<A: AttachTo>(
                     }
                     Ok(Detected::Chain(why)) => {
                         tracing::info!(%why, "trying the line as a chain of boards in bus mode");
-                        let bus = BusPort { path: &path, epoch, ids: &ids, opts: &opts };
+                        let bus = BusPort { path: &path, clock: &clock, ids: &ids, opts: &opts };
                         match run_bus(Box::new(port), &bus, &boards, &mut stop).await {
                             BusEnd::Shutdown => return,
                             BusEnd::Lost(reason, found) => {

@@ -7,11 +7,33 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
+
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::settings::LichessSettings;
+
+/// A byte stream a request goes on.
+pub trait Conn: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Conn for T {}
+
+/// Opens the stream to `host`:`port` that a request goes on (TLS comes on top): a TCP
+/// connection, or in tests a pipe to a stand-in server.
+pub type Connect =
+    Arc<dyn Fn(String, u16) -> BoxFuture<'static, std::io::Result<Box<dyn Conn>>> + Send + Sync>;
+
+/// A TCP connection (no Nagle delay: one request, then its answer).
+pub fn tcp() -> Connect {
+    Arc::new(|host, port| {
+        Box::pin(async move {
+            let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+            let _ = tcp.set_nodelay(true);
+            Ok(Box::new(tcp) as Box<dyn Conn>)
+        })
+    })
+}
 
 /// The largest answer read.
 const MAX_ANSWER: usize = 1 << 20;
@@ -98,11 +120,12 @@ pub fn parse_answer(body: &[u8]) -> Result<Vec<GameAnswer>, String> {
 /// The HTTP side: one request on its own connection.
 pub(super) struct Client {
     settings: LichessSettings,
+    connect: Connect,
     tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
 }
 
 impl Client {
-    pub(super) fn new(settings: LichessSettings) -> Client {
+    pub(super) fn new(settings: LichessSettings, connect: Connect) -> Client {
         let tls = settings.endpoint.https.then(|| {
             let mut roots = tokio_rustls::rustls::RootCertStore::empty();
             roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -115,7 +138,7 @@ impl Client {
             cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
             Arc::new(cfg)
         });
-        Client { settings, tls }
+        Client { settings, connect, tls }
     }
 
     /// Pushes one request's games; the answer per game.
@@ -160,10 +183,9 @@ impl Client {
     ) -> Result<(u16, Option<u64>, Bytes), PushError> {
         let e = &self.settings.endpoint;
         let net = |what: &str, err: &dyn std::fmt::Display| PushError::Network(format!("{what}: {err}"));
-        let tcp = tokio::net::TcpStream::connect((e.host.as_str(), e.port))
+        let tcp = (self.connect)(e.host.clone(), e.port)
             .await
             .map_err(|err| net(&format!("connect to {}:{}", e.host, e.port), &err))?;
-        let _ = tcp.set_nodelay(true);
         match &self.tls {
             Some(cfg) => {
                 let name = tokio_rustls::rustls::pki_types::ServerName::try_from(e.host.clone())

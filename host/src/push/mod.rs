@@ -37,18 +37,19 @@
 mod client;
 mod settings;
 
-pub use client::{GameAnswer, PushError, parse_answer};
+pub use client::{Conn, Connect, GameAnswer, PushError, parse_answer, tcp};
 pub use settings::{DEFAULT_URL, Endpoint, LichessSection, LichessSettings, REQUEST_TIMEOUT};
 
 use client::Client;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde::Serialize;
 use tokio::time::Instant;
 
+use crate::clock::Clock;
 use crate::feed::{AlertCode, AlertLevel, AlertView, Delta, Hub};
 use crate::shutdown::Listener;
 use crate::store::Store;
@@ -123,6 +124,28 @@ pub struct PushStatus {
     pub pending: bool,
 }
 
+/// What the pusher reads, where it reports, its clock and how it connects.
+#[derive(Clone)]
+pub struct PushContext {
+    /// The PGN texts pushed.
+    pub store: Arc<Store>,
+    /// Which round is live.
+    pub tournament: SharedTournament,
+    /// Where alerts go.
+    pub hub: Arc<Hub>,
+    /// The relay's clock: request spacing, backoff, status times.
+    pub clock: Clock,
+    /// How a request's connection is opened ([`tcp`]).
+    pub connect: Connect,
+}
+
+impl PushContext {
+    /// Pushes over TCP.
+    pub fn new(store: Arc<Store>, tournament: SharedTournament, hub: Arc<Hub>, clock: Clock) -> PushContext {
+        PushContext { store, tournament, hub, clock, connect: tcp() }
+    }
+}
+
 /// The pusher's shared state.
 #[derive(Debug, Default)]
 pub struct PushState {
@@ -140,15 +163,10 @@ impl PushState {
         self.lock().clone()
     }
 
-    /// Starts pushing `store`'s round (the tournament's current round) until `stop`.
-    pub fn start(
-        self: &Arc<Self>,
-        settings: LichessSettings,
-        store: Arc<Store>,
-        tournament: SharedTournament,
-        hub: Arc<Hub>,
-        stop: Listener,
-    ) {
+    /// Starts pushing the store's round (the tournament's live one, or `relay_round`) until
+    /// `stop`.
+    pub fn start(self: &Arc<Self>, settings: LichessSettings, ctx: PushContext, stop: Listener) {
+        let PushContext { store, tournament, hub, clock, connect } = ctx;
         {
             let mut s = self.lock();
             s.enabled = true;
@@ -156,10 +174,11 @@ impl PushState {
         }
         let fixed = settings.relay_round;
         let pusher = Pusher {
-            client: Client::new(settings),
+            client: Client::new(settings, connect),
             store,
             round: Box::new(move || fixed.unwrap_or_else(|| tournament.lock().live_round())),
             hub,
+            clock,
             state: Arc::clone(self),
             refused: BTreeMap::new(),
             rng: seed(),
@@ -179,13 +198,11 @@ impl PushState {
     }
 }
 
-fn unix_now() -> u64 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
+/// A seed for the retries' jitter: relays started together draw different ones.
 fn seed() -> u64 {
-    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    u64::from(nanos) ^ 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id())
+    let mut bytes = [0u8; 8];
+    let random = getrandom::fill(&mut bytes).map(|()| u64::from_le_bytes(bytes)).unwrap_or_default();
+    random ^ 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id())
 }
 
 /// The wait before retry `attempt` (1-based): 1 s doubling to [`MAX_BACKOFF`], plus up to a
@@ -210,6 +227,7 @@ struct Pusher {
     store: Arc<Store>,
     round: Box<dyn Fn() -> u32 + Send + Sync>,
     hub: Arc<Hub>,
+    clock: Clock,
     state: Arc<PushState>,
     /// Games Lichess refuses now, by name, with its reason (alerted once).
     refused: BTreeMap<String, String>,
@@ -235,7 +253,7 @@ impl Pusher {
         // What Lichess has (the last fingerprint it accepted), and when the next request
         // may go.
         let mut sent: Option<(u32, String)> = None;
-        let mut next_request = Instant::now();
+        let mut next_request = self.clock.now();
         let mut failures: u32 = 0;
         // Push what is there at start (a restarted relay).
         let mut dirty = true;
@@ -250,7 +268,7 @@ impl Pusher {
             dirty = false;
             self.state.lock().pending = true;
             // Gather a burst; keep to one request a second.
-            let at = next_request.max(Instant::now() + SETTLE);
+            let at = next_request.max(self.clock.now() + SETTLE);
             let stopping = tokio::select! {
                 _ = tokio::time::sleep_until(at) => false,
                 _ = stop.wait() => true,
@@ -275,7 +293,7 @@ impl Pusher {
             } else {
                 self.push_round(round, &games, &mut next_request).await
             };
-            let now = unix_now();
+            let now = self.clock.unix_s();
             match outcome {
                 Ok(()) => {
                     sent = Some(print);
@@ -312,7 +330,7 @@ impl Pusher {
                                 ),
                             );
                         }
-                        next_request = next_request.max(Instant::now() + wait);
+                        next_request = next_request.max(self.clock.now() + wait);
                         // Retry with whatever is latest then.
                         dirty = true;
                     } else {
@@ -342,7 +360,7 @@ impl Pusher {
         let mut answers = Vec::new();
         for chunk in games.chunks(MAX_GAMES_PER_PUSH) {
             tokio::time::sleep_until(*next_request).await;
-            *next_request = Instant::now() + MIN_INTERVAL;
+            *next_request = self.clock.now() + MIN_INTERVAL;
             self.state.lock().requests += 1;
             self.state.lock().round = Some(round);
             tracing::debug!(round, games = chunk.len(), "push");

@@ -376,7 +376,7 @@ mod tests {
     #[tokio::test]
     async fn journal_round_trip_with_a_torn_tail() {
         let dir = tmpdir("journal");
-        let (store, games) = Store::open(&dir).unwrap();
+        let (store, games) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         assert!(games.is_empty());
         let j = store.create_journal(&header(1, 3)).await.unwrap();
         for ply in 1..=3 {
@@ -389,7 +389,7 @@ mod tests {
         // A write cut short by a crash.
         append_raw(j.path(), br#"{"t":"move","ply":3,"san""#);
         drop(store);
-        let (_, games) = Store::open(&dir).unwrap();
+        let (_, games) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         assert_eq!(games.len(), 1);
         let g = &games[0];
         assert_eq!((g.header.round, g.header.board, g.moves.len()), (1, 3, 2));
@@ -406,7 +406,7 @@ mod tests {
     #[tokio::test]
     async fn a_torn_tail_is_cut_off_before_the_next_append_and_kept_beside_the_journal() {
         let dir = tmpdir("torn");
-        let (store, _) = Store::open(&dir).unwrap();
+        let (store, _) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         let j = store.create_journal(&header(1, 1)).await.unwrap();
         j.append(&mv(1)).await.unwrap();
         j.append(&mv(2)).await.unwrap();
@@ -418,7 +418,7 @@ mod tests {
         let cut = last_start + (whole.len() - last_start) / 2;
         fs::write(&path, &whole[..cut]).unwrap();
 
-        let (store, games) = Store::open(&dir).unwrap();
+        let (store, games) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         assert_eq!(sans(&games[0]), ["m1"]);
         assert_eq!(fs::read(&path).unwrap(), whole[..last_start], "cut back to the last complete record");
         assert_eq!(fs::read(torn_path(&path)).unwrap(), [&whole[last_start..cut], b"\n"].concat());
@@ -433,7 +433,7 @@ mod tests {
         j.append(&mv(2)).await.unwrap();
         j.append(&mv(3)).await.unwrap();
         drop((j, store));
-        let (store, games) = Store::open(&dir).unwrap();
+        let (store, games) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         assert_eq!(sans(&games[0]), ["m1", "m2", "m3"]);
         assert!(store.notices().is_empty(), "{:?}", store.notices());
         let _ = fs::remove_dir_all(&dir);
@@ -446,7 +446,7 @@ mod tests {
     #[tokio::test]
     async fn garbage_at_the_tail_is_cut_off_and_a_bad_line_inside_is_kept() {
         let dir = tmpdir("garbage");
-        let (store, _) = Store::open(&dir).unwrap();
+        let (store, _) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         let j = store.create_journal(&header(1, 2)).await.unwrap();
         j.append(&mv(1)).await.unwrap();
         append_raw(j.path(), b"not a record\n");
@@ -454,7 +454,7 @@ mod tests {
         let good = fs::read(j.path()).unwrap();
         append_raw(j.path(), b"\x00\x00garbage\n{\"t\":\"mo");
         drop((j, store));
-        let (store, games) = Store::open(&dir).unwrap();
+        let (store, games) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         assert_eq!(sans(&games[0]), ["m1", "m2"]);
         let path = dir.join("round-1/game-2.journal");
         assert_eq!(fs::read(&path).unwrap(), good);
@@ -480,7 +480,7 @@ mod tests {
             line(&mv(3)),
         );
         fs::write(dir.join("round-1/game-4.journal"), &text).unwrap();
-        let (store, games) = Store::open(&dir).unwrap();
+        let (store, games) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         assert_eq!(sans(&games[0]), ["m1", "m2", "m3"]);
         assert!(store.notices().is_empty());
         assert_eq!(fs::read_to_string(dir.join("round-1/game-4.journal")).unwrap(), text);
@@ -502,7 +502,7 @@ mod tests {
         fs::write(dir.join("round-1/game-6.journal"), &fine).unwrap();
         // Another game's header under this name: also left alone.
         fs::write(dir.join("round-1/game-7.journal"), &fine).unwrap();
-        let (store, games) = Store::open(&dir).unwrap();
+        let (store, games) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         assert_eq!(games.iter().map(|g| g.header.board).collect::<Vec<_>>(), [6]);
         let notices = store.notices();
         assert_eq!(notices.len(), 2, "{notices:?}");
@@ -525,7 +525,7 @@ mod tests {
         let path = dir.join("round-1/game-1.journal");
         fs::write(&path, br#"{"t":"game","round":1,"boa"#).unwrap();
         fs::write(dir.join("round-1/game-2.journal"), b"").unwrap();
-        let (store, games) = Store::open(&dir).unwrap();
+        let (store, games) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         assert!(games.is_empty());
         assert!(!path.exists() && !dir.join("round-1/game-2.journal").exists());
         assert_eq!(fs::read(torn_path(&path)).unwrap(), b"{\"t\":\"game\",\"round\":1,\"boa\n");
@@ -540,7 +540,7 @@ mod tests {
     #[tokio::test]
     async fn a_full_disk_is_an_error_and_leaves_no_torn_line() {
         let dir = tmpdir("full");
-        let (store, _) = Store::open(&dir).unwrap();
+        let (store, _) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         let j = store.create_journal(&header(1, 1)).await.unwrap();
         j.append(&mv(1)).await.unwrap();
         // Swap the file for /dev/full under the same handle's path: a new handle writes
@@ -556,7 +556,7 @@ mod tests {
         // The real journal is intact and the retry succeeds.
         j.append(&mv(2)).await.unwrap();
         drop(store);
-        let (_, games) = Store::open(&dir).unwrap();
+        let (_, games) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         assert_eq!(games[0].moves.len(), 2);
         let _ = fs::remove_dir_all(&dir);
     }
@@ -583,7 +583,7 @@ mod tests {
         let dir = tmpdir("format");
         fs::create_dir_all(dir.join("round-2")).unwrap();
         fs::write(dir.join("round-2/game-5.journal"), lines.join("\n") + "\n").unwrap();
-        let (_, games) = Store::open(&dir).unwrap();
+        let (_, games) = Store::open(&dir, crate::clock::Clock::system()).unwrap();
         assert_eq!(games.len(), 1);
         let g = &games[0];
         let expected = GameHeader {

@@ -57,6 +57,7 @@ pub use journal::{Appends, Journal, MAX_RECORD, replay, torn_path};
 
 use journal::{load_journal, reopen_append, shown_path};
 
+use crate::clock::Clock;
 pub use crate::record::{GameHeader, GameRecord, JournalMove, Record};
 use crate::shutdown::Listener;
 
@@ -152,6 +153,8 @@ pub struct Store {
     appends: Arc<Appends>,
     /// The broadcast delay of the PGN texts (see [`crate::delay`]).
     delay: crate::delay::Delay,
+    /// The relay's clock, for the delay.
+    clock: Clock,
     /// PGN texts waiting for the delay: (round, board, text).
     pending: Mutex<crate::delay::DelayLine<(u32, u32, String)>>,
 }
@@ -166,7 +169,7 @@ impl Store {
     /// Opens (creating) the data folder, locks it, and replays every journal in it,
     /// repairing torn tails (see the module docs and [`Store::notices`]). Fails with
     /// [`StoreError::Locked`] when another process uses the folder.
-    pub fn open(root: &Path) -> Result<(Store, Vec<GameRecord>), StoreError> {
+    pub fn open(root: &Path, clock: Clock) -> Result<(Store, Vec<GameRecord>), StoreError> {
         fs::create_dir_all(root).map_err(io_err(root))?;
         let lock = lock_folder(root)?;
         let mut games = Vec::new();
@@ -220,6 +223,7 @@ impl Store {
             appends: Arc::default(),
             delay: crate::delay::Delay::default(),
             pending: Mutex::default(),
+            clock,
         };
         Ok((store, games))
     }
@@ -318,10 +322,10 @@ impl Store {
         {
             let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
             if self.delay.seconds() > 0 || !pending.is_empty() {
-                pending.push(std::time::Instant::now(), (round, board, text));
+                pending.push(self.clock.now(), (round, board, text));
                 drop(pending);
                 // With the delay back to zero, what waited goes first, then this.
-                self.release_pgn(std::time::Instant::now());
+                self.release_pgn();
                 return;
             }
         }
@@ -333,17 +337,17 @@ impl Store {
         &self.delay
     }
 
-    /// Publishes the PGN texts that have waited out the delay at `now`.
-    pub fn release_pgn(&self, now: std::time::Instant) {
+    /// Publishes the PGN texts that have waited out the delay by now.
+    pub fn release_pgn(&self) {
         // Published under the queue's lock, so two releases cannot swap texts.
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        for (round, board, text) in pending.release(now, self.delay.get()) {
+        for (round, board, text) in pending.release(self.clock.now(), self.delay.get()) {
             self.publish_pgn(round, board, text);
         }
     }
 
     /// When the next waiting PGN text is due, if one waits.
-    pub fn next_pgn_due(&self) -> Option<std::time::Instant> {
+    pub fn next_pgn_due(&self) -> Option<tokio::time::Instant> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).next_due(self.delay.get())
     }
 
@@ -512,8 +516,8 @@ mod tests {
     #[test]
     fn the_data_folder_is_locked_while_a_store_has_it() {
         let dir = tmpdir("lock");
-        let (store, _) = Store::open(&dir).unwrap();
-        let err = Store::open(&dir).unwrap_err();
+        let (store, _) = Store::open(&dir, Clock::system()).unwrap();
+        let err = Store::open(&dir, Clock::system()).unwrap_err();
         assert!(
             matches!(&err, StoreError::Locked { pid: Some(p), .. } if *p == std::process::id()),
             "{err:?}"
@@ -522,14 +526,14 @@ mod tests {
         assert!(text.contains(&dir.display().to_string()), "{text}");
         assert!(text.contains(&format!("PID {}", std::process::id())), "{text}");
         drop(store);
-        let (_again, _) = Store::open(&dir).unwrap();
+        let (_again, _) = Store::open(&dir, Clock::system()).unwrap();
         let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn pgn_files_follow_the_livechess_layout() {
         let dir = tmpdir("pgn");
-        let (store, _) = Store::open(&dir).unwrap();
+        let (store, _) = Store::open(&dir, Clock::system()).unwrap();
         store.set_pgn(2, 10, "game ten\n\n".into());
         store.set_pgn(2, 9, "game nine\n\n".into());
         store.flush_pgn().unwrap();
@@ -538,6 +542,27 @@ mod tests {
         assert_eq!(store.round_pgn(2).unwrap(), "game nine\n\ngame ten\n\n");
         assert!(store.round_pgn(3).is_none());
         assert!(!dir.join("round-2/games.pgn.tmp").exists());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn with_a_delay_a_games_text_is_public_once_the_delay_has_passed() {
+        let dir = tmpdir("delay");
+        let clock = Clock::manual(1_764_000_000_000);
+        let (store, _) = Store::open(&dir, clock.clone()).unwrap();
+        store.delay().set(60).unwrap();
+        store.set_pgn(1, 1, "e4\n\n".into());
+        clock.advance(std::time::Duration::from_secs(30));
+        store.set_pgn(1, 1, "e4 e5\n\n".into());
+        assert!(store.game_pgn(1, 1).is_none());
+        assert_eq!(store.next_pgn_due(), Some(clock.now() + std::time::Duration::from_secs(30)));
+        clock.advance(std::time::Duration::from_secs(30));
+        store.release_pgn();
+        assert_eq!(store.game_pgn(1, 1).as_deref(), Some("e4\n\n"));
+        clock.advance(std::time::Duration::from_secs(30));
+        store.release_pgn();
+        assert_eq!(store.game_pgn(1, 1).as_deref(), Some("e4 e5\n\n"));
+        assert!(store.next_pgn_due().is_none());
         let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -11,13 +11,19 @@
 //! - accepted games replace the broadcast's game of the same `GameId` (what viewers see);
 //! - it can be told to fail: answer 500, 429 with `Retry-After`, stall past the client's
 //!   time limit, or drop the connection, for the next requests.
+//!
+//! It serves on a loopback socket, or without one ([`StandIn::in_memory`]): each request
+//! then comes through a pipe the push's connector opens, and a test can run on tokio's
+//! paused clock.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -72,23 +78,55 @@ pub struct Inner {
 
 #[derive(Clone)]
 pub struct StandIn {
-    pub addr: SocketAddr,
+    /// Where it listens (`None`: in memory).
+    pub addr: Option<SocketAddr>,
     pub inner: Arc<Mutex<Inner>>,
+    app: axum::Router,
 }
 
 impl StandIn {
-    /// Serves on 127.0.0.1 (a port of its own) in the current tokio runtime.
-    pub async fn start(round: &str, token: &str) -> StandIn {
+    /// Serves without a socket: requests come through [`StandIn::connector`].
+    pub fn in_memory(round: &str, token: &str) -> StandIn {
         let inner =
             Arc::new(Mutex::new(Inner { token: token.into(), round: round.into(), ..Inner::default() }));
         let app = axum::Router::new()
             .route("/api/broadcast/round/{id}/push", axum::routing::post(push))
             .layer(axum::extract::DefaultBodyLimit::max(16 << 20))
             .with_state(Arc::clone(&inner));
+        StandIn { addr: None, inner, app }
+    }
+
+    /// Serves on 127.0.0.1 (a port of its own) in the current tokio runtime.
+    pub async fn start(round: &str, token: &str) -> StandIn {
+        let mut standin = StandIn::in_memory(round, token);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        standin.addr = Some(listener.local_addr().unwrap());
+        let app = standin.app.clone();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        StandIn { addr, inner }
+        standin
+    }
+
+    /// Opens a pipe to the stand-in, served by a task of the current runtime, for each
+    /// connection the push makes (whatever host it names).
+    pub fn connector(&self) -> dgt_relay::push::Connect {
+        let app = self.app.clone();
+        Arc::new(move |_host, _port| {
+            let app = app.clone();
+            Box::pin(async move {
+                let (ours, theirs) = tokio::io::duplex(1 << 16);
+                tokio::spawn(async move {
+                    let service =
+                        hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                            let mut app = app.clone();
+                            tower_service::Service::call(&mut app, req.map(axum::body::Body::new))
+                        });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(theirs), service)
+                        .await;
+                });
+                Ok(Box::new(ours) as Box<dyn dgt_relay::push::Conn>)
+            })
+        })
     }
 
     /// Starts it on a runtime of its own thread (for tests that are not async).
@@ -105,8 +143,9 @@ impl StandIn {
         rx.recv().unwrap()
     }
 
+    /// Its address: the socket's, or a name the connector ignores.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.addr.map_or_else(|| "http://lichess.stand-in".to_owned(), |a| format!("http://{a}"))
     }
 
     pub fn fail_next(&self, f: &[Fail]) {
