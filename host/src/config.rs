@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::invalid::{Invalid, in_range};
 use crate::tournament::{Event, MAX_BOARDS, MAX_ROUND, Pairing, Player, Tournament, check_text};
 
 /// The largest configuration file read (bytes).
@@ -38,9 +39,9 @@ pub enum ConfigError {
         /// Its size.
         size: u64,
     },
-    /// A syntax or type error, or a failed check, at a known line.
+    /// A syntax or type error, as the TOML reader says it, at a known line.
     #[error("{path}:{line}: {message}")]
-    AtLine {
+    Syntax {
         /// The file.
         path: String,
         /// 1-based line number.
@@ -48,9 +49,38 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
-    /// A failed check with no line (a command-line value, say).
-    #[error("{0}")]
-    Invalid(String),
+    /// A value refused, at a known line.
+    #[error("{path}:{line}: {error}")]
+    AtLine {
+        /// The file.
+        path: String,
+        /// 1-based line number.
+        line: usize,
+        /// Why.
+        error: Invalid,
+    },
+    /// A value refused, with no line (a count over the whole file).
+    #[error("{path}: {error}")]
+    InFile {
+        /// The file.
+        path: String,
+        /// Why.
+        error: Invalid,
+    },
+    /// An environment variable's value refused.
+    #[error("{var}: {error}")]
+    Env {
+        /// The variable.
+        var: &'static str,
+        /// Why.
+        error: Invalid,
+    },
+    /// No token configured, and the system's random source failed to make one.
+    #[error(
+        "no admin token configured and the system's random source failed ({0}): set `token` in the config or \
+         DGT_RELAY_TOKEN"
+    )]
+    NoRandom(String),
 }
 
 /// A board number listed in the configuration (`[[board]]`), and the e-board it is tied
@@ -183,47 +213,56 @@ struct RawBoard {
 
 /// Checks a `TimeControl` value: the PGN standard's form (read by the core's one parser,
 /// Fischer increments only, as the standard has no other), or `?` / `-`.
-pub fn check_time_control(s: &str) -> Result<(), String> {
+pub fn check_time_control(s: &str) -> Result<(), Invalid> {
     if s == "?" || s == "-" {
         return Ok(());
     }
     let parsed = (s.len() <= 40).then(|| s.parse::<dgt_core::TimeControl>()).and_then(Result::ok);
     match parsed {
         Some(tc) if tc.periods().iter().all(|p| p.kind == dgt_core::BonusKind::Fischer) => Ok(()),
-        _ => Err(format!("time control {s:?} is not in the PGN form, e.g. 5400+30 or 40/7200:3600")),
+        _ => Err(Invalid::Malformed {
+            what: "time control",
+            value: s.to_owned(),
+            form: "in the PGN form, e.g. 5400+30 or 40/7200:3600",
+        }),
     }
 }
 
 /// A listening address: `IP:PORT` (`127.0.0.1:8080`, `[::1]:8080`) or `HOST:PORT`
 /// (`localhost:8080`). A host name is resolved now, once; the relay listens on its first
 /// IPv4 address, or on its first address when it has no IPv4 one.
-pub fn resolve_listen(s: &str) -> Result<SocketAddr, String> {
+pub fn resolve_listen(s: &str) -> Result<SocketAddr, Invalid> {
     use std::net::ToSocketAddrs;
+    const WHAT: &str = "listen address";
     if let Ok(addr) = s.parse::<SocketAddr>() {
         return Ok(addr);
     }
+    let malformed = |form| Invalid::Malformed { what: WHAT, value: s.to_owned(), form };
     let Some((host, port)) = s.rsplit_once(':') else {
-        return Err(format!("listen address {s:?} has no port: write HOST:PORT, e.g. 127.0.0.1:8080"));
+        return Err(malformed("HOST:PORT: it has no port (e.g. 127.0.0.1:8080)"));
     };
     if host.is_empty() || port.parse::<u16>().is_err() {
-        return Err(format!("listen address {s:?} is not HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080"));
+        return Err(malformed("HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080"));
     }
-    let addrs: Vec<SocketAddr> = s
-        .to_socket_addrs()
-        .map_err(|e| format!("listen address {s:?}: host {host:?} does not resolve ({e})"))?
-        .collect();
+    let unusable = |why| Invalid::Unusable { what: WHAT, value: s.to_owned(), why };
+    let addrs: Vec<SocketAddr> =
+        s.to_socket_addrs().map_err(|e| unusable(format!("host {host:?} does not resolve ({e})")))?.collect();
     addrs
         .iter()
         .find(|a| a.is_ipv4())
         .or(addrs.first())
         .copied()
-        .ok_or_else(|| format!("listen address {s:?}: host {host:?} resolves to no address"))
+        .ok_or_else(|| unusable(format!("host {host:?} resolves to no address")))
 }
 
 /// Checks an allowed origin, `scheme://host[:port]` as browsers send it in `Origin` (no
 /// path), and returns it in lower case.
-pub fn check_origin(o: &str) -> Result<String, String> {
-    let bad = || format!("allowed origin {o:?} is not scheme://host[:port], e.g. https://relay.example.org");
+pub fn check_origin(o: &str) -> Result<String, Invalid> {
+    let bad = || Invalid::Malformed {
+        what: "allowed origin",
+        value: o.to_owned(),
+        form: "scheme://host[:port], e.g. https://relay.example.org",
+    };
     let lower = o.trim_end_matches('/').to_ascii_lowercase();
     let (scheme, authority) = lower.split_once("://").ok_or_else(bad)?;
     let host_ok = !authority.is_empty()
@@ -236,9 +275,9 @@ pub fn check_origin(o: &str) -> Result<String, String> {
 }
 
 /// Checks an admin token: 16 to 200 printable ASCII characters.
-pub fn check_token(t: &str) -> Result<(), String> {
+pub fn check_token(t: &str) -> Result<(), Invalid> {
     if t.len() < 16 || t.len() > 200 || !t.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err("token must be 16 to 200 printable ASCII characters".to_owned());
+        return Err(Invalid::Secret { what: "token", form: "16 to 200 printable ASCII characters" });
     }
     Ok(())
 }
@@ -262,14 +301,15 @@ impl Config {
 
     /// Parses and checks configuration text; `name` is used in error messages.
     pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
-        let at = |offset: usize, message: String| ConfigError::AtLine {
+        let at = |offset: usize, error: Invalid| ConfigError::AtLine {
             path: name.to_owned(),
             line: line_of(text, offset),
-            message,
+            error,
         };
-        let raw: RawConfig = toml::from_str(text).map_err(|e| {
-            let offset = e.span().map_or(0, |s| s.start);
-            at(offset, e.message().to_owned())
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+            path: name.to_owned(),
+            line: line_of(text, e.span().map_or(0, |s| s.start)),
+            message: e.message().to_owned(),
         })?;
         let mut cfg = Config::default();
         if let Some(listen) = raw.listen {
@@ -286,28 +326,20 @@ impl Config {
         cfg.bus = raw.bus;
         cfg.discover = raw.discover;
         if let Some(s) = raw.silence_ms {
-            if !(500..=60_000).contains(s.get_ref()) {
-                return Err(at(s.span().start, "silence_ms must be between 500 and 60000".to_owned()));
-            }
+            in_range("silence_ms", *s.get_ref(), 500, 60_000).map_err(|e| at(s.span().start, e))?;
             cfg.silence_ms = s.into_inner();
         }
         if let Some(b) = raw.battery_poll_ms {
-            if !(1_000..=3_600_000).contains(b.get_ref()) {
-                return Err(at(
-                    b.span().start,
-                    "battery_poll_ms must be between 1000 and 3600000".to_owned(),
-                ));
-            }
+            in_range("battery_poll_ms", *b.get_ref(), 1_000, 3_600_000).map_err(|e| at(b.span().start, e))?;
             cfg.battery_poll_ms = b.into_inner();
         }
         if let Some(m) = raw.max_subscribers {
-            if !(1..=100_000).contains(m.get_ref()) {
-                return Err(at(m.span().start, "max_subscribers must be between 1 and 100000".to_owned()));
-            }
+            in_range("max_subscribers", *m.get_ref() as u64, 1, 100_000)
+                .map_err(|e| at(m.span().start, e))?;
             cfg.max_subscribers = m.into_inner();
         }
         if let Some(d) = raw.delay_s {
-            cfg.delay_s = crate::delay::check(*d.get_ref()).map_err(|e| at(d.span().start, e.to_string()))?;
+            cfg.delay_s = crate::delay::check(*d.get_ref()).map_err(|e| at(d.span().start, e))?;
         }
         if let Some(l) = raw.lichess {
             cfg.lichess = Some(l.get_ref().settings().map_err(|m| at(l.span().start, m))?);
@@ -316,22 +348,17 @@ impl Config {
             cfg.nats = Some(n.get_ref().settings().map_err(|m| at(n.span().start, m))?);
         }
         if let Some(m) = raw.max_connections {
-            if !(16..=1_000_000).contains(m.get_ref()) {
-                return Err(at(m.span().start, "max_connections must be between 16 and 1000000".to_owned()));
-            }
+            in_range("max_connections", *m.get_ref() as u64, 16, 1_000_000)
+                .map_err(|e| at(m.span().start, e))?;
             cfg.max_connections = Some(m.into_inner());
         }
         if let Some(t) = raw.header_timeout_ms {
-            if !(1_000..=300_000).contains(t.get_ref()) {
-                return Err(at(
-                    t.span().start,
-                    "header_timeout_ms must be between 1000 and 300000".to_owned(),
-                ));
-            }
+            in_range("header_timeout_ms", *t.get_ref(), 1_000, 300_000).map_err(|e| at(t.span().start, e))?;
             cfg.header_timeout_ms = t.into_inner();
         }
         if raw.allowed_origins.len() > 100 {
-            return Err(ConfigError::Invalid(format!("{name}: more than 100 allowed_origins")));
+            let error = Invalid::TooMany { what: "allowed_origins", max: 100 };
+            return Err(ConfigError::InFile { path: name.to_owned(), error });
         }
         for o in raw.allowed_origins {
             let origin = check_origin(o.get_ref()).map_err(|m| at(o.span().start, m))?;
@@ -349,9 +376,8 @@ impl Config {
                 }
             }
             if let Some(r) = ev.round {
-                if !(1..=MAX_ROUND).contains(r.get_ref()) {
-                    return Err(at(r.span().start, format!("round must be between 1 and {MAX_ROUND}")));
-                }
+                in_range("round", u64::from(*r.get_ref()), 1, u64::from(MAX_ROUND))
+                    .map_err(|e| at(r.span().start, e))?;
                 round = r.into_inner();
             }
             if let Some(tc) = ev.time_control {
@@ -361,26 +387,27 @@ impl Config {
         }
         cfg.tournament = Tournament::new(event, round);
         if raw.board.len() > MAX_BOARDS {
-            return Err(ConfigError::Invalid(format!("{name}: more than {MAX_BOARDS} boards")));
+            let error = Invalid::TooMany { what: "boards", max: MAX_BOARDS };
+            return Err(ConfigError::InFile { path: name.to_owned(), error });
         }
         let mut numbers = BTreeSet::new();
         let mut serials = BTreeSet::new();
         for b in raw.board {
             let n = *b.number.get_ref();
-            if !(1..=MAX_BOARDS as u32).contains(&n) {
+            in_range("board number", u64::from(n), 1, MAX_BOARDS as u64)
+                .map_err(|e| at(b.number.span().start, e))?;
+            if !numbers.insert(n) {
                 return Err(at(
                     b.number.span().start,
-                    format!("board number must be between 1 and {MAX_BOARDS}"),
+                    Invalid::Twice { what: "board", value: n.to_string() },
                 ));
-            }
-            if !numbers.insert(n) {
-                return Err(at(b.number.span().start, format!("board {n} is listed twice")));
             }
             let serial = match b.serial {
                 Some(s) => {
                     check_serial(s.get_ref()).map_err(|m| at(s.span().start, m))?;
                     if !serials.insert(s.get_ref().clone()) {
-                        return Err(at(s.span().start, format!("serial {:?} is listed twice", s.get_ref())));
+                        let twice = Invalid::Twice { what: "serial", value: format!("{:?}", s.get_ref()) };
+                        return Err(at(s.span().start, twice));
                     }
                     Some(s.into_inner())
                 }
@@ -415,7 +442,7 @@ impl Config {
             return Ok(false);
         }
         if let Ok(t) = std::env::var("DGT_RELAY_TOKEN") {
-            check_token(&t).map_err(|m| ConfigError::Invalid(format!("DGT_RELAY_TOKEN: {m}")))?;
+            check_token(&t).map_err(|error| ConfigError::Env { var: "DGT_RELAY_TOKEN", error })?;
             self.token = Some(t);
             return Ok(false);
         }
@@ -425,9 +452,13 @@ impl Config {
 }
 
 /// Checks a board serial number: 1 to 20 ASCII letters or digits.
-pub fn check_serial(s: &str) -> Result<(), String> {
+pub fn check_serial(s: &str) -> Result<(), Invalid> {
     if s.is_empty() || s.len() > 20 || !s.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err(format!("serial {s:?} must be 1 to 20 ASCII letters or digits"));
+        return Err(Invalid::Malformed {
+            what: "serial",
+            value: s.to_owned(),
+            form: "1 to 20 ASCII letters or digits",
+        });
     }
     Ok(())
 }
@@ -436,11 +467,7 @@ pub fn check_serial(s: &str) -> Result<(), String> {
 /// token worth having: the error says to set one.
 fn random_token() -> Result<String, ConfigError> {
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| {
-        ConfigError::Invalid(format!(
-            "no admin token configured and the system's random source failed ({e}): set `token` in the config or DGT_RELAY_TOKEN"
-        ))
-    })?;
+    getrandom::fill(&mut bytes).map_err(|e| ConfigError::NoRandom(e.to_string()))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -509,7 +536,7 @@ black = { name = "Nepo, Ian" }
             (":8080", "not HOST:PORT"),
             ("no-such-host.invalid:8080", "does not resolve"),
         ] {
-            let e = resolve_listen(bad).unwrap_err();
+            let e = resolve_listen(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
         let cfg = Config::parse("r.toml", "listen = \"localhost:9001\"\n").unwrap();

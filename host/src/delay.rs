@@ -14,13 +14,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::invalid::Invalid;
+
 /// The longest delay, seconds: what Lichess accepts for a broadcast.
 pub const MAX_DELAY_S: u32 = 3600;
-
-/// A delay outside 0..=[`MAX_DELAY_S`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("delay_s must be between 0 and {MAX_DELAY_S} seconds, not {0}")]
-pub struct DelayOutOfRange(pub u64);
 
 /// The current delay, shared by the parts that hold public output back; changed at run
 /// time by the admin API.
@@ -39,7 +36,7 @@ impl Delay {
     }
 
     /// Sets the delay; out-of-range values are refused and change nothing.
-    pub fn set(&self, seconds: u64) -> Result<(), DelayOutOfRange> {
+    pub fn set(&self, seconds: u64) -> Result<(), Invalid> {
         let s = check(seconds)?;
         self.0.store(s, Ordering::Relaxed);
         Ok(())
@@ -47,8 +44,9 @@ impl Delay {
 }
 
 /// `seconds` as a delay, if within 0..=[`MAX_DELAY_S`].
-pub fn check(seconds: u64) -> Result<u32, DelayOutOfRange> {
-    u32::try_from(seconds).ok().filter(|s| *s <= MAX_DELAY_S).ok_or(DelayOutOfRange(seconds))
+pub fn check(seconds: u64) -> Result<u32, Invalid> {
+    crate::invalid::in_range("delay_s", seconds, 0, u64::from(MAX_DELAY_S))?;
+    Ok(seconds as u32)
 }
 
 /// Items in the order they happened, each released once `delay` has passed since (times
@@ -128,7 +126,7 @@ mod tests {
         assert_eq!(d.seconds(), 0);
         d.set(3600).unwrap();
         assert_eq!(d.get(), Duration::from_secs(3600));
-        assert_eq!(d.set(3601), Err(DelayOutOfRange(3601)));
+        assert_eq!(d.set(3601), Err(Invalid::OutOfRange { what: "delay_s", min: 0, max: 3600 }));
         assert_eq!(d.seconds(), 3600);
         assert!(check(u64::MAX).is_err());
     }

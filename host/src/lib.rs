@@ -20,6 +20,7 @@ pub mod export;
 pub mod feed;
 pub mod fuzz;
 pub mod http;
+pub mod invalid;
 pub mod nats;
 pub mod pgn;
 pub mod port;

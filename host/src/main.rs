@@ -131,7 +131,7 @@ struct Common {
 const DEMO_GAMES: &str = include_str!("../demo/worldcup2025-sample.pgn");
 
 /// `--listen`: an IP address and port, or a host name and port resolved now.
-fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+fn parse_listen(s: &str) -> Result<SocketAddr, dgt_relay::invalid::Invalid> {
     dgt_relay::config::resolve_listen(s)
 }
 

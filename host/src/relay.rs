@@ -198,7 +198,7 @@ impl Relay {
     }
 
     /// Sets the broadcast delay of everything public (see [`crate::delay`]).
-    pub fn set_delay(&self, seconds: u64) -> Result<(), crate::delay::DelayOutOfRange> {
+    pub fn set_delay(&self, seconds: u64) -> Result<(), crate::invalid::Invalid> {
         self.hub.delay().set(seconds)?;
         self.store.delay().set(seconds)?;
         tracing::info!(seconds, "broadcast delay set");

@@ -17,6 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 
+use crate::invalid::Invalid;
+
 /// The most boards one relay serves (board numbers 1 to this).
 pub const MAX_BOARDS: usize = 1000;
 /// The highest round number.
@@ -47,22 +49,24 @@ pub struct Player {
 
 impl Player {
     /// Checks the fields: a name that fits a PGN tag, a FIDE title, a rating, a federation.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         check_text("player name", &self.name)?;
         if let Some(t) = &self.title
             && (t.len() > 8 || !t.chars().all(|c| c.is_ascii_alphabetic()))
         {
-            return Err(format!("title {t:?} is not a FIDE title"));
+            return Err(Invalid::Malformed { what: "title", value: t.clone(), form: "a FIDE title" });
         }
-        if let Some(e) = self.elo
-            && e > 4000
-        {
-            return Err(format!("rating {e} is over 4000"));
+        if let Some(e) = self.elo {
+            crate::invalid::in_range("rating", u64::from(e), 0, 4000)?;
         }
         if let Some(f) = &self.federation
             && (f.is_empty() || f.len() > 3 || !f.chars().all(|c| c.is_ascii_alphabetic()))
         {
-            return Err(format!("federation {f:?} is not a FIDE federation (three letters, e.g. NOR)"));
+            return Err(Invalid::Malformed {
+                what: "federation",
+                value: f.clone(),
+                form: "a FIDE federation (three letters, e.g. NOR)",
+            });
         }
         Ok(())
     }
@@ -82,7 +86,7 @@ pub struct Pairing {
 
 impl Pairing {
     /// Checks both players.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         self.white.check()?;
         self.black.check()
     }
@@ -90,12 +94,12 @@ impl Pairing {
 
 /// Checks a free text that ends up in a PGN tag: bounded, one line (quotes and backslashes
 /// are escaped on output; control characters are refused).
-pub fn check_text(what: &str, s: &str) -> Result<(), String> {
+pub fn check_text(what: &'static str, s: &str) -> Result<(), Invalid> {
     if s.chars().count() > MAX_TEXT {
-        return Err(format!("{what} longer than {MAX_TEXT} characters"));
+        return Err(Invalid::TooLong { what, max: MAX_TEXT });
     }
     if s.chars().any(char::is_control) {
-        return Err(format!("{what} contains a control character"));
+        return Err(Invalid::ControlCharacter { what });
     }
     Ok(())
 }

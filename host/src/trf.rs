@@ -18,6 +18,7 @@
 
 use std::fmt;
 
+use crate::invalid::Invalid;
 use crate::tournament::{MAX_TEXT, Pairing, Player};
 
 /// The largest report read (bytes).
@@ -72,8 +73,8 @@ pub enum TrfErrorKind {
         opponent: u32,
     },
     /// A field fails the relay's own checks (a name too long, a strange title).
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(Invalid),
     /// The file has no player, is too large, or is not text.
     #[error("{0}")]
     File(String),
@@ -348,7 +349,8 @@ fn read_player(chars: &[char], line: usize) -> Result<TrfPlayer, TrfError> {
     })?;
     let name = field(chars, 15, 47);
     if name.chars().count() > MAX_TEXT {
-        return Err(TrfError { line, column: 15, kind: TrfErrorKind::Invalid("name too long".into()) });
+        let too_long = Invalid::TooLong { what: "player name", max: MAX_TEXT };
+        return Err(TrfError { line, column: 15, kind: TrfErrorKind::Invalid(too_long) });
     }
     let title = match field(chars, 11, 13).to_ascii_lowercase().as_str() {
         // Older reports abbreviate: g, m, f, c and the women's wg, wm, wf, wc.

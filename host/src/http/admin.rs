@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::ApiError;
 use crate::board::{AdminCommand, AdminError, BoardInput, PLIES};
+use crate::invalid::{Invalid, in_range};
 use crate::relay::Relay;
 use crate::tournament::{MAX_BOARDS, MAX_ROUND, Pairing, Player};
 use crate::trf::Trf;
@@ -27,12 +28,12 @@ pub(super) async fn boards(State(relay): State<Arc<Relay>>) -> Json<Value> {
     }))
 }
 
-fn check_round(round: u32) -> Result<(), ApiError> {
-    if (1..=MAX_ROUND).contains(&round) {
-        Ok(())
-    } else {
-        Err(ApiError::Invalid(format!("round must be between 1 and {MAX_ROUND}")))
-    }
+fn check_round(round: u32) -> Result<(), Invalid> {
+    in_range("round", u64::from(round), 1, u64::from(MAX_ROUND))
+}
+
+fn check_board_count(boards: usize) -> Result<(), Invalid> {
+    if boards > MAX_BOARDS { Err(Invalid::TooMany { what: "boards", max: MAX_BOARDS }) } else { Ok(()) }
 }
 
 #[derive(Deserialize)]
@@ -62,16 +63,12 @@ pub(super) async fn set_pairings(
     if let Some(r) = body.round {
         check_round(r)?;
     }
-    if body.boards.len() > MAX_BOARDS {
-        return Err(ApiError::Invalid("too many boards".into()));
-    }
+    check_board_count(body.boards.len())?;
     let mut boards = Vec::with_capacity(body.boards.len());
     for b in body.boards {
-        if !(1..=MAX_BOARDS as u32).contains(&b.board) {
-            return Err(ApiError::Invalid(format!("board {} out of range", b.board)));
-        }
+        in_range("board number", u64::from(b.board), 1, MAX_BOARDS as u64)?;
         let pairing = Pairing { white: b.white, black: b.black };
-        pairing.check().map_err(|m| ApiError::Invalid(format!("board {}: {m}", b.board)))?;
+        pairing.check().map_err(|error| ApiError::Pairing { board: b.board, error })?;
         boards.push((b.board, pairing));
     }
     let (round, refused) = relay.merge_pairings(body.round, boards).await;
@@ -98,9 +95,7 @@ pub(super) async fn upload_trf(
 ) -> Result<Json<Value>, ApiError> {
     check_round(q.round)?;
     let boards = Trf::parse(&body)?.pairings(q.round)?;
-    if boards.len() > MAX_BOARDS {
-        return Err(ApiError::Invalid("too many boards".into()));
-    }
+    check_board_count(boards.len())?;
     tracing::info!(round = q.round, boards = boards.len(), "pairings from a TRF report");
     let list: Vec<Value> = boards
         .iter()
@@ -126,12 +121,13 @@ pub(super) async fn set_result(
     Path(n): Path<u32>,
     Json(body): Json<ResultBody>,
 ) -> Result<Json<Value>, ApiError> {
-    let result = body
-        .result
-        .as_deref()
-        .map(str::parse::<dgt_core::GameResult>)
-        .transpose()
-        .map_err(|e| ApiError::Invalid(format!("result {:?}: {e}", body.result)))?;
+    let result = match body.result {
+        Some(given) => match given.parse::<dgt_core::GameResult>() {
+            Ok(r) => Some(r),
+            Err(error) => return Err(ApiError::Result { given, error }),
+        },
+        None => None,
+    };
     relay.admin(n, AdminCommand::Result(result)).await?;
     Ok(ok())
 }
@@ -157,7 +153,7 @@ pub(super) async fn start_fen(
     Path(n): Path<u32>,
     Json(body): Json<FenBody>,
 ) -> Result<Json<Value>, ApiError> {
-    dgt_core::position_from_fen(&body.fen).map_err(|e| ApiError::Invalid(e.to_string()))?;
+    dgt_core::position_from_fen(&body.fen).map_err(ApiError::Fen)?;
     relay.admin(n, AdminCommand::NewGame(Some(body.fen))).await?;
     Ok(ok())
 }
@@ -199,8 +195,13 @@ pub(super) async fn correct(
         Some("1" | "true" | "") => true,
         Some(other) => return Err(ApiError::BadRequest(format!("dry_run={other:?}: give 1 or 0"))),
     };
-    if body.moves.len() > PLIES || body.moves.iter().any(|m| m.len() > 5) {
-        return Err(ApiError::Invalid("moves must be at most 600 UCI moves".into()));
+    if body.moves.len() > PLIES {
+        return Err(Invalid::TooMany { what: "moves", max: PLIES }.into());
+    }
+    if let Some(m) = body.moves.iter().find(|m| m.len() > 5) {
+        return Err(
+            Invalid::Malformed { what: "move", value: m.clone(), form: "a UCI move (e2e4, e7e8q)" }.into()
+        );
     }
     if !dry_run {
         relay.admin(n, AdminCommand::Correct { from_ply: body.from_ply, moves: body.moves }).await?;

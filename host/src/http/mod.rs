@@ -48,8 +48,8 @@ pub use access::{
 };
 
 use crate::board::AdminError;
-use crate::delay::DelayOutOfRange;
 use crate::feed::MAX_ALERTS;
+use crate::invalid::Invalid;
 use crate::relay::Relay;
 use crate::trf::{MAX_TRF_BYTES, TrfError};
 
@@ -69,14 +69,30 @@ pub enum ApiError {
     #[error("{0}")]
     BadRequest(String),
     /// A well-formed request with a value the relay refuses (422).
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// A board's players the relay refuses (422).
+    #[error("board {board}: {error}")]
+    Pairing {
+        /// The board.
+        board: u32,
+        /// Why.
+        error: Invalid,
+    },
+    /// A result that is none of the PGN results (422).
+    #[error("result {given:?}: {error}")]
+    Result {
+        /// The result as given.
+        given: String,
+        /// Why.
+        error: dgt_core::ResultError,
+    },
+    /// A start position that is no legal FEN (422).
     #[error("{0}")]
-    Invalid(String),
+    Fen(dgt_core::FenError),
     /// A pairing file the relay cannot read (422).
     #[error(transparent)]
     Trf(#[from] TrfError),
-    /// A delay out of range (422).
-    #[error(transparent)]
-    Delay(#[from] DelayOutOfRange),
     /// A board command that failed: 404, 422 or 503 (see [`AdminError`]).
     #[error(transparent)]
     Board(#[from] AdminError),
@@ -111,8 +127,10 @@ impl ApiError {
             }
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Invalid(_)
+            | ApiError::Pairing { .. }
+            | ApiError::Result { .. }
+            | ApiError::Fen(_)
             | ApiError::Trf(_)
-            | ApiError::Delay(_)
             | ApiError::Board(AdminError::Refused(_))
             | ApiError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Board(AdminError::Gone | AdminError::Storage(_)) | ApiError::Busy(_) => {

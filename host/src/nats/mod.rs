@@ -28,6 +28,7 @@ use std::time::Duration;
 use async_nats::jetstream;
 use serde::Deserialize;
 
+use crate::invalid::Invalid;
 use crate::record::{GameHeader, Record};
 
 /// The stream's default name.
@@ -122,17 +123,21 @@ impl std::fmt::Debug for NatsSettings {
 }
 
 /// Checks a name used as a stream name or source id: 1 to 64 letters, digits, `-`, `_`.
-fn check_name(what: &str, s: &str) -> Result<(), String> {
+fn check_name(what: &'static str, s: &str) -> Result<(), Invalid> {
     if s.is_empty() || s.len() > 64 || !s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     {
-        return Err(format!("nats {what} {s:?} must be 1 to 64 letters, digits, '-' or '_'"));
+        return Err(Invalid::Malformed {
+            what,
+            value: s.to_owned(),
+            form: "1 to 64 letters, digits, '-' or '_'",
+        });
     }
     Ok(())
 }
 
 impl NatsSettings {
     /// Settings for a server URL with no credentials (`dgt-relay edge --nats URL`).
-    pub fn from_url(url: &str) -> Result<NatsSettings, String> {
+    pub fn from_url(url: &str) -> Result<NatsSettings, Invalid> {
         NatsSection {
             url: url.to_owned(),
             user: None,
@@ -147,24 +152,28 @@ impl NatsSettings {
 
 impl NatsSection {
     /// Checks the section.
-    pub fn settings(&self) -> Result<NatsSettings, String> {
+    pub fn settings(&self) -> Result<NatsSettings, Invalid> {
         let url = self.url.trim();
         let ok_scheme =
             |u: &str| ["nats://", "tls://"].iter().any(|p| u.starts_with(p)) || !u.contains("://");
         let each_ok = url.split(',').all(|u| !u.is_empty() && ok_scheme(u));
         if url.is_empty() || url.len() > 1000 || !each_ok || url.chars().any(char::is_whitespace) {
-            return Err(format!("nats url {url:?} is not nats://host:port (or a comma-separated list)"));
+            return Err(Invalid::Malformed {
+                what: "nats url",
+                value: url.to_owned(),
+                form: "nats://host:port (or a comma-separated list)",
+            });
         }
         let auth = match (&self.user, &self.password, &self.token) {
             (None, None, None) => Auth::None,
             (Some(u), Some(p), None) => Auth::User(u.clone(), p.clone()),
             (None, None, Some(t)) => Auth::Token(t.clone()),
-            _ => return Err("nats: give user and password together, or token alone".to_owned()),
+            _ => return Err(Invalid::Rule("nats: give user and password together, or token alone")),
         };
         let stream = self.stream.clone().unwrap_or_else(|| DEFAULT_STREAM.to_owned());
-        check_name("stream", &stream)?;
+        check_name("nats stream", &stream)?;
         if let Some(s) = &self.source {
-            check_name("source", s)?;
+            check_name("nats source", s)?;
         }
         Ok(NatsSettings { url: url.to_owned(), auth, stream, source: self.source.clone() })
     }

@@ -94,11 +94,21 @@ impl GameAnswer {
     }
 }
 
+/// An answer that is not what Lichess answers a push with.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadAnswer {
+    /// Not JSON.
+    #[error("answer is not JSON: {0}")]
+    NotJson(String),
+    /// JSON without the `games` list.
+    #[error("answer has no games list")]
+    NoGames,
+}
+
 /// Reads Lichess's push answer.
-pub fn parse_answer(body: &[u8]) -> Result<Vec<GameAnswer>, String> {
-    let v: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| format!("answer is not JSON: {e}"))?;
-    let games = v.get("games").and_then(|g| g.as_array()).ok_or("answer has no games list")?;
+pub fn parse_answer(body: &[u8]) -> Result<Vec<GameAnswer>, BadAnswer> {
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| BadAnswer::NotJson(e.to_string()))?;
+    let games = v.get("games").and_then(|g| g.as_array()).ok_or(BadAnswer::NoGames)?;
     let mut out = Vec::with_capacity(games.len());
     for g in games {
         let tags = g
@@ -171,7 +181,9 @@ impl Client {
                 .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(200).collect())
         };
         match status {
-            200..=299 => parse_answer(&body).map_err(|m| PushError::Refused { status, message: m }),
+            200..=299 => {
+                parse_answer(&body).map_err(|e| PushError::Refused { status, message: e.to_string() })
+            }
             429 | 500..=599 => Err(PushError::Busy { status, message: message(), retry_after }),
             _ => Err(PushError::Refused { status, message: message() }),
         }

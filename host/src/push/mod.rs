@@ -37,7 +37,7 @@
 mod client;
 mod settings;
 
-pub use client::{Conn, Connect, GameAnswer, PushError, parse_answer, tcp};
+pub use client::{BadAnswer, Conn, Connect, GameAnswer, PushError, parse_answer, tcp};
 pub use settings::{DEFAULT_URL, Endpoint, LichessSection, LichessSettings, REQUEST_TIMEOUT};
 
 use client::Client;

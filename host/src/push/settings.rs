@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::invalid::{Invalid, in_range};
+
 /// A request's default limit, connection and answer included.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 /// The default Lichess.
@@ -49,8 +51,12 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// Reads `http://host[:port][/path]` or `https://...`.
-    pub fn parse(url: &str) -> Result<Endpoint, String> {
-        let bad = || format!("url {url:?} is not http://HOST[:PORT] or https://HOST[:PORT]");
+    pub fn parse(url: &str) -> Result<Endpoint, Invalid> {
+        let bad = || Invalid::Malformed {
+            what: "url",
+            value: url.to_owned(),
+            form: "http://HOST[:PORT] or https://HOST[:PORT]",
+        };
         let (https, rest) = if let Some(r) = url.strip_prefix("https://") {
             (true, r)
         } else if let Some(r) = url.strip_prefix("http://") {
@@ -111,30 +117,45 @@ impl std::fmt::Debug for LichessSettings {
 
 impl LichessSection {
     /// Checks the section and reads the token (`token_file`, else `LICHESS_TOKEN`).
-    pub fn settings(&self) -> Result<LichessSettings, String> {
+    pub fn settings(&self) -> Result<LichessSettings, Invalid> {
         if self.round.len() != 8 || !self.round.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return Err(format!("lichess round {:?} is not an 8-character round id", self.round));
+            return Err(Invalid::Malformed {
+                what: "lichess round",
+                value: self.round.clone(),
+                form: "an 8-character round id",
+            });
         }
         let endpoint = Endpoint::parse(&self.url)?;
         let token = match &self.token_file {
             Some(path) => std::fs::read_to_string(path)
-                .map_err(|e| format!("lichess token_file {}: {e}", path.display()))?
+                .map_err(|e| Invalid::Unusable {
+                    what: "lichess token_file",
+                    value: path.display().to_string(),
+                    why: e.to_string(),
+                })?
                 .trim()
                 .to_owned(),
             None => std::env::var("LICHESS_TOKEN").map_err(|_| {
-                "the [lichess] section needs token_file or the LICHESS_TOKEN environment variable".to_owned()
+                Invalid::Rule(
+                    "the [lichess] section needs token_file or the LICHESS_TOKEN environment variable",
+                )
             })?,
         };
         if token.is_empty() || token.len() > 400 || !token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err("the Lichess token must be 1 to 400 printable ASCII characters".into());
+            return Err(Invalid::Secret {
+                what: "the Lichess token",
+                form: "1 to 400 printable ASCII characters",
+            });
         }
         let timeout = match self.timeout_s {
-            Some(t @ 1..=120) => Duration::from_secs(t),
-            Some(_) => return Err("lichess timeout_s must be between 1 and 120".into()),
+            Some(t) => {
+                in_range("lichess timeout_s", t, 1, 120)?;
+                Duration::from_secs(t)
+            }
             None => REQUEST_TIMEOUT,
         };
-        if self.relay_round.is_some_and(|r| !(1..=999).contains(&r)) {
-            return Err("lichess relay_round must be between 1 and 999".into());
+        if let Some(r) = self.relay_round {
+            in_range("lichess relay_round", u64::from(r), 1, u64::from(crate::tournament::MAX_ROUND))?;
         }
         Ok(LichessSettings {
             round: self.round.clone(),
@@ -180,9 +201,9 @@ mod tests {
         assert_eq!(settings.token, "lip_secret");
         assert!(!format!("{settings:?}").contains("lip_secret"));
         let bad = LichessSection { round: "short".into(), ..s.clone() };
-        assert!(bad.settings().unwrap_err().contains("8-character"));
+        assert!(bad.settings().unwrap_err().to_string().contains("8-character"));
         let missing = LichessSection { token_file: Some(dir.join("none")), ..s };
-        assert!(missing.settings().unwrap_err().contains("token_file"));
+        assert!(missing.settings().unwrap_err().to_string().contains("token_file"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
