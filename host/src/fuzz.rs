@@ -259,7 +259,7 @@ pub fn journal(data: &[u8], dir: &std::path::Path) -> Seen {
     seen.moves = game.moves.len();
     let text = crate::pgn::write_game(&game, None);
     assert!(text.ends_with('\n'), "{text}");
-    // What the board task does with a recovered game (`board.rs`, `resume`).
+    // What the board task does with a recovered game (`board/outputs.rs`, `Outputs::new`).
     let saved = SavedGame {
         start_fen: game.header.start_fen.clone(),
         plies: game.moves.iter().map(|m| (m.uci.clone(), m.clk, m.emt)).collect(),
@@ -356,8 +356,7 @@ pub fn ws_messages(data: &[u8]) {
                 snapshot_frame(&snap, client.filter(), resync, &hub.relay_alerts(), clock.wall_ms())
             }
         };
-        let axum::extract::ws::Message::Text(t) = frame else { panic!("a text frame") };
-        let v: serde_json::Value = serde_json::from_str(t.as_str()).expect("JSON");
+        let v: serde_json::Value = serde_json::from_str(&frame).expect("JSON");
         assert_eq!(v["v"], FEED_VERSION);
     }
 }

@@ -37,7 +37,7 @@ use axum::Router;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
 use axum::response::{IntoResponse, Response};
-use hyper::body::Incoming;
+use hyper::body::{Bytes, Incoming};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -318,6 +318,23 @@ impl AsyncWrite for Counted {
 
     fn is_write_vectored(&self) -> bool {
         self.io.is_write_vectored()
+    }
+}
+
+/// The socket under an upgraded connection (a websocket), with the bytes the server read
+/// past the upgrade request and what holds the connection's place under the cap (to keep
+/// for as long as the socket is open). Connections of this server and of `axum::serve`
+/// are TCP sockets; `None` for anything else.
+pub fn upgraded_socket(upgraded: hyper::upgrade::Upgraded) -> Option<(TcpStream, Bytes, Option<ConnGuard>)> {
+    match upgraded.downcast::<TokioIo<Counted>>() {
+        Ok(parts) => {
+            let Counted { io, _guard } = parts.io.into_inner();
+            Some((io, parts.read_buf, Some(_guard)))
+        }
+        Err(upgraded) => {
+            let parts = upgraded.downcast::<TokioIo<TcpStream>>().ok()?;
+            Some((parts.io.into_inner(), parts.read_buf, None))
+        }
     }
 }
 

@@ -147,6 +147,7 @@ impl BoardTask {
         if self.outputs.has_pending() && !self.outputs.flush_pending().await {
             tracing::error!(board = self.number, "shutting down with journal records the disk refused");
         }
+        self.outputs.publish();
         self.outputs.refresh_pgn();
     }
 
@@ -189,6 +190,8 @@ impl BoardTask {
             }
             self.outputs.apply(effect, &source(&self.session, &self.port)).await;
         }
+        // What the effects changed in the feed, together.
+        self.outputs.publish();
     }
 
     async fn write(&mut self, bytes: &[u8]) {
@@ -224,6 +227,7 @@ impl BoardTask {
         match cmd {
             AdminCommand::Pairing { round, pairing } => {
                 self.outputs.set_pairing(round, pairing, &source(&self.session, &self.port)).await;
+                self.outputs.publish();
                 return self.outputs.journaled();
             }
             AdminCommand::Result(r) => {

@@ -7,6 +7,11 @@
 //! to write, a port to give back) are the source's; everything the host keeps or shows is
 //! here.
 //!
+//! # Why the feed's changes of one instant go together
+//! The changes one batch of effects makes to the feed (a confirmed move and the clock
+//! pressed with it) are published together ([`Outputs::publish`], once the batch is
+//! carried out): each websocket client then gets them with one write.
+//!
 //! # Why the journal comes first
 //! A confirmed move is appended to the game's journal and fsynced, and only then published
 //! to the feed and the PGN. If the append fails (disk full), the record waits in a queue,
@@ -23,7 +28,7 @@ use tokio::time::Instant;
 
 use super::Services;
 use super::command::AdminError;
-use crate::feed::{AlertView, BoardStatus, BoardView, ClockView, Delta, MoveState, MoveView, Side};
+use crate::feed::{AlertView, BoardStatus, BoardView, Change, ClockView, Delta, MoveState, MoveView, Side};
 use crate::record::{GameHeader, GameRecord, JournalMove, Record};
 use crate::store::Journal;
 use crate::tournament::Pairing;
@@ -84,6 +89,8 @@ pub struct Outputs {
     clock: Option<ClockState>,
     /// When the PGN was last rewritten for a clock change.
     last_pgn_clock: Option<Instant>,
+    /// The feed's changes of the effects carried out since the last [`Outputs::publish`].
+    feed: Vec<Change>,
 }
 
 impl Outputs {
@@ -98,6 +105,7 @@ impl Outputs {
             storage_failing: false,
             clock: None,
             last_pgn_clock: None,
+            feed: Vec::new(),
         };
         let saved = resume.map(|rec| {
             let journal = match out.svc.store.open_journal(rec.header.round, rec.header.board) {
@@ -147,7 +155,12 @@ impl Outputs {
             Effect::Move { state: SessionMove::Provisional, info } => {
                 let mv = MoveView::from(&info);
                 let fen = Some(info.fen.to_string());
-                self.svc.hub.publish(Delta::Move { board: n, state: MoveState::Provisional, mv, fen });
+                self.feed.push(Change::Delta(Delta::Move {
+                    board: n,
+                    state: MoveState::Provisional,
+                    mv,
+                    fen,
+                }));
             }
             Effect::Move { state: SessionMove::Confirmed, info } => {
                 if self.game.is_none() {
@@ -165,12 +178,7 @@ impl Outputs {
             Effect::Retracted { ply, fen } => {
                 let from_ply = u32::from(ply);
                 let fen = Some(fen.to_string());
-                self.svc.hub.publish(Delta::Retract {
-                    board: n,
-                    state: MoveState::Provisional,
-                    from_ply,
-                    fen,
-                });
+                self.feed(Delta::Retract { board: n, state: MoveState::Provisional, from_ply, fen });
             }
             Effect::TakenBack { to_ply, fen } => {
                 let from_ply = u32::from(to_ply) + 1;
@@ -189,7 +197,7 @@ impl Outputs {
                 if self.clock.as_ref().map(clock_view) != Some(v) {
                     self.clock = Some(c);
                     // A delta only when the clock changes state (see `Hub::clock`).
-                    self.svc.hub.clock_reading(n, v);
+                    self.feed.push(Change::ClockReading { board: n, clock: v });
                     // The PGN's live `Clock` tag follows, at most every few seconds.
                     let now = self.svc.clock.now();
                     if self
@@ -221,13 +229,12 @@ impl Outputs {
             }
             Effect::Battery(percent) => {
                 // Only the charge changes: the feed's copy of the board, with the new charge.
+                self.publish();
                 let mut view = self.svc.hub.board(n).unwrap_or_else(|| self.view(src));
                 view.battery = Some(percent);
-                self.svc.hub.publish(Delta::Board { view: Box::new(view) });
+                self.feed(Delta::Board { view: Box::new(view) });
             }
-            Effect::Alert(a) => {
-                self.svc.hub.publish(Delta::Alert { board: Some(n), alert: AlertView::from(&a) });
-            }
+            Effect::Alert(a) => self.feed(Delta::Alert { board: Some(n), alert: AlertView::from(&a) }),
         }
     }
 
@@ -262,13 +269,27 @@ impl Outputs {
         v
     }
 
-    /// Publishes the whole board.
-    pub fn publish_board(&self, src: &Source<'_>) {
-        self.svc.hub.publish(Delta::Board { view: Box::new(self.view(src)) });
+    /// A change for the feed, published with the others of its instant.
+    fn feed(&mut self, delta: Delta) {
+        self.feed.push(Change::Delta(delta));
     }
 
-    fn publish_status(&self, status: BoardStatus, src: &Source<'_>) {
-        self.svc.hub.publish(Delta::Status {
+    /// Publishes the feed's changes made since the last call, together.
+    pub fn publish(&mut self) {
+        if !self.feed.is_empty() {
+            self.svc.hub.publish_all(std::mem::take(&mut self.feed));
+        }
+    }
+
+    /// Publishes the whole board (with the changes before it).
+    pub fn publish_board(&mut self, src: &Source<'_>) {
+        let view = self.view(src);
+        self.feed(Delta::Board { view: Box::new(view) });
+        self.publish();
+    }
+
+    fn publish_status(&mut self, status: BoardStatus, src: &Source<'_>) {
+        self.feed(Delta::Status {
             board: self.number,
             status,
             serial: src.serial.map(str::to_owned),
@@ -285,12 +306,12 @@ impl Outputs {
         }
     }
 
-    fn storage_alert(&self, level: AlertLevel, message: String) {
+    fn storage_alert(&mut self, level: AlertLevel, message: String) {
         match level {
             AlertLevel::Info => tracing::info!(board = self.number, "{message}"),
             _ => tracing::error!(board = self.number, "{message}"),
         }
-        self.svc.hub.publish(Delta::Alert {
+        self.feed(Delta::Alert {
             board: Some(self.number),
             alert: AlertView { code: AlertCode::Storage, level, message, squares: Vec::new() },
         });
@@ -350,7 +371,7 @@ impl Outputs {
             // The PGN text first, so HTTP is never behind the feed.
             self.refresh_pgn();
             if let Some(d) = delta {
-                self.svc.hub.publish(d);
+                self.feed(d);
             }
         }
         if self.storage_failing {

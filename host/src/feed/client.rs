@@ -5,27 +5,40 @@ use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket};
-use futures_util::SinkExt;
+use axum::body::Bytes;
 use serde::Deserialize;
-use tokio::sync::broadcast;
+use tokio::net::TcpStream;
 use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::protocol::{Message, Role, WebSocketConfig, WebSocketContext};
 
 use super::FEED_VERSION;
 use super::alerts::AlertEntry;
-use super::hub::{Frame, Hub};
+use super::hub::Hub;
 use super::views::{BoardView, Snapshot};
+use super::wire;
 use crate::shutdown::Listener;
 
 /// The largest client message accepted, bytes.
 pub const MAX_CLIENT_MESSAGE: usize = 4096;
-/// Most frames written to one client with a single flush (one socket write).
-pub const MAX_BATCH: usize = 256;
-/// The websocket read buffer per client, bytes. Client messages are small (at most
-/// [`MAX_CLIENT_MESSAGE`]); the library zero-fills up to this many bytes on every poll of
-/// the socket for reading, which happens each time a frame is sent, so its default
-/// (128 KiB) cost more than the sending itself with many clients.
+/// The websocket read buffer per client, bytes: client messages are small (at most
+/// [`MAX_CLIENT_MESSAGE`]).
 pub const READ_BUFFER: usize = 1024;
+
+/// What holds a connection's place (under the server's connection cap) for as long as its
+/// socket is open.
+pub type Keep = Option<Box<dyn std::any::Any + Send + Sync>>;
+
+/// A websocket client's connection, past the HTTP upgrade: the socket, the bytes the HTTP
+/// server read past the request, and what holds its place.
+#[derive(Debug)]
+pub struct ClientSocket {
+    /// The socket.
+    pub stream: TcpStream,
+    /// Bytes already read from it after the upgrade request.
+    pub read_ahead: Bytes,
+    /// Kept until the socket closes.
+    pub keep: Keep,
+}
 
 /// What a client may send.
 #[derive(Debug, Deserialize)]
@@ -61,8 +74,8 @@ enum AllTag {
 /// Per-client limits.
 #[derive(Clone, Copy, Debug)]
 pub struct ClientLimits {
-    /// Longest wait for the socket to take one frame (or one batch of frames, see
-    /// [`MAX_BATCH`]) before the client is dropped.
+    /// Longest time a client's socket may take nothing of what waits for it before the
+    /// client is dropped.
     pub send_timeout: Duration,
     /// Resyncs allowed within [`ClientLimits::resync_window`] before the client is dropped.
     pub max_resyncs: usize,
@@ -142,16 +155,16 @@ pub enum ClientInput<'a> {
 /// What to do after a client's message.
 #[derive(Debug)]
 pub enum ClientAction {
-    /// Send this frame (a pong, an error).
-    Reply(Message),
+    /// Send this frame's JSON (a pong, an error).
+    Reply(String),
     /// Subscribe again and send a snapshot of the boards in
     /// [`ClientSession::filter`]; `resync` is its flag.
     Snapshot {
         /// Asked for by `resync` (true) or `subscribe` (false).
         resync: bool,
     },
-    /// Send this frame, then close the connection.
-    Close(Message, ClientEnd),
+    /// Send this frame's JSON, then close the connection.
+    Close(String, ClientEnd),
 }
 
 /// What one client asked for and how much, independent of its socket: the board filter,
@@ -226,9 +239,7 @@ impl ClientSession {
         };
         let resync = match msg {
             ClientMessage::Ping {} => {
-                return ClientAction::Reply(Message::Text(
-                    format!(r#"{{"v":{FEED_VERSION},"type":"pong"}}"#).into(),
-                ));
+                return ClientAction::Reply(format!(r#"{{"v":{FEED_VERSION},"type":"pong"}}"#));
             }
             ClientMessage::Subscribe { boards: BoardSelection::Some(list) }
                 if list.len() > crate::tournament::MAX_BOARDS =>
@@ -255,9 +266,8 @@ impl ClientSession {
     }
 }
 
-fn error_frame(code: &str, message: &str) -> Message {
-    let v = serde_json::json!({"v": FEED_VERSION, "type": "error", "code": code, "message": message});
-    Message::Text(v.to_string().into())
+fn error_frame(code: &str, message: &str) -> String {
+    serde_json::json!({"v": FEED_VERSION, "type": "error", "code": code, "message": message}).to_string()
 }
 
 /// The snapshot frame a client gets: the boards of `filter` (all when `None`).
@@ -267,7 +277,7 @@ pub fn snapshot_frame(
     resync: bool,
     alerts: &[AlertEntry],
     time_ms: u64,
-) -> Message {
+) -> String {
     let boards: Vec<&BoardView> =
         snap.boards.iter().filter(|b| filter.is_none_or(|f| f.contains(&b.board))).collect();
     let v = serde_json::json!({
@@ -279,7 +289,7 @@ pub fn snapshot_frame(
         "boards": boards,
         "alerts": alerts,
     });
-    Message::Text(v.to_string().into())
+    v.to_string()
 }
 
 /// Why a client's session ended.
@@ -297,163 +307,148 @@ pub enum ClientEnd {
     RateLimited,
 }
 
-/// Serves one websocket client until it leaves, misbehaves or the relay stops.
+/// What the client sent, for the websocket protocol's reader, and what the protocol
+/// answers by itself (pongs, the closing reply), for the client's writer.
+#[derive(Default)]
+struct Inbox {
+    input: VecDeque<u8>,
+    output: Vec<u8>,
+}
+
+impl std::io::Read for Inbox {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.input.is_empty() {
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
+        std::io::Read::read(&mut self.input, buf)
+    }
+}
+
+impl std::io::Write for Inbox {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.output.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What to do after a client's frames were read.
+enum Read {
+    /// Go on.
+    More,
+    /// The session ends.
+    End(ClientEnd),
+}
+
+/// Serves one websocket client until it leaves, misbehaves or the relay stops: reads what
+/// it asks for here, while its writer (`writer.rs`) writes the feed to it.
 pub async fn serve_client(
-    mut ws: WebSocket,
+    socket: ClientSocket,
     hub: Arc<Hub>,
     mut stop: Listener,
     limits: ClientLimits,
 ) -> ClientEnd {
     let clock = hub.clock().clone();
     let mut client = ClientSession::new(limits, clock.now());
-    let (snap, mut rx) = hub.subscribe();
-    let mut resyncs: VecDeque<Instant> = VecDeque::new();
+    let (read, write) = socket.stream.into_split();
+    let (snap, seat) = hub.join(write, socket.keep, &stop, limits);
     let alerts = hub.relay_alerts();
-    if !send(&mut ws, snapshot_frame(&snap, None, false, &alerts, clock.wall_ms()), limits).await {
-        return ClientEnd::TooSlow;
-    }
-    // A subscription to some boards numbers its own deltas, from its snapshot's `seq` on:
-    // gap-free, as the deltas of the other boards are not sent to it.
-    let mut own_seq: Option<u64> = None;
-    // Made once: a new shutdown future on every wake-up costs a registration and a
-    // deregistration each time.
+    seat.snapshot(snap.seq, None, wire::text(&snapshot_frame(&snap, None, false, &alerts, clock.wall_ms())));
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(MAX_CLIENT_MESSAGE))
+        .max_frame_size(Some(MAX_CLIENT_MESSAGE))
+        .read_buffer_size(READ_BUFFER);
+    let mut protocol = WebSocketContext::new(Role::Server, Some(config));
+    let mut inbox = Inbox::default();
+    inbox.input.extend(socket.read_ahead.iter());
+    let mut buf = [0u8; READ_BUFFER];
+    let mut resyncs: VecDeque<Instant> = VecDeque::new();
     let stopping = stop.wait();
     tokio::pin!(stopping);
     loop {
-        // In this order, and no further once one is ready: a wake-up for a frame polls the
-        // ring only, not the socket for client messages as well. Client messages are read
-        // whenever the ring is empty for this client, i.e. after every batch unless new
-        // frames arrived while it was written (at most RING / MAX_BATCH batches in a row).
+        // Every whole message read so far, then what the protocol answered by itself.
+        let read_all = loop {
+            let message = match protocol.read(&mut inbox) {
+                Ok(m) => m,
+                Err(tokio_tungstenite::tungstenite::Error::Io(e))
+                    if e.kind() == std::io::ErrorKind::WouldBlock =>
+                {
+                    break Read::More;
+                }
+                // A protocol error, an oversized message, the end of the connection.
+                Err(_) => break Read::End(ClientEnd::Closed),
+            };
+            let action = match message {
+                Message::Text(t) => client.on_message(ClientInput::Text(t.as_str()), clock.now()),
+                Message::Binary(_) => client.on_message(ClientInput::Binary, clock.now()),
+                Message::Close(_) => break Read::End(ClientEnd::Closed),
+                // Pings are answered by the protocol.
+                _ => continue,
+            };
+            match action {
+                ClientAction::Reply(m) => seat.send(wire::text(&m)),
+                ClientAction::Snapshot { resync } => {
+                    let snap = hub.snapshot_for(&seat);
+                    let frame =
+                        snapshot_frame(&snap, client.filter(), resync, &hub.relay_alerts(), clock.wall_ms());
+                    seat.snapshot(snap.seq, client.filter(), wire::text(&frame));
+                }
+                ClientAction::Close(m, end) => {
+                    tracing::info!(?end, "websocket client disconnected");
+                    seat.close(vec![wire::text(&m)]);
+                    return end;
+                }
+            }
+        };
+        if !inbox.output.is_empty() {
+            seat.send(std::mem::take(&mut inbox.output).into());
+        }
+        if let Read::End(end) = read_all {
+            return end;
+        }
         tokio::select! {
             biased;
-            () = &mut stopping => {
-                let _ = tokio::time::timeout(limits.send_timeout, ws.send(Message::Close(Some(CloseFrame {
-                    code: 1001,
-                    reason: "relay shutting down".into(),
-                })))).await;
-                return ClientEnd::Shutdown;
-            }
-            frame = rx.recv() => {
-                let lagged = match frame {
-                    Ok(frame) => match send_batch(&mut ws, &mut rx, frame, client.filter(), &mut own_seq, limits).await {
-                        Some(lagged) => lagged,
-                        None => return ClientEnd::TooSlow,
-                    },
-                    Err(broadcast::error::RecvError::Lagged(missed)) => Some(missed),
-                    Err(broadcast::error::RecvError::Closed) => return ClientEnd::Shutdown,
-                };
-                let Some(missed) = lagged else { continue };
+            // The writer closes the connection (code 1001).
+            () = &mut stopping => return ClientEnd::Shutdown,
+            () = seat.signal.changed() => {
+                if let Some(end) = seat.signal.ended() {
+                    return end;
+                }
+                if seat.signal.take_lagged() == 0 {
+                    continue;
+                }
                 let now = clock.now();
                 while resyncs.front().is_some_and(|t| now.duration_since(*t) > limits.resync_window) {
                     resyncs.pop_front();
                 }
                 resyncs.push_back(now);
                 if resyncs.len() > limits.max_resyncs {
-                    tracing::warn!(missed, "websocket client too slow, dropped");
+                    tracing::warn!("websocket client too slow, dropped");
                     let f = error_frame("too_slow", "the client fell behind too often and is disconnected");
-                    let _ = tokio::time::timeout(limits.send_timeout, ws.send(f)).await;
+                    seat.close(vec![wire::text(&f)]);
                     return ClientEnd::TooSlow;
                 }
-                tracing::info!(missed, "websocket client lagged, resynchronising");
-                let (snap, new_rx) = hub.subscribe();
-                rx = new_rx;
-                own_seq = client.filter().map(|_| snap.seq);
-                if !send(&mut ws, snapshot_frame(&snap, client.filter(), true, &hub.relay_alerts(), clock.wall_ms()), limits).await {
-                    return ClientEnd::TooSlow;
-                }
+                tracing::info!("websocket client lagged, resynchronising");
+                let snap = hub.snapshot_for(&seat);
+                let frame = snapshot_frame(&snap, client.filter(), true, &hub.relay_alerts(), clock.wall_ms());
+                seat.snapshot(snap.seq, client.filter(), wire::text(&frame));
             }
-            incoming = ws.recv() => {
-                let action = match incoming {
-                    None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return ClientEnd::Closed,
-                    Some(Ok(Message::Text(t))) => client.on_message(ClientInput::Text(t.as_str()), clock.now()),
-                    Some(Ok(Message::Binary(_))) => client.on_message(ClientInput::Binary, clock.now()),
-                    Some(Ok(_)) => continue, // ping/pong: answered by the library
-                };
-                let reply = match action {
-                    ClientAction::Reply(m) => m,
-                    ClientAction::Snapshot { resync } => {
-                        let (snap, new_rx) = hub.subscribe();
-                        rx = new_rx;
-                        own_seq = client.filter().map(|_| snap.seq);
-                        snapshot_frame(&snap, client.filter(), resync, &hub.relay_alerts(), clock.wall_ms())
-                    }
-                    ClientAction::Close(m, end) => {
-                        tracing::info!(?end, "websocket client disconnected");
-                        let _ = send(&mut ws, m, limits).await;
-                        let close = Message::Close(Some(CloseFrame { code: 1008, reason: "policy violation".into() }));
-                        let _ = send(&mut ws, close, limits).await;
-                        return end;
-                    }
-                };
-                if !send(&mut ws, reply, limits).await { return ClientEnd::TooSlow; }
+            ready = read.readable() => {
+                if ready.is_err() {
+                    return ClientEnd::Closed;
+                }
+                match read.try_read(&mut buf) {
+                    Ok(0) => return ClientEnd::Closed,
+                    Ok(n) => inbox.input.extend(&buf[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => return ClientEnd::Closed,
+                }
             }
         }
     }
-}
-
-/// Writes `first` and every further frame already in the ring (up to [`MAX_BATCH`]) with
-/// one flush, so a client that has fallen a little behind catches up with one socket write
-/// instead of one per frame. The frames share their JSON bytes with every other client (a
-/// reference count; the library copies them once into this socket's write buffer). Returns `None` when the socket did not take the batch within
-/// the send timeout or failed, `Some(Some(missed))` when the receiver lagged behind the ring
-/// (the frames before the gap have been sent: the caller resynchronises), else `Some(None)`.
-async fn send_batch(
-    ws: &mut WebSocket,
-    rx: &mut broadcast::Receiver<Arc<Frame>>,
-    first: Arc<Frame>,
-    filter: Option<&BTreeSet<u32>>,
-    own_seq: &mut Option<u64>,
-    limits: ClientLimits,
-) -> Option<Option<u64>> {
-    let wanted = |f: &Frame| match (f.board, filter) {
-        (Some(b), Some(set)) => set.contains(&b),
-        _ => true,
-    };
-    // The frame's text for this client: shared, or renumbered for a subscription's own
-    // sequence.
-    let mut text = |f: &Frame| match own_seq {
-        Some(n) => {
-            *n += 1;
-            f.renumbered(*n)
-        }
-        None => f.json.clone(),
-    };
-    let write = async {
-        let mut lagged = None;
-        let mut queued = 0usize;
-        if wanted(&first) {
-            ws.feed(Message::Text(text(&first))).await?;
-            queued += 1;
-        }
-        for _ in 1..MAX_BATCH {
-            match rx.try_recv() {
-                Ok(frame) => {
-                    if wanted(&frame) {
-                        ws.feed(Message::Text(text(&frame))).await?;
-                        queued += 1;
-                    }
-                }
-                Err(broadcast::error::TryRecvError::Lagged(missed)) => {
-                    lagged = Some(missed);
-                    break;
-                }
-                // Empty, or Closed (the next `recv` reports it).
-                Err(_) => break,
-            }
-        }
-        if queued > 0 {
-            ws.flush().await?;
-        }
-        Ok::<_, axum::Error>(lagged)
-    };
-    match tokio::time::timeout(limits.send_timeout, write).await {
-        Ok(Ok(lagged)) => Some(lagged),
-        _ => None,
-    }
-}
-
-async fn send(ws: &mut WebSocket, msg: Message, limits: ClientLimits) -> bool {
-    matches!(tokio::time::timeout(limits.send_timeout, ws.send(msg)).await, Ok(Ok(())))
 }
 
 #[cfg(test)]
@@ -480,9 +475,7 @@ mod tests {
 
     fn text(a: &ClientAction) -> serde_json::Value {
         match a {
-            ClientAction::Reply(Message::Text(t)) | ClientAction::Close(Message::Text(t), _) => {
-                serde_json::from_str(t.as_str()).unwrap()
-            }
+            ClientAction::Reply(t) | ClientAction::Close(t, _) => serde_json::from_str(t).unwrap(),
             other => panic!("{other:?}"),
         }
     }

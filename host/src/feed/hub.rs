@@ -12,9 +12,13 @@ use tokio::time::Instant;
 use super::FEED_VERSION;
 use super::alerts::AlertView;
 use super::alerts::{self, AlertEntry, AlertFrame};
+use super::client::{ClientLimits, Keep};
 use super::privacy::Private;
 use super::views::{BoardView, ClockView, Delta, MoveView, Side, Snapshot};
+use super::writer::{Seat, Writers};
 use crate::clock::Clock;
+use crate::shutdown::Listener;
+use tokio::net::tcp::OwnedWriteHalf;
 
 /// Deltas kept for slow receivers before they lag.
 pub const RING: usize = 4096;
@@ -28,6 +32,8 @@ pub struct Frame {
     pub board: Option<u32>,
     /// The JSON text: `{"v":1,"seq":N,` then the delta's fields.
     pub json: Utf8Bytes,
+    /// The websocket text frame of `json`, as written to every client's socket.
+    pub wire: axum::body::Bytes,
     /// Where the delta's fields start in `json` (after `"seq":N,`).
     rest: usize,
 }
@@ -38,7 +44,8 @@ impl Frame {
         let head = format!(r#"{{"v":{FEED_VERSION},"seq":{seq},"#);
         let rest = head.len();
         let json = head + delta_json.strip_prefix('{').unwrap_or(delta_json);
-        Frame { seq, board, json: json.into(), rest }
+        let wire = super::wire::text(&json);
+        Frame { seq, board, json: json.into(), wire, rest }
     }
 
     /// The same frame numbered `seq`: the sequence of a subscription to some boards, which
@@ -78,6 +85,9 @@ struct HubInner {
     sent_clocks: BTreeMap<u32, (ClockView, Instant)>,
     /// Paths spectators must not see.
     private: Private,
+    /// While changes are published together ([`Hub::publish_all`]), their frames, handed
+    /// on together at the end.
+    batch: Option<Vec<Arc<Frame>>>,
 }
 
 impl HubInner {
@@ -111,6 +121,11 @@ impl HubInner {
         alerts::acknowledge(self.alerts_mut(board), id, at);
     }
 
+    /// Every public board as spectators see it, at the current sequence number.
+    fn snapshot(&self) -> Snapshot {
+        Snapshot { seq: self.seq, boards: self.public.values().map(|v| self.public_view(v)).collect() }
+    }
+
     /// A public board as spectators see it, with the live alerts.
     fn public_view(&self, v: &BoardView) -> BoardView {
         let alerts = self.boards.get(&v.board).map_or(&v.alerts, |l| &l.alerts);
@@ -118,7 +133,7 @@ impl HubInner {
     }
 
     /// Numbers `delta`, applies it to the public boards and sends it to the subscribers.
-    fn send(&mut self, tx: &broadcast::Sender<Arc<Frame>>, mut delta: Delta, wall: u64) -> u64 {
+    fn send(&mut self, out: &Outlets, mut delta: Delta, wall: u64) -> u64 {
         // A whole board released late keeps the public board's connection state (sent at
         // once, so newer) and the live alerts.
         if let Delta::Board { view } = &mut delta {
@@ -150,17 +165,20 @@ impl HubInner {
             _ => serde_json::to_string(&*self.private.delta(&delta)),
         };
         let body = body.unwrap_or_else(|e| format!(r#"{{"type":"error","message":"{e}"}}"#));
-        // No receivers is fine.
-        let _ = tx.send(Arc::new(Frame::new(seq, delta.board(), &body)));
+        let frame = Arc::new(Frame::new(seq, delta.board(), &body));
+        match &mut self.batch {
+            Some(batch) => batch.push(frame),
+            None => out.send(vec![frame]),
+        }
         seq
     }
 
     /// Sends the changes that have waited out `delay` at `now`.
-    fn release(&mut self, tx: &broadcast::Sender<Arc<Frame>>, now: Instant, wall: u64, delay: Duration) {
+    fn release(&mut self, out: &Outlets, now: Instant, wall: u64, delay: Duration) {
         for p in self.pending.release(now, delay) {
             match p {
                 Pending::Delta(d) => {
-                    self.send(tx, d, wall);
+                    self.send(out, d, wall);
                 }
                 Pending::Reading(board, clock) => {
                     if let Some(v) = self.public.get_mut(&board) {
@@ -193,10 +211,46 @@ fn carry_over(old: &BoardView, new: &mut BoardView) {
     }
 }
 
-/// The shared state and the fan-out ring.
+/// Where a numbered frame goes: the ring (in-process readers: the NATS forwarder, tests)
+/// and the websocket writers.
+struct Outlets {
+    ring: broadcast::Sender<Arc<Frame>>,
+    writers: Writers,
+}
+
+impl Outlets {
+    /// Hands frames on, in order: to the writers in one piece (a client gets them with one
+    /// write), then to the ring.
+    fn send(&self, frames: Vec<Arc<Frame>>) {
+        if frames.is_empty() {
+            return;
+        }
+        self.writers.frames(&frames);
+        for f in frames {
+            // No receivers is fine.
+            let _ = self.ring.send(f);
+        }
+    }
+}
+
+/// A change to publish with others ([`Hub::publish_all`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// A delta, as [`Hub::publish`] takes it.
+    Delta(Delta),
+    /// A clock reading, as [`Hub::clock_reading`] takes it.
+    ClockReading {
+        /// Board number.
+        board: u32,
+        /// The clocks.
+        clock: ClockView,
+    },
+}
+
+/// The shared state and its fan-out.
 pub struct Hub {
     inner: Mutex<HubInner>,
-    tx: broadcast::Sender<Arc<Frame>>,
+    out: Outlets,
     /// The broadcast delay of the public feed and views.
     delay: crate::delay::Delay,
     /// The relay's clock: when changes happen, and the times stamped on moves and alerts.
@@ -225,8 +279,9 @@ impl Hub {
                 next_alert: clock.wall_ms().max(1),
                 sent_clocks: BTreeMap::new(),
                 private: Private::default(),
+                batch: None,
             }),
-            tx: broadcast::channel(RING).0,
+            out: Outlets { ring: broadcast::channel(RING).0, writers: Writers::default() },
             delay: crate::delay::Delay::default(),
             clock,
         }
@@ -246,6 +301,26 @@ impl Hub {
     pub fn publish(&self, delta: Delta) -> u64 {
         let mut inner = self.lock();
         self.publish_locked(&mut inner, delta)
+    }
+
+    /// Publishes changes together, in order: one board's effects of one instant (a move and
+    /// the clock pressed with it). Their frames are handed to the writers in one piece, so
+    /// each client gets them with one write.
+    pub fn publish_all(&self, changes: impl IntoIterator<Item = Change>) {
+        let mut inner = self.lock();
+        inner.batch = Some(Vec::new());
+        for c in changes {
+            match c {
+                Change::Delta(d) => {
+                    self.publish_locked(&mut inner, d);
+                }
+                Change::ClockReading { board, clock } => {
+                    self.clock_locked(&mut inner, board, clock);
+                }
+            }
+        }
+        let frames = inner.batch.take().unwrap_or_default();
+        self.out.send(frames);
     }
 
     /// Publishes a relay-wide alert about a standing condition named `topic` (the PGN
@@ -310,10 +385,10 @@ impl Hub {
         if game && (!delay.is_zero() || !inner.pending.is_empty()) {
             inner.pending.push(now, Pending::Delta(delta));
             // With the delay back to zero, what waited goes first, then this.
-            inner.release(&self.tx, now, wall, delay);
+            inner.release(&self.out, now, wall, delay);
             return inner.seq;
         }
-        inner.send(&self.tx, delta, wall)
+        inner.send(&self.out, delta, wall)
     }
 
     /// Takes a clock reading of `board`. The reading always updates the board's state (so
@@ -324,12 +399,16 @@ impl Hub {
     /// by more than the readings' 1 s resolution (a time set by the arbiter, added time).
     /// Returns the delta's sequence number if one was sent.
     pub fn clock_reading(&self, board: u32, clock: ClockView) -> Option<u64> {
-        let now = self.clock.now();
         let mut inner = self.lock();
+        self.clock_locked(&mut inner, board, clock)
+    }
+
+    fn clock_locked(&self, inner: &mut HubInner, board: u32, clock: ClockView) -> Option<u64> {
+        let now = self.clock.now();
         let sent = inner.sent_clocks.get(&board).copied();
         let due = sent.is_none_or(|(last, at)| clock_needs_delta(&last, now.duration_since(at), &clock));
         if due {
-            return Some(self.publish_locked(&mut inner, Delta::Clock { board, clock }));
+            return Some(self.publish_locked(inner, Delta::Clock { board, clock }));
         }
         if let Some(view) = inner.boards.get_mut(&board) {
             view.clock = Some(clock);
@@ -341,7 +420,7 @@ impl Hub {
             }
         } else {
             inner.pending.push(now, Pending::Reading(board, clock));
-            inner.release(&self.tx, now, self.clock.wall_ms(), delay);
+            inner.release(&self.out, now, self.clock.wall_ms(), delay);
         }
         None
     }
@@ -356,7 +435,7 @@ impl Hub {
         let (now, wall) = (self.clock.now(), self.clock.wall_ms());
         let mut inner = self.lock();
         let delay = self.delay.get();
-        inner.release(&self.tx, now, wall, delay);
+        inner.release(&self.out, now, wall, delay);
     }
 
     /// When the next waiting public change is due, if one waits.
@@ -367,9 +446,30 @@ impl Hub {
     /// A snapshot (as spectators see it) and a receiver that continues exactly after it.
     pub fn subscribe(&self) -> (Snapshot, broadcast::Receiver<Arc<Frame>>) {
         let inner = self.lock();
-        let rx = self.tx.subscribe();
-        let boards = inner.public.values().map(|v| inner.public_view(v)).collect();
-        (Snapshot { seq: inner.seq, boards }, rx)
+        let rx = self.out.ring.subscribe();
+        (inner.snapshot(), rx)
+    }
+
+    /// Seats a websocket client at a writer (see [`super::writer`]): a snapshot as
+    /// spectators see it, and the client's place, held until that snapshot is given.
+    pub(super) fn join(
+        &self,
+        socket: OwnedWriteHalf,
+        keep: Keep,
+        stop: &Listener,
+        limits: ClientLimits,
+    ) -> (Snapshot, Seat) {
+        let inner = self.lock();
+        let seat = self.out.writers.join(socket, keep, stop, limits, &self.clock);
+        (inner.snapshot(), seat)
+    }
+
+    /// A fresh snapshot for a seated client, whose writer holds it until that snapshot is
+    /// given.
+    pub(super) fn snapshot_for(&self, seat: &Seat) -> Snapshot {
+        let inner = self.lock();
+        seat.hold();
+        inner.snapshot()
     }
 
     /// A copy of every board, whole (with ports): the operator's view.
@@ -451,7 +551,7 @@ impl Hub {
 
     /// Current websocket receivers.
     pub fn receivers(&self) -> usize {
-        self.tx.receiver_count()
+        self.out.ring.receiver_count() + self.out.writers.clients()
     }
 }
 

@@ -1,25 +1,27 @@
 //! The live feed: shared board state, sequence numbers, and fan-out to websocket clients.
 //!
 //! - `views.rs`: what a board looks like to a client, and the [`Delta`]s that change it;
-//! - `hub.rs`: the shared state, numbering, the broadcast delay and the fan-out ring;
+//! - `hub.rs`: the shared state, numbering, the broadcast delay, and handing each frame on;
+//! - `writer.rs`: the websocket writers, a task per core writing every frame to its share
+//!   of the clients;
+//! - `client.rs`: one websocket client: what it asks for, its limits, its task;
 //! - `alerts.rs`: the alert book (ids, times, what resolves what, acknowledgements);
-//! - `privacy.rs`: what spectators must not see;
-//! - `client.rs`: one websocket client, its requests, limits and session on the socket.
+//! - `privacy.rs`: what spectators must not see.
 //!
-//! # Why a broadcast ring
+//! # Why every frame is made once
 //! Every change becomes one [`Delta`], numbered, applied to the shared [`BoardView`]s and
-//! serialised to JSON exactly once, then put in a `tokio::sync::broadcast` ring. Sending
-//! into the ring never waits for a receiver, so a slow client cannot delay a board or
-//! another client. A client that falls further behind than the ring holds gets
-//! `Lagged`: it is resynchronised with a fresh snapshot, and dropped if that keeps
-//! happening. A client whose socket does not accept a frame within a time limit is
-//! dropped too. Queues are therefore bounded by the ring size, per relay, not per client.
+//! serialised to JSON exactly once. The frame's bytes are shared by every client (a
+//! reference count) and by the in-process readers of the hub's ring. Handing a frame on
+//! never waits for a client: a slow client cannot delay a board or another client. A client
+//! whose queue grows past the ring's size is resynchronised with a fresh snapshot, and
+//! dropped if that keeps happening; one whose socket takes nothing for a time limit is
+//! dropped too.
 //!
 //! # Why clock readings are mostly not deltas
 //! A running clock is read once a second, but a client can count it down itself from the
-//! last value it got. [`Hub::clock`] keeps every reading in the state (snapshots and
-//! `/api/boards` are current) and sends a delta only when the clocks change state (a press,
-//! a stop, a time set). With 100 running clocks this removes 100 frames a second per
+//! last value it got. [`Hub::clock_reading`] keeps every reading in the state (snapshots
+//! and `/api/boards` are current) and sends a delta only when the clocks change state (a
+//! press, a stop, a time set). With 100 running clocks this removes 100 frames a second per
 //! subscriber, most of the feed's traffic in a real round.
 //!
 //! # What spectators see
@@ -29,22 +31,26 @@
 //! whole state for the operator's views (`/api/admin/boards`).
 //!
 //! # Why the lock covers numbering and sending
-//! [`Hub::publish`] assigns the sequence number, updates the state and sends under one
-//! mutex, and [`Hub::subscribe`] copies the state and creates its receiver under the same
-//! mutex. So a snapshot with sequence `n` is followed on the receiver by exactly the deltas
+//! [`Hub::publish`] assigns the sequence number, updates the state and hands the frame on
+//! under one mutex, and a subscription (a ring receiver, a websocket client held at its
+//! writer) is made with its snapshot under the same mutex. So a snapshot with sequence `n`
+//! is followed by exactly the deltas `n+1, n+2, ...`: nothing is missed and nothing is
+//! applied twice.
 
 mod alerts;
 mod client;
 mod hub;
 mod privacy;
 mod views;
+mod wire;
+mod writer;
 
 pub use alerts::{AlertCode, AlertEntry, AlertLevel, AlertView, MAX_ALERTS, counterpart};
 pub use client::{
-    ClientAction, ClientEnd, ClientInput, ClientLimits, ClientSession, MAX_BATCH, MAX_CLIENT_MESSAGE,
-    READ_BUFFER, serve_client, snapshot_frame,
+    ClientAction, ClientEnd, ClientInput, ClientLimits, ClientSession, ClientSocket, Keep,
+    MAX_CLIENT_MESSAGE, READ_BUFFER, serve_client, snapshot_frame,
 };
-pub use hub::{Frame, Hub, RING, clock_needs_delta};
+pub use hub::{Change, Frame, Hub, RING, clock_needs_delta};
 pub use privacy::Private;
 pub use views::{BoardStatus, BoardView, ClockView, Delta, MoveState, MoveView, Side, Snapshot};
 

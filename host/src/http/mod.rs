@@ -46,6 +46,7 @@ use axum::routing::{get, post};
 pub use access::{
     Access, AdminGuard, FORGET_AFTER, FREE_FAILURES, LOOPBACK_NAMES, MAX_BLOCK, MAX_TRACKED, cors_route,
 };
+pub use public::feed_upgrade;
 
 use crate::board::AdminError;
 use crate::feed::MAX_ALERTS;

@@ -4,17 +4,21 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{Path, State};
-use axum::http::header;
+use axum::extract::{Path, Request, State};
+use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::ApiError;
-use crate::feed::{BoardStatus, BoardView, ClientLimits, FEED_VERSION, MAX_CLIENT_MESSAGE, READ_BUFFER};
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+
+use crate::feed::{
+    BoardStatus, BoardView, ClientLimits, ClientSocket, FEED_VERSION, Hub, Keep, serve_client,
+};
 use crate::push::PushStatus;
 use crate::record::GameRecord;
 use crate::relay::Relay;
+use crate::shutdown::Listener;
 
 /// `GET /`: links to the pages and every PGN.
 pub(super) async fn index(State(relay): State<Arc<Relay>>) -> Response {
@@ -91,23 +95,69 @@ pub(super) async fn game_pgn(
 }
 
 /// `GET /ws`: the websocket feed, while there is room for another subscriber.
-pub(super) async fn ws(
-    State(relay): State<Arc<Relay>>,
-    upgrade: WebSocketUpgrade,
-) -> Result<Response, ApiError> {
+pub(super) async fn ws(State(relay): State<Arc<Relay>>, req: Request) -> Result<Response, ApiError> {
     if relay.hub.receivers() >= relay.max_subscribers {
         return Err(ApiError::Busy("too many subscribers"));
     }
-    let hub = Arc::clone(&relay.hub);
-    let stop = relay.shutdown().listener();
-    Ok(upgrade
-        .max_message_size(MAX_CLIENT_MESSAGE)
-        .max_frame_size(MAX_CLIENT_MESSAGE)
-        .read_buffer_size(READ_BUFFER)
-        .on_upgrade(move |socket| async move {
-            let end = crate::feed::serve_client(socket, hub, stop, ClientLimits::default()).await;
-            tracing::debug!(?end, "websocket client left");
-        }))
+    feed_upgrade(req, Arc::clone(&relay.hub), relay.shutdown().listener(), ClientLimits::default())
+}
+
+/// Upgrades a websocket request to the feed of `hub`: checks the handshake, answers `101`,
+/// and serves the client on the socket (`feed::serve_client`) until it leaves or `stop`.
+/// The feed's writers write to the socket itself, so the connection must be a TCP socket
+/// of the relay's server or of `axum::serve`.
+pub fn feed_upgrade(
+    mut req: Request,
+    hub: Arc<Hub>,
+    stop: Listener,
+    limits: ClientLimits,
+) -> Result<Response, ApiError> {
+    let headers = req.headers();
+    let has = |name: header::HeaderName, token: &str| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+    };
+    if req.method() != Method::GET
+        || !has(header::CONNECTION, "upgrade")
+        || !has(header::UPGRADE, "websocket")
+    {
+        return Err(ApiError::BadRequest("not a websocket upgrade request".into()));
+    }
+    if headers.get(header::SEC_WEBSOCKET_VERSION).is_none_or(|v| v.as_bytes() != b"13") {
+        return Err(ApiError::BadRequest("websocket version 13 only".into()));
+    }
+    let accept = headers
+        .get(header::SEC_WEBSOCKET_KEY)
+        .map(|key| derive_accept_key(key.as_bytes()))
+        .ok_or_else(|| ApiError::BadRequest("no Sec-WebSocket-Key".into()))?;
+    let upgrade = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        let upgraded = match upgrade.await {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::debug!(error = %e, "websocket upgrade failed");
+                return;
+            }
+        };
+        let Some((stream, read_ahead, guard)) = crate::server::upgraded_socket(upgraded) else {
+            tracing::error!("websocket on a connection that is not a TCP socket");
+            return;
+        };
+        let keep: Keep = guard.map(|g| Box::new(g) as Box<dyn std::any::Any + Send + Sync>);
+        let socket = ClientSocket { stream, read_ahead, keep };
+        let end = serve_client(socket, hub, stop, limits).await;
+        tracing::debug!(?end, "websocket client left");
+    });
+    Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header(header::CONNECTION, "upgrade")
+        .header(header::UPGRADE, "websocket")
+        .header(header::SEC_WEBSOCKET_ACCEPT, accept)
+        .body(axum::body::Body::empty())
+        .map_err(|e| ApiError::BadRequest(e.to_string()))
 }
 
 /// `GET /api/event`: the event's name, site, live round and time control, and the rounds

@@ -3,7 +3,7 @@
 //! delivery that did not arrive.
 //!
 //! ```text
-//! cargo run --release -p dgt-e2e-tests --bin latency -- BOARDS SUBSCRIBERS [SECONDS=15] [PRESS_MS=1000] [CLIENT_THREADS=nproc] [direct|edge|edge2]
+//! cargo run --release -p dgt-e2e-tests --bin latency -- BOARDS SUBSCRIBERS [SECONDS=15] [PRESS_MS=1000] [CLIENT_THREADS=nproc] [direct|edge|edge2] [floor]
 //! ```
 //!
 //! With `edge` the relay publishes to a `nats-server` (JetStream, started here on a free
@@ -46,6 +46,16 @@
 //! client process reports how many resyncs and sequence gaps it saw, so a loss can be told
 //! apart from a benchmark fault.
 //!
+//! # Against the floor, in one run
+//! ```text
+//! cargo run --release -p dgt-e2e-tests --bin latency -- BOARDS SUBSCRIBERS SECONDS PRESS_MS CLIENT_THREADS direct|edge floor
+//! ```
+//! With `floor`, the floor below (`N` = the subscribers, the `tokio` reader: epoll, as the
+//! subscribers read) is measured in the same run: relay phases (the boards press) and
+//! floor phases (a round every 100 ms) take turns, 4 s each, for `SECONDS` of each, so a
+//! change in the machine's load meets both alike. The last line gives the relay's p99 and
+//! p50 as ratios to the floor's. CPU figures are then over the whole run, both phases.
+//!
 //! # The floor: one frame to N loopback sockets
 //! ```text
 //! cargo run --release -p dgt-e2e-tests --bin latency -- floor N [ROUNDS=100] [READER=spin|tokio]
@@ -80,6 +90,44 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize, default: T) -> T {
     args.get(i).and_then(|a| a.parse().ok()).unwrap_or(default)
 }
 
+/// How long the relay's and the floor's phases last (see [`Phases`]).
+const PHASE: Duration = Duration::from_secs(4);
+/// At the end of a relay phase and the start of a floor phase, time for the last fan-out to
+/// finish and the next to start cleanly.
+const PHASE_MARGIN: Duration = Duration::from_millis(500);
+
+/// With the floor in the same run, the relay's phases (its presses) and the floor's (its
+/// rounds) take turns, each [`PHASE`] long, so that both see the machine's load alike;
+/// without it, the relay has all the time.
+#[derive(Clone, Copy)]
+struct Phases {
+    t0: Instant,
+    phase: Duration,
+    floor: bool,
+}
+
+impl Phases {
+    /// The part of each phase that is used.
+    fn usable(&self) -> Duration {
+        self.phase - 2 * PHASE_MARGIN
+    }
+
+    /// The instant of relay time `t` (time counted in the relay's phases only).
+    fn relay_at(&self, t: Duration) -> Instant {
+        if !self.floor {
+            return self.t0 + t;
+        }
+        let k = (t.as_millis() / self.usable().as_millis()) as u32;
+        self.t0 + self.phase * (2 * k) + (t - self.usable() * k)
+    }
+
+    /// The instant of floor time `t` (time counted in the floor's phases only).
+    fn floor_at(&self, t: Duration) -> Instant {
+        let k = (t.as_millis() / self.usable().as_millis()) as u32;
+        self.t0 + self.phase * (2 * k + 1) + PHASE_MARGIN + (t - self.usable() * k)
+    }
+}
+
 /// Wall-clock nanoseconds: comparable between the board and client processes.
 fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
@@ -103,6 +151,11 @@ fn main() -> anyhow::Result<()> {
         Some("edge") => ("edge", 1),
         Some("edge2") => ("edge2", 2),
         Some(other) => bail!("unknown mode {other:?}: direct, edge or edge2"),
+    };
+    let with_floor = match args.get(7).map(String::as_str) {
+        None => false,
+        Some("floor") => true,
+        Some(other) => bail!("unknown option {other:?}: floor"),
     };
     let via_edge = n_edges > 0;
     let bin = relay_binary(true)?;
@@ -203,6 +256,8 @@ fn main() -> anyhow::Result<()> {
         client_procs.push((clients, client_out, out));
     }
     let total_subs = subs * client_procs.len();
+    // The floor's sockets and reader, for the phases between the relay's.
+    let mut floor = if with_floor { Some(Floor::open(total_subs, "tokio")?) } else { None };
     std::thread::sleep(Duration::from_millis(500));
 
     for b in &fleet {
@@ -213,24 +268,38 @@ fn main() -> anyhow::Result<()> {
     let ecpu0: Vec<f64> = edges.iter().map(|e| proc_stat(e.pid()).cpu_s).collect();
     let ccpu0: f64 = client_procs.iter().map(|(c, _, _)| proc_stat(c.id()).cpu_s).sum();
     let t0 = Instant::now();
+    let phases = Phases { t0, phase: PHASE, floor: with_floor };
+    let relay_time = Duration::from_secs(seconds);
     let cycle = [
         (Color::White, Square::G1, Square::F3),
         (Color::Black, Square::G8, Square::F6),
         (Color::White, Square::F3, Square::G1),
         (Color::Black, Square::F6, Square::G8),
     ];
-    std::thread::scope(|s| {
+    let floor_result = std::thread::scope(|s| {
+        let floor_writer = floor.as_mut().map(|floor| {
+            s.spawn(move || -> anyhow::Result<()> {
+                let mut t = Duration::ZERO;
+                while phases.floor_at(t) < phases.relay_at(relay_time) {
+                    std::thread::sleep(phases.floor_at(t).saturating_duration_since(Instant::now()));
+                    floor.round()?;
+                    t += Duration::from_millis(100);
+                }
+                Ok(())
+            })
+        });
         for (i, b) in fleet.iter().enumerate() {
             let presses = Arc::clone(&presses);
             let board_no = serial_to_board.get(&format!("{}", 50001 + i)).copied().unwrap_or(0);
             s.spawn(move || {
                 let offset = Duration::from_millis(press_ms * i as u64 / boards as u64);
-                let mut next = t0 + offset + Duration::from_millis(300);
+                // In relay time: the relay's phases only.
+                let mut next = offset + Duration::from_millis(300);
                 let mut ply = 0u64;
-                while t0.elapsed() < Duration::from_secs(seconds) {
+                while next < relay_time {
                     let (color, from, to) = cycle[(ply % 4) as usize];
                     let piece = Piece { color, role: Role::Knight };
-                    std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                    std::thread::sleep(phases.relay_at(next).saturating_duration_since(Instant::now()));
                     let _ = b.act(Action::Lift { square: from });
                     let _ = b.act(Action::Place { square: to, piece });
                     // Let the placement reach the relay first, as a hand does.
@@ -245,7 +314,11 @@ fn main() -> anyhow::Result<()> {
                 }
             });
         }
+        floor_writer.map(|w| w.join().map_err(|_| anyhow::anyhow!("floor writer panicked")))
     });
+    if let Some(r) = floor_result {
+        r??;
+    }
     let elapsed = t0.elapsed().as_secs_f64();
     let cpu1 = proc_stat(relay.pid());
     let edge_cpu: String = edges
@@ -323,6 +396,18 @@ fn main() -> anyhow::Result<()> {
         100.0 * (ccpu1 - ccpu0) / elapsed,
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
     );
+    if let Some(floor) = floor {
+        let f = floor.finish()?;
+        println!(
+            "{mode} against the floor in the same run: p99 {:.2}x ({:.2} / {:.2} ms), p50 {:.2}x ({:.2} / {:.2} ms)",
+            pct(0.99) / f.p99_ms,
+            pct(0.99),
+            f.p99_ms,
+            pct(0.5) / f.p50_ms,
+            pct(0.5),
+            f.p50_ms,
+        );
+    }
     drop(edges);
     drop(relay);
     drop(nats);
@@ -502,97 +587,136 @@ fn thread_cpu_ns() -> u64 {
         .unwrap_or(0)
 }
 
-/// `floor N [ROUNDS] [READER]`: the writer. Starts the reader process, accepts its
-/// connections, writes the rounds, then closes the sockets and prints the figures.
-fn floor_main(args: &[String]) -> anyhow::Result<()> {
-    let n: usize = arg(args, 0, 1000);
-    let rounds: usize = arg(args, 1, 100);
-    let mode = args.get(2).map_or("spin", String::as_str);
-    if !matches!(mode, "tokio" | "spin") {
-        bail!("reader must be spin or tokio, not {mode}");
-    }
-    let listener = TcpListener::bind("127.0.0.1:0").context("binding the listener")?;
-    let addr = listener.local_addr()?;
-    let mut reader = Command::new(std::env::current_exe()?)
-        .args(["--floor-reader".to_owned(), addr.to_string(), n.to_string(), mode.to_owned()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("starting the reader process")?;
-    // Accept without blocking, so a reader that dies is noticed.
-    listener.set_nonblocking(true)?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut socks = Vec::with_capacity(n);
-    while socks.len() < n {
-        match listener.accept() {
-            Ok((s, _)) => {
-                s.set_nonblocking(false)?;
-                s.set_nodelay(true)?;
-                socks.push(s);
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                if let Some(status) = reader.try_wait()? {
-                    bail!("reader exited early: {status}");
-                }
-                if Instant::now() > deadline {
-                    bail!("only {} of {n} connections accepted", socks.len());
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(e).context("accepting"),
+/// The floor's writer: `N` loopback connections to a reader process, each written the same
+/// stamped frame once a round.
+struct Floor {
+    n: usize,
+    mode: String,
+    socks: Vec<TcpStream>,
+    reader: std::process::Child,
+    out: BufReader<std::process::ChildStdout>,
+    loops: Vec<f64>,
+    short: usize,
+    cpu_ns: u64,
+}
+
+/// What the floor's reader measured.
+struct FloorFigures {
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+impl Floor {
+    /// Starts the reader process (`spin` or `tokio`) and accepts its `n` connections.
+    fn open(n: usize, mode: &str) -> anyhow::Result<Floor> {
+        if !matches!(mode, "tokio" | "spin") {
+            bail!("reader must be spin or tokio, not {mode}");
         }
+        let listener = TcpListener::bind("127.0.0.1:0").context("binding the listener")?;
+        let addr = listener.local_addr()?;
+        let mut reader = Command::new(std::env::current_exe()?)
+            .args(["--floor-reader".to_owned(), addr.to_string(), n.to_string(), mode.to_owned()])
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("starting the reader process")?;
+        // Accept without blocking, so a reader that dies is noticed.
+        listener.set_nonblocking(true)?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut socks = Vec::with_capacity(n);
+        while socks.len() < n {
+            match listener.accept() {
+                Ok((s, _)) => {
+                    s.set_nonblocking(false)?;
+                    s.set_nodelay(true)?;
+                    socks.push(s);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if let Some(status) = reader.try_wait()? {
+                        bail!("reader exited early: {status}");
+                    }
+                    if Instant::now() > deadline {
+                        bail!("only {} of {n} connections accepted", socks.len());
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => return Err(e).context("accepting"),
+            }
+        }
+        let mut out = BufReader::new(reader.stdout.take().context("reader stdout")?);
+        let mut line = String::new();
+        out.read_line(&mut line)?;
+        if line.trim() != "ready" {
+            bail!("reader process: {line:?}");
+        }
+        Ok(Floor { n, mode: mode.to_owned(), socks, reader, out, loops: Vec::new(), short: 0, cpu_ns: 0 })
     }
-    let mut out = BufReader::new(reader.stdout.take().context("reader stdout")?);
-    let mut line = String::new();
-    out.read_line(&mut line)?;
-    if line.trim() != "ready" {
-        bail!("reader process: {line:?}");
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let mut frame = [b'x'; FLOOR_FRAME];
-    let mut loops: Vec<f64> = Vec::with_capacity(rounds);
-    let mut short = 0usize;
-    let cpu0 = thread_cpu_ns();
-    for _ in 0..rounds {
+
+    /// One round: the frame, stamped now, to every socket in turn.
+    fn round(&mut self) -> anyhow::Result<()> {
+        let mut frame = [b'x'; FLOOR_FRAME];
+        let cpu0 = thread_cpu_ns();
         let start = Instant::now();
         frame[..8].copy_from_slice(&now_ns().to_le_bytes());
-        for s in &mut socks {
+        for s in &mut self.socks {
             let m = s.write(&frame).context("writing")?;
             if m < FLOOR_FRAME {
-                short += 1;
+                self.short += 1;
                 s.write_all(&frame[m..]).context("writing")?;
             }
         }
-        loops.push(start.elapsed().as_secs_f64() * 1e3);
+        self.loops.push(start.elapsed().as_secs_f64() * 1e3);
+        self.cpu_ns += thread_cpu_ns().saturating_sub(cpu0);
+        Ok(())
+    }
+
+    /// Closes the sockets, reads the reader's figures and prints them.
+    fn finish(mut self) -> anyhow::Result<FloorFigures> {
+        // The reader stops at end of file on every socket.
+        self.socks.clear();
+        let mut line = String::new();
+        self.out.read_line(&mut line)?;
+        let status = self.reader.wait()?;
+        if !status.success() {
+            bail!("reader process failed: {status}");
+        }
+        let f: Vec<u64> = line.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        let [got, p50, p99, max, reader_cpu_ns] = f[..] else {
+            bail!("reader process: {line:?}");
+        };
+        let figures = FloorFigures { p50_ms: p50 as f64 / 1e6, p99_ms: p99 as f64 / 1e6 };
+        self.loops.sort_by(f64::total_cmp);
+        let rounds = self.loops.len();
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        println!(
+            "floor: {} sockets x {rounds} rounds, {} reader: {got} of {} deliveries; latency ms p50 {:.2} p99 {:.2} max {:.2}; write loop ms median {:.2} max {:.2}; writer CPU {:.2} us per delivery (one write each; {} short writes); reader CPU {:.2} us per delivery; load {}",
+            self.n,
+            self.mode,
+            self.n * rounds,
+            figures.p50_ms,
+            figures.p99_ms,
+            max as f64 / 1e6,
+            self.loops.get(rounds / 2).copied().unwrap_or(f64::NAN),
+            self.loops.last().copied().unwrap_or(f64::NAN),
+            self.cpu_ns as f64 / 1e3 / (self.n * rounds).max(1) as f64,
+            self.short,
+            reader_cpu_ns as f64 / 1e3 / got.max(1) as f64,
+            load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+        );
+        Ok(figures)
+    }
+}
+
+/// `floor N [ROUNDS] [READER]`: the floor alone, a round every 100 ms.
+fn floor_main(args: &[String]) -> anyhow::Result<()> {
+    let n: usize = arg(args, 0, 1000);
+    let rounds: usize = arg(args, 1, 100);
+    let mut floor = Floor::open(n, args.get(2).map_or("spin", String::as_str))?;
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..rounds {
+        floor.round()?;
         std::thread::sleep(Duration::from_millis(100));
     }
-    let cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
-    // The reader stops at end of file on every socket.
-    drop(socks);
-    line.clear();
-    out.read_line(&mut line)?;
-    let status = reader.wait()?;
-    if !status.success() {
-        bail!("reader process failed: {status}");
-    }
-    let f: Vec<u64> = line.split_whitespace().filter_map(|x| x.parse().ok()).collect();
-    let [got, p50, p99, max, reader_cpu] = f[..] else {
-        bail!("reader process: {line:?}");
-    };
-    loops.sort_by(f64::total_cmp);
-    let writes = (n * rounds).max(1) as f64;
-    println!(
-        "floor: {n} sockets x {rounds} rounds, {mode} reader: {got} of {} deliveries; latency ms p50 {:.2} p99 {:.2} max {:.2}; write loop ms median {:.2} max {:.2}; writer CPU {:.2} us per delivery (one write each; {short} short writes); reader CPU {:.2} us per delivery; load {}",
-        n * rounds,
-        p50 as f64 / 1e6,
-        p99 as f64 / 1e6,
-        max as f64 / 1e6,
-        loops.get(loops.len() / 2).copied().unwrap_or(f64::NAN),
-        loops.last().copied().unwrap_or(f64::NAN),
-        cpu_ns as f64 / 1e3 / writes,
-        reader_cpu as f64 / 1e3 / got.max(1) as f64,
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
-    );
+    floor.finish()?;
     Ok(())
 }
 
