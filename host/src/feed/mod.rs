@@ -4,7 +4,10 @@
 //! - `hub.rs`: the shared state, numbering, the broadcast delay, and handing each frame on;
 //! - `writer.rs`: the websocket writers, a task per core writing every frame to its share
 //!   of the clients;
-//! - `client.rs`: one websocket client: what it asks for, its limits, its task;
+//! - `frame.rs`: a numbered delta as JSON and as its websocket frame;
+//! - `clocks.rs`: when a clock reading is news;
+//! - `session.rs`: one client's requests, limits and answers, apart from its socket;
+//! - `client.rs`: one websocket client's task, reading what it sends;
 //! - `alerts.rs`: the alert book (ids, times, what resolves what, acknowledgements);
 //! - `privacy.rs`: what spectators must not see.
 //!
@@ -39,20 +42,24 @@
 
 mod alerts;
 mod client;
+mod clocks;
+mod frame;
 mod hub;
 mod privacy;
+mod session;
 mod views;
 mod wire;
 mod writer;
 
 pub use alerts::{AlertCode, AlertEntry, AlertLevel, AlertView, MAX_ALERTS, counterpart};
-pub use client::{
-    ClientAction, ClientEnd, ClientInput, ClientLimits, ClientSession, ClientSocket, Keep,
-    MAX_CLIENT_MESSAGE, READ_BUFFER, serve_client, snapshot_frame,
-};
-pub use hub::{Change, Frame, Hub, RING, clock_needs_delta};
+pub use client::{ClientSocket, MAX_CLIENT_MESSAGE, READ_BUFFER, serve_client};
+pub use clocks::clock_needs_delta;
+pub use frame::{Frame, RING};
+pub use hub::{Change, Hub};
 pub use privacy::Private;
+pub use session::{ClientAction, ClientEnd, ClientInput, ClientLimits, ClientSession, snapshot_frame};
 pub use views::{BoardStatus, BoardView, ClockView, Delta, MoveState, MoveView, Side, Snapshot};
+pub use writer::Keep;
 
 /// The version of the JSON feed format, sent as `"v"` in every frame.
 pub const FEED_VERSION: u32 = 1;

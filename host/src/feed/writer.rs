@@ -44,12 +44,15 @@ use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
-use super::ClientEnd;
-use super::client::{ClientLimits, Keep};
-use super::hub::{Frame, RING};
+use super::frame::{Frame, RING};
+use super::session::{ClientEnd, ClientLimits};
 use super::wire;
 use crate::clock::Clock;
 use crate::shutdown::Listener;
+
+/// What holds a connection's place (under the server's connection cap) for as long as its
+/// socket is open.
+pub type Keep = Option<Box<dyn std::any::Any + Send + Sync>>;
 
 /// The most frames given to one vectored write.
 const MAX_SLICES: usize = 64;

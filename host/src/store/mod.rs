@@ -176,10 +176,7 @@ impl Store {
         let mut notices = Vec::new();
         let mut rounds: Vec<(u32, PathBuf)> = Vec::new();
         for entry in fs::read_dir(root).map_err(io_err(root))?.flatten() {
-            let name = entry.file_name();
-            if let Some(round) =
-                name.to_str().and_then(|n| n.strip_prefix("round-")).and_then(|n| n.parse::<u32>().ok())
-            {
+            if let Some(round) = round_of(&entry.file_name()) {
                 rounds.push((round, entry.path()));
             }
         }
@@ -187,13 +184,7 @@ impl Store {
         for (round, dir) in rounds {
             let mut journals: Vec<(u32, PathBuf)> = Vec::new();
             for e in fs::read_dir(&dir).map_err(io_err(&dir))?.flatten() {
-                let n = e.file_name();
-                if let Some(board) = n
-                    .to_str()
-                    .and_then(|n| n.strip_prefix("game-"))
-                    .and_then(|n| n.strip_suffix(".journal"))
-                    .and_then(|n| n.parse::<u32>().ok())
-                {
+                if let Some(board) = board_of(&e.file_name()) {
                     journals.push((board, e.path()));
                 }
             }
@@ -257,24 +248,9 @@ impl Store {
         let mut out = Vec::new();
         let Ok(rounds) = fs::read_dir(&self.root) else { return out };
         for entry in rounds.flatten() {
-            let name = entry.file_name();
-            let Some(round) =
-                name.to_str().and_then(|n| n.strip_prefix("round-")).and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
+            let Some(round) = round_of(&entry.file_name()) else { continue };
             let Ok(games) = fs::read_dir(entry.path()) else { continue };
-            for e in games.flatten() {
-                let n = e.file_name();
-                if let Some(board) = n
-                    .to_str()
-                    .and_then(|n| n.strip_prefix("game-"))
-                    .and_then(|n| n.strip_suffix(".journal"))
-                    .and_then(|n| n.parse::<u32>().ok())
-                {
-                    out.push((round, board));
-                }
-            }
+            out.extend(games.flatten().filter_map(|e| board_of(&e.file_name())).map(|board| (round, board)));
         }
         out.sort_unstable();
         out
@@ -437,6 +413,16 @@ impl Store {
         }
         first_err.map_or(Ok(()), Err)
     }
+}
+
+/// The round of a folder named `round-N`.
+fn round_of(name: &std::ffi::OsStr) -> Option<u32> {
+    name.to_str()?.strip_prefix("round-")?.parse().ok()
+}
+
+/// The board of a journal named `game-M.journal`.
+fn board_of(name: &std::ffi::OsStr) -> Option<u32> {
+    name.to_str()?.strip_prefix("game-")?.strip_suffix(".journal")?.parse().ok()
 }
 
 /// Locks the data folder's lock file and writes this process's PID in it.
