@@ -544,7 +544,7 @@ mod tests {
         drop(f);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_connection_told_to_close_is_counted_until_it_has() {
         let conns = Connections::new(1);
         let guard = conns.admit().await.unwrap();
