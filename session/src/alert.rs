@@ -1,5 +1,6 @@
 //! What the operator is told: typed codes, levels and a message that says what to do.
 
+use alloc::{string::String, vec::Vec};
 use serde::{Deserialize, Serialize};
 use shakmaty::Square;
 
@@ -126,8 +127,8 @@ impl AlertCode {
     }
 }
 
-impl std::fmt::Display for AlertCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Display for AlertCode {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(self.as_str())
     }
 }

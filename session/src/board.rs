@@ -17,7 +17,8 @@
 //! their clocks, result): restarting the tracker (a flip, a cleared result, a correction)
 //! resumes it from that line, exactly as a restarted program resumes from its journal.
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
+use alloc::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, vec::Vec};
 
 use dgt_core::{
     ClockState, EndReason, Event, GameResult, GameState, MoveInfo, ResumePly, StartKind, Tracker, View,
@@ -297,7 +298,7 @@ impl BoardSession {
         let live = self.tracker.ply_count(View::Live);
         let last_mover = !self.tracker.position(View::Live).turn();
         if live > self.tracker.ply_count(View::Confirmed) && running != last_mover {
-            tracing::debug!(
+            crate::log::debug!(
                 board = self.number,
                 plies = live,
                 "the last ply was pressed before the first reading"
@@ -314,7 +315,7 @@ impl BoardSession {
     pub fn attach(&mut self, now: u64, link: Link, port: &str) {
         self.catch_up(now);
         let back = self.state == LinkState::NotResponding;
-        tracing::info!(board = self.number, port, "board attached");
+        crate::log::info!(board = self.number, port, "board attached");
         if self.serial.is_none() {
             self.serial = link.serial().map(str::to_owned);
         }
@@ -408,11 +409,11 @@ impl BoardSession {
     fn link_event(&mut self, now: u64, ev: LinkEvent) {
         match ev {
             LinkEvent::Identified { serial, version } => {
-                tracing::debug!(board = self.number, %serial, ?version, "identified");
+                crate::log::debug!(board = self.number, %serial, ?version, "identified");
             }
             LinkEvent::Board(msg) => self.board_message(now, msg),
             LinkEvent::ClockFound { version } => {
-                tracing::info!(board = self.number, ?version, "clock found");
+                crate::log::info!(board = self.number, ?version, "clock found");
                 self.health.clock_found();
             }
             LinkEvent::ClockCommandFailed(cmd) => self.alert(Alert::new(
@@ -421,7 +422,7 @@ impl BoardSession {
                 format!("Board {}: the clock did not acknowledge {cmd:?}.", self.number),
             )),
             LinkEvent::Battery { percent, charging } => {
-                tracing::debug!(board = self.number, percent, charging, "battery");
+                crate::log::debug!(board = self.number, percent, charging, "battery");
                 let mut alerts = Vec::new();
                 if self.health.battery(self.number, percent, charging, &mut alerts) {
                     self.effects.push_back(Effect::Battery(percent));
@@ -432,12 +433,12 @@ impl BoardSession {
                 if self.away.as_ref().is_some_and(Reconcile::reading_log) {
                     self.finish_away(now, Some(&log));
                 } else {
-                    tracing::debug!(board = self.number, "event log not asked for; ignored");
+                    crate::log::debug!(board = self.number, "event log not asked for; ignored");
                 }
             }
             LinkEvent::Noise(n) => {
                 self.noise += n as u64;
-                tracing::debug!(board = self.number, bytes = n, total = self.noise, "line noise");
+                crate::log::debug!(board = self.number, bytes = n, total = self.noise, "line noise");
             }
             LinkEvent::Lost { reason } => {
                 self.link = None;
@@ -458,7 +459,7 @@ impl BoardSession {
         match self.away.as_mut().map(|a| a.intake(msg, t, |d| reconcile::needs_log(tracker, d))) {
             None => self.tracker.feed(&msg, t, &mut |e| events.push(e)),
             Some(Intake::Feed(msgs)) => {
-                tracing::debug!(board = self.number, "the board is as it was before the port was lost");
+                crate::log::debug!(board = self.number, "the board is as it was before the port was lost");
                 self.away = None;
                 for (at, m) in msgs {
                     self.tracker.feed(&m, at, &mut |e| events.push(e));
@@ -494,7 +495,7 @@ impl BoardSession {
     fn keep_board_while_away(&mut self, now: u64) {
         match self.away.take().map(Reconcile::lost) {
             Some(AfterLoss::Wait(a)) => {
-                tracing::info!(
+                crate::log::info!(
                     board = self.number,
                     "lost again before it was reconciled; keeping the older board"
                 );
@@ -515,7 +516,10 @@ impl BoardSession {
     /// The board changed while it was away: ask for its event log.
     fn ask_event_log(&mut self, now: u64) {
         if self.link.as_mut().is_some_and(Link::request_event_log) {
-            tracing::info!(board = self.number, "the board changed while it was away: reading its event log");
+            crate::log::info!(
+                board = self.number,
+                "the board changed while it was away: reading its event log"
+            );
         } else {
             self.finish_away(now, None);
         }
@@ -535,22 +539,22 @@ impl BoardSession {
     fn replay_away(&mut self, now: u64, outcome: &reconcile::Outcome, log: Option<&[EeEvent]>) {
         let n = self.number;
         if let Some(changes) = &outcome.steps {
-            tracing::trace!(board = n, steps = ?changes.steps, presses = ?changes.logged, "the log's changes");
+            crate::log::trace!(board = n, steps = ?changes.steps, presses = ?changes.logged, "the log's changes");
         }
         match (&outcome.steps, log) {
-            (Some(changes), _) => tracing::info!(
+            (Some(changes), _) => crate::log::info!(
                 board = n,
                 changes = changes.steps.len(),
                 "replayed the square changes from the board's event log"
             ),
-            (None, Some(log)) => tracing::warn!(
+            (None, Some(log)) => crate::log::warn!(
                 board = n,
                 events = log.len(),
                 "the board's event log does not show the moves made while it was away"
             ),
             (None, None) if outcome.held.is_empty() => {}
             (None, None) => {
-                tracing::warn!(board = n, "no event log from the board; going on from its position")
+                crate::log::warn!(board = n, "no event log from the board; going on from its position")
             }
         }
         let start = self.t(now);
@@ -616,9 +620,9 @@ impl BoardSession {
         let n = self.number;
         let code = alert.code.as_str();
         match alert.level {
-            AlertLevel::Error => tracing::error!(board = n, code, "{}", alert.message),
-            AlertLevel::Warning => tracing::warn!(board = n, code, "{}", alert.message),
-            AlertLevel::Info => tracing::info!(board = n, code, "{}", alert.message),
+            AlertLevel::Error => crate::log::error!(board = n, code, "{}", alert.message),
+            AlertLevel::Warning => crate::log::warn!(board = n, code, "{}", alert.message),
+            AlertLevel::Info => crate::log::info!(board = n, code, "{}", alert.message),
         }
         self.effects.push_back(Effect::Alert(alert));
     }
@@ -710,7 +714,7 @@ impl BoardSession {
                 self.flipped = orientation == Orientation::Rotated;
                 if self.resuming {
                     self.resuming = false;
-                    tracing::info!(board = self.number, "game resumed");
+                    crate::log::info!(board = self.number, "game resumed");
                     let start_fen = self.game.as_ref().and_then(|g| g.start_fen.clone());
                     self.effects.push_back(Effect::GameStarted {
                         orientation,
@@ -757,7 +761,7 @@ impl BoardSession {
                     g.plies.truncate(usize::from(info.ply).saturating_sub(1));
                     g.plies.push(ResumePly { uci: info.uci, clk: info.clk, emt: info.emt });
                 }
-                tracing::debug!(board = self.number, ply = info.ply, san = %info.san, "move confirmed");
+                crate::log::debug!(board = self.number, ply = info.ply, san = %info.san, "move confirmed");
                 self.effects.push_back(Effect::Move { state: MoveState::Confirmed, info });
             }
             Event::MoveRetracted { ply, fen } => self.effects.push_back(Effect::Retracted { ply, fen }),

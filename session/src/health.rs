@@ -1,6 +1,7 @@
 //! The board's battery and its clock: connected, battery sign, paused. Each alert is raised
 //! once per change and cleared by its counterpart, never repeated while nothing changes.
 
+use alloc::{format, vec::Vec};
 use dgt_protocol::ClockTimes;
 
 use crate::alert::{Alert, AlertCode, AlertLevel};
@@ -136,7 +137,7 @@ impl Health {
     /// A stop during a live game starts the pause timer ([`Health::check_pause`]), a restart
     /// clears it.
     pub fn clock_run_state(&mut self, n: u32, running: bool, live: bool, now: u64, out: &mut Vec<Alert>) {
-        let was_running = std::mem::replace(&mut self.clock_running, running);
+        let was_running = core::mem::replace(&mut self.clock_running, running);
         if running {
             self.clock_stopped_at = None;
             if live && !was_running {

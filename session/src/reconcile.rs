@@ -26,6 +26,7 @@
 //! listing as one reading, and the tracker reconstructs them from the position as before.
 //! Pure and synchronous, so the offline harness replays a game exactly as the relay does.
 
+use alloc::{vec, vec::Vec};
 use dgt_core::{Event, EventSink, Reading, Tracker, View};
 use dgt_protocol::{BoardDump, ClockSide, ClockTime, DgtSquare, EeEvent, FieldUpdate, Message, PieceCode};
 use shakmaty::{Color, Position};
@@ -181,7 +182,7 @@ impl Reconcile {
                     },
                 };
                 if need == LogNeed::No {
-                    return Intake::Feed(std::mem::take(&mut self.held));
+                    return Intake::Feed(core::mem::take(&mut self.held));
                 }
                 self.phase =
                     Phase::ReadingLog { need, until: now + LOG_ANSWER_MS, dumped: now, clock: false };
@@ -537,7 +538,7 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
             EeEvent::Field { square, piece, quick } => {
                 let k = usize::from(square.index());
                 let mut gap = || {
-                    if std::mem::take(&mut press) {
+                    if core::mem::take(&mut press) {
                         Gap::Press
                     } else if quick {
                         Gap::Quick
@@ -584,7 +585,7 @@ fn restate(cur: &mut [PieceCode; 64], board: &[PieceCode; 64], steps: &mut Vec<S
             let k = usize::from(sq.index());
             if cur[k] != board[k] && board[k].is_empty() == lifts {
                 cur[k] = board[k];
-                let gap = if std::mem::take(&mut first) { Gap::Press } else { Gap::Quick };
+                let gap = if core::mem::take(&mut first) { Gap::Press } else { Gap::Quick };
                 steps.push(Step { square: sq, piece: board[k], gap });
             }
         }

@@ -1,7 +1,8 @@
 //! What the poller keeps for each board on the chain: its place in the polling, what it
 //! wants read next, the last clock reading, the press waiting for one, and its event log.
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
+use alloc::{vec, vec::Vec};
 
 use dgt_protocol::ee::encode_ee_moves;
 use dgt_protocol::{ClockTimes, EeEvent};

@@ -2,7 +2,8 @@
 //! turned into clock readings, a power-up's listing left out), clock readings (held back
 //! when ahead of the changes), dumps; and what each makes the poller read next.
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
 
 use dgt_protocol::{
     BoardDump, BusCommandKind, Bwtime, ClockTimes, DgtSquare, EeEvent, FieldUpdate, Message, Orientation,
@@ -77,7 +78,7 @@ impl Board {
                 }
                 EeEvent::Time { side, time } => {
                     listing = false;
-                    tracing::trace!(address, ?side, ?time, "press in the changes");
+                    crate::log::trace!(address, ?side, ?time, "press in the changes");
                     let replay = fresh.take();
                     let base = replay.or(self.last_times).filter(|t| !t.status.no_clock());
                     match base {
@@ -95,7 +96,7 @@ impl Board {
                             // The clock read after it shows none: no reading to send.
                         }
                         _ => {
-                            tracing::trace!(address, "press deferred until the clock is read");
+                            crate::log::trace!(address, "press deferred until the clock is read");
                             self.deferred.extend_from_slice(&events[i..]);
                             return;
                         }
@@ -134,7 +135,7 @@ impl BusPoller {
         }
         b.last_changes.clone_from(&raw);
         let forward = !b.fresh && b.line.is_some();
-        tracing::trace!(address, bytes = raw.len(), ?raw, forward, mode = ?b.line.as_ref().map(|l| l.mode), "changes");
+        crate::log::trace!(address, bytes = raw.len(), ?raw, forward, mode = ?b.line.as_ref().map(|l| l.mode), "changes");
         if !repeat {
             // The first packet since the board was found is what it logged before.
             b.fresh = false;
@@ -155,7 +156,7 @@ impl BusPoller {
         }
         let press = events.iter().any(|e| matches!(e, EeEvent::Time { .. }));
         if let Some(raw) = before.filter(|_| !events.is_empty()) {
-            tracing::trace!(address, "first dump on the line, from the event log");
+            crate::log::trace!(address, "first dump on the line, from the event log");
             b.send_dump(BoardDump { raw });
         }
         b.forward(now, gap, &events, None);
@@ -198,7 +199,7 @@ impl BusPoller {
         b.want_clock = false;
         b.next_clock = now + timing.clock_period_ms;
         let Bwtime::Times(t) = t else { return };
-        tracing::trace!(address, status = t.status.0, left = ?t.left.time, right = ?t.right.time, "clock reading");
+        crate::log::trace!(address, status = t.status.0, left = ?t.left.time, right = ?t.right.time, "clock reading");
         // A running clock whose lever is not where the last reading sent left it was pressed
         // since the changes were read: that press is in the board's log, and comes with the
         // next changes in its place among the moves. This reading, from ahead of them, is
@@ -218,7 +219,7 @@ impl BusPoller {
             && b.line.is_some()
             && b.deferred.is_empty();
         if (ahead || first) && !b.held {
-            tracing::trace!(address, first, "clock reading ahead of the changes; held");
+            crate::log::trace!(address, first, "clock reading ahead of the changes; held");
             b.held = true;
             b.want_clock = true;
             if first {
@@ -234,7 +235,7 @@ impl BusPoller {
             // A reading from after the deferred press: the press and what followed it go
             // first, built on this reading (the game learns White's side from the set clock
             // and the running reading before the press, not from this one).
-            let deferred = std::mem::take(&mut b.deferred);
+            let deferred = core::mem::take(&mut b.deferred);
             b.forward(now, timing.press_gap_ms, &deferred, Some(t));
         }
         if b.line.as_ref().is_some_and(|l| !l.later.is_empty()) {
@@ -243,7 +244,7 @@ impl BusPoller {
             // lever and displays would read as presses out of turn. The presses in them go
             // out as readings of their own, built on the last reading sent; the next
             // reading follows them.
-            tracing::trace!(address, "clock reading ahead of the held changes; not sent");
+            crate::log::trace!(address, "clock reading ahead of the held changes; not sent");
             return;
         }
         b.last_times = Some(t);
@@ -266,7 +267,7 @@ impl BusPoller {
 
     pub(super) fn dump(&mut self, now: u64, address: u16, d: BoardDump) {
         let gap = self.timing.press_gap_ms;
-        tracing::trace!(address, raw = ?d.raw, "dump");
+        crate::log::trace!(address, raw = ?d.raw, "dump");
         let Some(b) = self.boards.get_mut(&address) else { return };
         b.want_dump = false;
         if !b.anchored {
@@ -281,7 +282,7 @@ impl BusPoller {
         }
         if !b.deferred.is_empty() {
             // The dump shows the board after them: they go first, on the last reading.
-            let deferred = std::mem::take(&mut b.deferred);
+            let deferred = core::mem::take(&mut b.deferred);
             let base = b.last_times;
             b.forward(now, gap, &deferred, base);
         }

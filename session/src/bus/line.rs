@@ -3,7 +3,8 @@
 //! and the single-board commands the session writes, answered as a board in update mode
 //! would (see [`super`]).
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
+use alloc::{format, string::String, vec::Vec};
 
 use dgt_protocol::{Bwtime, ClockAck, ClockCommand, ClockTimes, Command, CommandParser, HostInput, Message};
 
@@ -95,7 +96,7 @@ impl VirtualLine {
         match msg.encode(&mut out[at..]) {
             Ok(n) => out.truncate(at + n),
             Err(e) => {
-                tracing::error!(error = %e, "message not encodable");
+                crate::log::error!(error = %e, "message not encodable");
                 out.truncate(at);
             }
         }
@@ -137,7 +138,7 @@ impl VirtualLine {
     /// sends it even when it repeats the last one.
     pub(super) fn times(&mut self, t: ClockTimes, real: bool, force: bool) {
         let payload = t.to_payload();
-        let send = std::mem::take(&mut self.clock_asked)
+        let send = core::mem::take(&mut self.clock_asked)
             || (self.mode.clock()
                 && (force || self.mode == Mode::Update && real || self.last_sent != Some(payload)));
         if send {
@@ -159,7 +160,7 @@ impl BusPoller {
         self.boards
             .get_mut(&address)
             .and_then(|b| b.line.as_mut())
-            .map(|l| std::mem::take(&mut l.out))
+            .map(|l| core::mem::take(&mut l.out))
             .unwrap_or_default()
     }
 

@@ -94,6 +94,7 @@ mod replies;
 mod schedule;
 mod timing;
 
+use alloc::string::String;
 pub use board::EVENT_LOG_BYTES;
 pub use line::serial_of;
 pub use poller::BusPoller;

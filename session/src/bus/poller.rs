@@ -1,6 +1,7 @@
 //! The poller: the line's bytes and the time in, commands to write and events out.
 
-use std::collections::{BTreeMap, VecDeque};
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::{boxed::Box, vec::Vec};
 
 use dgt_protocol::{BusDecoded, BusDecoder, Decoded, Decoder, Message};
 
@@ -75,7 +76,7 @@ impl BusPoller {
 
     /// Bytes to write to the line.
     pub fn take_output(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.out)
+        core::mem::take(&mut self.out)
     }
 
     /// The next event, oldest first.
@@ -102,9 +103,9 @@ impl BusPoller {
             let mut noise = 0;
             self.single.feed(bytes, |d| match d {
                 Decoded::Message(Message::Trademark(t)) => {
-                    tracing::debug!(trademark = %String::from_utf8_lossy(t), "single-board answer on the line")
+                    crate::log::debug!(trademark = %alloc::string::String::from_utf8_lossy(t), "single-board answer on the line")
                 }
-                Decoded::Message(Message::BusAddress(a)) => tracing::debug!(address = a, "a board's address"),
+                Decoded::Message(Message::BusAddress(a)) => crate::log::debug!(address = a, "a board's address"),
                 Decoded::Noise { len } => noise += len,
                 _ => {}
             });
@@ -117,7 +118,7 @@ impl BusPoller {
             BusDecoded::BadChecksum { kind, address, .. } => got.push(Got::Bad { kind, address }),
             BusDecoded::Noise { len } => got.push(Got::Noise(len)),
             BusDecoded::Skipped { kind, total_len } => {
-                tracing::debug!(kind, total_len, "bus reply too large; skipped");
+                crate::log::debug!(kind, total_len, "bus reply too large; skipped");
                 got.push(Got::Bad { kind, address: 0 });
             }
         });

@@ -50,7 +50,7 @@ pub(super) fn press_readings(
         line.new_game = false;
         return t;
     }
-    let new_game = std::mem::take(&mut line.new_game);
+    let new_game = core::mem::take(&mut line.new_game);
     if new_game {
         for s in [&mut t.left, &mut t.right] {
             s.flags.flag = false;

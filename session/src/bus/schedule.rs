@@ -1,7 +1,7 @@
 //! The polling schedule: the opening, discovery rounds, each board's turn (changes, a dump
 //! when wanted, the clock when due), one command on the line at a time.
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
 
 use dgt_protocol::bus::BROADCAST;
 use dgt_protocol::{BusCommand, BusCommandKind};
@@ -101,7 +101,7 @@ impl BusPoller {
                 if kind == Broadcast::Version || ((new || doubt) && round < self.timing.max_rounds) {
                     self.start_round(round + 1);
                 } else {
-                    tracing::info!(boards = self.present().len(), rounds = round, "bus discovery done");
+                    crate::log::info!(boards = self.present().len(), rounds = round, "bus discovery done");
                     self.phase = Phase::Poll;
                     self.next_discovery = now + self.timing.rediscover_ms;
                     self.cycle_start = now;
@@ -165,7 +165,7 @@ impl BusPoller {
                 let address = turn.address;
                 if kind == BusCommandKind::SendChanges
                     && let Some(b) = self.boards.get_mut(&address)
-                    && std::mem::take(&mut b.repeat)
+                    && core::mem::take(&mut b.repeat)
                 {
                     // The lost packet first, then what the board logged since.
                     turn.todo.push_front(BusCommandKind::SendChanges);
@@ -247,13 +247,13 @@ impl BusPoller {
     }
 
     pub(super) fn write(&mut self, cmd: BusCommand) {
-        tracing::trace!(?cmd.kind, address = cmd.address, "bus command");
+        crate::log::trace!(?cmd.kind, address = cmd.address, "bus command");
         match cmd.to_bytes() {
             Ok(bytes) => {
                 self.out.extend_from_slice(&bytes);
                 self.stats.commands += 1;
             }
-            Err(e) => tracing::error!(?cmd, error = %e, "bus command not encodable"),
+            Err(e) => crate::log::error!(?cmd, error = %e, "bus command not encodable"),
         }
     }
 
