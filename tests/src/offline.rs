@@ -580,6 +580,10 @@ impl Run {
             match &e {
                 Effect::Write(bytes) => {
                     let bytes = bytes.clone();
+                    if self.keep_fed {
+                        // What the relay asked of the board (a dump, a mode), for `--events`.
+                        self.events.push((at, format!("Write {bytes:02x?}")));
+                    }
                     self.write(bytes);
                     continue;
                 }
