@@ -25,8 +25,9 @@
 //! adapter's latency timer does; the relay keeps running meanwhile.
 //!
 //! `--fail-on wrong`: only a game with a wrong move confirmed fails the run (exit status
-//! 1); stalled games, `%clk` and result misses are reported, not failed. `--fail-on any`
-//! (the default): any game not exact fails it.
+//! 1, and only those are listed by `--verbose`); stalled games, `%clk` and result misses are
+//! counted in the table, not failed. `--fail-on any` (the default): any game not exact
+//! fails it.
 //!
 //! `--scripts PATH`: instead of corpus games, the independent emulator's hand scripts
 //! (`dgt-hand-script/1`): PATH is one script or a folder, whose `*.json` files directly in
@@ -219,7 +220,7 @@ fn main() -> anyhow::Result<()> {
                     r.first_fail = Some((label.clone(), o.seed));
                 }
             }
-            if verbose {
+            if verbose && fails(o, fail_on_wrong_only) {
                 println!("{label} {} seed {} ({}):", o.profile, o.seed, failure_name(o));
                 for w in o.why.iter().take(8) {
                     println!("    {w}");
@@ -361,7 +362,7 @@ fn run_scripts(
         let o = &s.outcome;
         if !o.passed() {
             failed += usize::from(fails(o, fail_on_wrong_only));
-            if verbose {
+            if verbose && fails(o, fail_on_wrong_only) {
                 println!("{} ({}, {}):", s.name, s.profile, failure_name(o));
                 for w in o.why.iter().take(8) {
                     println!("    {w}");
