@@ -47,6 +47,9 @@ mod clock;
 pub mod config;
 pub mod event;
 pub mod fen;
+#[cfg(feature = "legacy")]
+#[doc(hidden)]
+pub mod legacy;
 pub mod pgn;
 mod search;
 mod tracker;

@@ -1,0 +1,250 @@
+//! The physical board: what the e-board last reported, square by square.
+
+use dgt_protocol::{BoardDump, DgtSquare, Orientation, PieceCode};
+use shakmaty::{Bitboard, Board, Role, Square};
+
+/// The board model built from dumps and field updates.
+#[derive(Clone, Debug)]
+pub(crate) struct PhysBoard {
+    /// Piece codes by board index (masked to the low nibble).
+    raw: [u8; 64],
+    /// The chess pieces, in game coordinates for `orientation`.
+    pub board: Board,
+    /// Squares holding a magic piece, in game coordinates.
+    pub magic: Bitboard,
+    /// How board indices map to game squares.
+    pub orientation: Orientation,
+    /// A dump has been received since start (field updates alone prove nothing).
+    pub known: bool,
+    /// When each square (by board index) last changed: the order in which the hands did
+    /// things, for telling apart move orders that reach the same board.
+    changed_ms: [u64; 64],
+    /// The last piece code a square was reported receiving, and when: a piece set down and
+    /// lifted again between readings leaves no other trace of where it went.
+    placed: [(u8, u64); 64],
+    /// Clock presses seen so far, and how many each square had seen when it last changed:
+    /// reports read in one piece (a relay that was busy) all carry one time, but a press
+    /// between two of them still says which came first.
+    presses: u32,
+    changed_presses: [u32; 64],
+    /// Board indices whose last change only a dump showed (no report says when it came).
+    dumped: u64,
+}
+
+impl PhysBoard {
+    pub const fn new() -> PhysBoard {
+        PhysBoard {
+            raw: [0; 64],
+            board: Board::empty(),
+            magic: Bitboard(0),
+            orientation: Orientation::Normal,
+            known: false,
+            changed_ms: [0; 64],
+            placed: [(0, 0); 64],
+            presses: 0,
+            changed_presses: [0; 64],
+            dumped: 0,
+        }
+    }
+
+    /// Applies one square at `now`; returns true when it changed anything.
+    pub fn set(&mut self, index: DgtSquare, code: PieceCode, now: u64) -> bool {
+        self.set_from(index, code, now, false)
+    }
+
+    /// [`Self::set`], noting whether a dump showed the change (`dumped`) or a report did.
+    fn set_from(&mut self, index: DgtSquare, code: PieceCode, now: u64, dumped: bool) -> bool {
+        let i = usize::from(index.index());
+        if self.raw[i] == code.code() {
+            return false;
+        }
+        self.raw[i] = code.code();
+        self.changed_ms[i] = now;
+        self.changed_presses[i] = self.presses;
+        if dumped {
+            self.dumped |= 1 << i;
+        } else {
+            self.dumped &= !(1 << i);
+        }
+        if code.piece().is_some() {
+            self.placed[i] = (code.code(), now);
+        }
+        let sq = index.to_square(self.orientation);
+        self.put(sq, code);
+        true
+    }
+
+    fn put(&mut self, sq: Square, code: PieceCode) {
+        self.board.discard_piece_at(sq);
+        self.magic.discard(sq);
+        if let Some(p) = code.piece() {
+            self.board.set_piece_at(sq, p);
+        } else if code.is_magic() {
+            self.magic.add(sq);
+        }
+    }
+
+    /// Replaces everything with a dump read at `now`; returns true when it changed anything.
+    /// (What a dump changes changed at one moment as far as anyone can tell.)
+    pub fn load(&mut self, dump: &BoardDump, now: u64) -> bool {
+        self.known = true;
+        let mut changed = false;
+        for sq in DgtSquare::ALL {
+            changed |= self.set_from(sq, dump.piece(sq), now, true);
+        }
+        changed
+    }
+
+    /// The game squares a dump shows otherwise than this board.
+    pub fn differing(&self, dump: &BoardDump) -> Bitboard {
+        let mut d = Bitboard::EMPTY;
+        for sq in DgtSquare::ALL {
+            if self.raw[usize::from(sq.index())] != dump.piece(sq).code() {
+                d.add(sq.to_square(self.orientation));
+            }
+        }
+        d
+    }
+
+    /// When a game square last changed.
+    pub fn changed_ms(&self, sq: Square) -> u64 {
+        self.changed_ms[self.index(sq)]
+    }
+
+    /// The board index of a game square.
+    fn index(&self, sq: Square) -> usize {
+        usize::from(DgtSquare::from_square(sq, self.orientation).index())
+    }
+
+    /// Counts a clock press, in the order it came among the board's reports.
+    pub fn note_press(&mut self) {
+        self.presses = self.presses.wrapping_add(1);
+    }
+
+    /// A game square's last change: when, after how many clock presses, and whether only
+    /// a dump showed it.
+    pub fn last_change(&self, sq: Square) -> Change {
+        let i = self.index(sq);
+        Change {
+            ms: self.changed_ms[i],
+            presses: self.changed_presses[i],
+            dumped: self.dumped & (1 << i) != 0,
+        }
+    }
+
+    /// The piece the board last reported set down on a game square, when that was at
+    /// `since` or later (it may have been lifted again since).
+    pub fn placed_after(&self, sq: Square, since: u64) -> Option<shakmaty::Piece> {
+        let (code, at) = self.placed[self.index(sq)];
+        if at < since {
+            return None;
+        }
+        PieceCode::from_nibble(code).piece()
+    }
+
+    /// Re-reads the raw codes for another orientation.
+    pub fn set_orientation(&mut self, orientation: Orientation) {
+        if orientation == self.orientation {
+            return;
+        }
+        self.orientation = orientation;
+        self.board = Board::empty();
+        self.magic = Bitboard(0);
+        for sq in DgtSquare::ALL {
+            let code = PieceCode::from_nibble(self.raw[usize::from(sq.index())]);
+            self.put(sq.to_square(orientation), code);
+        }
+    }
+
+    /// The code of the magic piece on a square, if any.
+    pub fn magic_code(&self, sq: Square) -> Option<PieceCode> {
+        let code = PieceCode::from_nibble(self.raw[self.index(sq)]);
+        code.is_magic().then_some(code)
+    }
+
+    /// The current board as a dump (board indices), for callers and tests.
+    pub fn dump(&self) -> BoardDump {
+        BoardDump { raw: self.raw }
+    }
+}
+
+/// A square's last change as the board showed it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Change {
+    /// When it was read.
+    pub ms: u64,
+    /// Clock presses read before it.
+    pub presses: u32,
+    /// Only a dump showed it: it came at some time before the dump was read, not then.
+    pub dumped: bool,
+}
+
+impl Change {
+    /// True when this change came before `later` for sure: `later` was reported (a dump
+    /// says only that a change came before it), and a scan after this one or with a press
+    /// between them (reports read in one piece by a busy relay all carry one time).
+    pub fn before(self, later: Change, same_scan_ms: u64) -> bool {
+        !later.dumped && (self.ms.saturating_add(same_scan_ms) <= later.ms || self.presses < later.presses)
+    }
+}
+
+/// A 32-bit fingerprint of a placement, for finding earlier positions quickly.
+pub(crate) fn placement_hash(board: &Board) -> u32 {
+    let mut h: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut mix = |v: u64| {
+        h ^= v;
+        h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        h ^= h >> 31;
+    };
+    mix(board.white().0);
+    for role in Role::ALL {
+        mix(board.by_role(role).0);
+    }
+    (h >> 32) as u32
+}
+
+/// The standard start position seen the other way round, in game coordinates.
+pub(crate) fn rotated(board: &Board) -> Board {
+    let mut b = board.clone();
+    b.rotate_180();
+    b
+}
+
+/// The four centre squares.
+pub(crate) const CENTRE: Bitboard = Bitboard::CENTER;
+
+/// The kings-in-centre convention: both kings (exactly one each) on d4, d5, e4 or e5.
+pub(crate) fn kings_in_centre(board: &Board) -> Option<crate::GameResult> {
+    let wk = board.kings() & board.white();
+    let bk = board.kings() & board.black();
+    let (Some(w), Some(b)) = (wk.single_square(), bk.single_square()) else { return None };
+    if !CENTRE.contains(w) || !CENTRE.contains(b) {
+        return None;
+    }
+    Some(match (w.is_light(), b.is_light()) {
+        (true, true) => crate::GameResult::WhiteWins,
+        (false, false) => crate::GameResult::BlackWins,
+        _ => crate::GameResult::Draw,
+    })
+}
+
+/// The result a magic piece signals.
+pub(crate) fn magic_result(code: PieceCode) -> Option<crate::GameResult> {
+    match code {
+        PieceCode::MagicDraw => Some(crate::GameResult::Draw),
+        PieceCode::MagicWhiteWins => Some(crate::GameResult::WhiteWins),
+        PieceCode::MagicBlackWins => Some(crate::GameResult::BlackWins),
+        _ => None,
+    }
+}
+
+/// Which Chess960 start position (Scharnagl number) a board shows, if any.
+pub(crate) fn chess960_number(board: &Board) -> Option<u16> {
+    let pawns_ok = board.pawns() & board.white() == Bitboard::from_rank(shakmaty::Rank::Second)
+        && board.pawns() & board.black() == Bitboard::from_rank(shakmaty::Rank::Seventh)
+        && board.occupied().count() == 32;
+    if !pawns_ok {
+        return None;
+    }
+    (0..960u16).find(|&n| Board::chess960(u32::from(n)) == *board)
+}

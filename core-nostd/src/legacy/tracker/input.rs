@@ -1,0 +1,434 @@
+//! Input handling: decoded messages and the passage of time, routed to start/end
+//! detection, board matching and finality.
+
+use dgt_protocol::{BoardDump, Bwtime, ClockSide, ClockTimes, FieldUpdate, Message};
+use shakmaty::{Bitboard, Color, Position};
+
+use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, SAME_SCAN_MS, Tracker, remember};
+use crate::event::{EndReason, Event, EventSink, GameResult};
+use crate::legacy::board::placement_hash;
+use crate::legacy::clock::Flip;
+
+impl<const PLIES: usize> Tracker<PLIES> {
+    /// Takes any decoded message; those that do not concern the game are ignored.
+    pub fn feed<S: EventSink + ?Sized>(&mut self, msg: &Message<'_>, now_ms: u64, sink: &mut S) {
+        self.board_heard(now_ms);
+        match msg {
+            Message::BoardDump(d) => self.feed_dump(d, now_ms, sink),
+            Message::FieldUpdate(f) => self.feed_field(*f, now_ms, sink),
+            Message::Bwtime(Bwtime::Times(t)) => self.feed_clock(t, now_ms, sink),
+            _ => {}
+        }
+    }
+
+    /// A full board scan: a stable reading, evaluated at once.
+    pub fn feed_dump<S: EventSink + ?Sized>(&mut self, dump: &BoardDump, now_ms: u64, sink: &mut S) {
+        self.board_heard(now_ms);
+        let first = !self.phys.known;
+        let previous_dump = self.last_dump_ms.replace(now_ms);
+        let corrected = if first { Bitboard::EMPTY } else { self.phys.differing(dump) };
+        // Since when those squares' updates may have been lost: their last reports.
+        let lost_since = corrected.into_iter().map(|sq| self.phys.changed_ms(sq)).min();
+        self.dump_leaves = self.plies_a_dump_leaves(corrected);
+        self.first_look = first;
+        let changed = self.phys.load(dump, now_ms);
+        if changed || first {
+            self.board_changed(now_ms, true, sink);
+        } else if self.dirty || self.unexplained_since.is_some() {
+            self.deep_eval(now_ms, sink);
+        }
+        if let Some(since) = lost_since
+            && self.state == GameState::Active
+        {
+            self.reorder_after_lost_updates(corrected, since, now_ms, sink);
+        }
+        if self.state == GameState::Active {
+            self.bind_presses_to_dump(now_ms, previous_dump);
+        }
+        self.first_look = false;
+    }
+
+    /// One square changed.
+    pub fn feed_field<S: EventSink + ?Sized>(&mut self, update: FieldUpdate, now_ms: u64, sink: &mut S) {
+        self.board_heard(now_ms);
+        if !self.phys.known {
+            self.request_dump(now_ms, sink);
+        }
+        // The board as it stands has been still for the settle time: evaluate it before this
+        // change, as the next tick would have. Ticks are coarse (50 to 100 ms): without this,
+        // a board still for a little more than the settle time is searched or not depending
+        // on the tick's phase, and a line the fast path cannot follow (after a lost field
+        // update) can run past the search depth, never to be explained again.
+        if self.state == GameState::Active
+            && self.dirty
+            && now_ms.saturating_sub(self.last_change_ms) >= u64::from(self.config.settle_ms)
+        {
+            self.deep_eval(now_ms, sink);
+        }
+        self.note_shown(now_ms);
+        if self.phys.set(update.square, update.piece(), now_ms) {
+            self.dump_leaves = None;
+            if self.at_tip {
+                self.touched_off_tip = Bitboard::EMPTY;
+            }
+            let square = update.square.to_square(self.phys.orientation);
+            self.touched_off_tip.add(square);
+            self.unbind_presses_at(square, now_ms);
+            self.board_changed(now_ms, false, sink);
+        }
+    }
+
+    /// A clock reading (BWTIME times). One with the "no clock" bit drops the clock: its
+    /// times are invalid and give no `%clk`.
+    pub fn feed_clock<S: EventSink + ?Sized>(&mut self, times: &ClockTimes, now_ms: u64, sink: &mut S) {
+        self.board_heard(now_ms);
+        if times.status.no_clock() {
+            self.clocks.lost();
+            let state = self.clocks.state(&self.config);
+            if state != self.last_clock_state {
+                self.last_clock_state = state;
+                sink.event(Event::Clock(state));
+            }
+            return;
+        }
+        let high = times.high_side();
+        if let Some(was) = self.lever.replace(high)
+            && was != high
+            && times.status.running()
+        {
+            self.last_press_ms[usize::from(was == ClockSide::Right)] = Some(now_ms);
+            self.phys.note_press();
+        }
+        let in_game = self.state == GameState::Active;
+        let to_move = self.confirmed_pos.turn();
+        // A resumed game learns the clock's sides as a new one does: from its first readings.
+        let plies = self.confirmed.saturating_sub(self.resumed_at);
+        let flips = self.clocks.reading(&self.config, times, now_ms, in_game, to_move, plies);
+        let state = self.clocks.state(&self.config);
+        if state != self.last_clock_state {
+            self.last_clock_state = state;
+            sink.event(Event::Clock(state));
+        }
+        if !in_game {
+            return;
+        }
+        // A result signalled on the board (the kings standing in the centre) before a flag
+        // falls stands; while it stands the flag waits for the next reading, which still
+        // shows it if the signal is withdrawn.
+        if self.config.flag_fall_ends_game
+            && !self.clocks.flag_reported
+            && self.centre_since.is_none()
+            && let Some(loser) = self.clocks.fallen_flag(&self.config, times, self.moves_made())
+        {
+            self.clocks.flag_reported = true;
+            // A move not completed by a press before the flag fell does not count.
+            self.retract_to(self.confirmed, sink);
+            let winner = !loser;
+            let result = if self.confirmed_pos.has_insufficient_material(winner) {
+                GameResult::Draw
+            } else {
+                GameResult::win_for(winner)
+            };
+            self.end_game(result, EndReason::FlagFall, sink);
+            return;
+        }
+        if flips.by_rise_only {
+            if self.dirty {
+                self.deep_eval(now_ms, sink);
+            }
+            if self.records.len() < self.confirmed + 2 {
+                return;
+            }
+        }
+        let single = flips.list.len() == 1;
+        for flip in &flips.list {
+            if self.state != GameState::Active {
+                return;
+            }
+            self.clock_pressed(flip, single, now_ms, sink);
+        }
+    }
+
+    /// A press the clock showed: given its colour, it confirms the presser's plies, or
+    /// waits for the board to show them.
+    pub(super) fn clock_pressed<S: EventSink + ?Sized>(
+        &mut self,
+        flip: &Flip,
+        single: bool,
+        now_ms: u64,
+        sink: &mut S,
+    ) {
+        if self.dirty {
+            self.deep_eval(now_ms, sink);
+        }
+        let plies = self.confirmed.saturating_sub(self.resumed_at);
+        let certain = if single { self.certain_presser(now_ms) } else { None };
+        let Some(press) =
+            self.clocks.attribute(&self.config, flip, certain, self.confirmed_pos.turn(), plies)
+        else {
+            return;
+        };
+        // More presses than plies: the board may have been read a ply short.
+        self.reread_for_press(press.by, now_ms, sink);
+        // An earlier press still waiting for the board is settled first.
+        self.resolve_pending(now_ms, true, sink);
+        self.drop_overtaken_presses(press.by);
+        if self.state != GameState::Active {
+            return;
+        }
+        // The press confirms at once when the board cannot be showing a passing state of
+        // the hand (see `press_is_conclusive`): a move that cannot be part of a longer one,
+        // or any line ending in the presser's ply once the board has been still long
+        // enough for the rest of a slide to have been reported. Otherwise the press waits
+        // until the board has been still for a scan period, a scan period after the press.
+        if self.at_tip
+            && let Some(upto) = self.last_ply_by(press.by)
+            && self.press_is_conclusive(upto, now_ms)
+            && self.line_verified(upto, now_ms, now_ms, sink)
+        {
+            self.confirm_through(upto, Some(&press), now_ms, sink);
+            return;
+        }
+        self.add_pending_press(press, now_ms);
+        // The mover says the move is complete, but the board does not show it as the line's
+        // last ply, or shows a ply that may be part of a longer move: a field update may
+        // have been lost, or the hands are still at work. A dump taken now settles it,
+        // whatever the rate limit (once a press).
+        self.dumped_since(now_ms, now_ms, sink);
+    }
+
+    /// True while the first provisional ply's mover has not pressed (their clock runs):
+    /// confirmed now, by the plies that followed, it would get no `%clk`, and the press
+    /// that gives it may still come (a player pressing after the reply). It waits for that
+    /// press, or for the quiet time of unpressed moves.
+    fn press_to_come(&self, now: u64) -> bool {
+        let Some(r) = self.clocks.current(now) else { return false };
+        let mover = self.confirmed_pos.turn();
+        r.status.running() && r.running_side() == Some(self.clocks.side_of(&self.config, mover))
+    }
+
+    /// The colour that made a press, when the board leaves no doubt: one provisional ply is
+    /// on the board, no press is waiting for the board, and the last confirmed ply's own
+    /// press has been seen. The lever alternates, so the press that follows the press of a
+    /// confirmed ply of one colour is the other's: the mover of that one ply. (A ply
+    /// confirmed without its press, by the plies that followed it or by quiet time, may
+    /// still get it: a player who forgot to press presses late, after the reply.)
+    fn certain_presser(&self, now: u64) -> Option<Color> {
+        let waiting = self.pending_press.iter().any(|p| p.expires >= now);
+        let one_ply = self.records.len() == self.confirmed + 1;
+        (one_ply && !waiting && !self.clocks.press_owed()).then(|| self.confirmed_pos.turn())
+    }
+
+    /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.
+    pub fn tick<S: EventSink + ?Sized>(&mut self, now_ms: u64, sink: &mut S) {
+        if self.state != GameState::Active || self.away_since.is_some() {
+            return;
+        }
+        // A move pressed just before the kings went to the centre stands once its piece has
+        // stayed where it landed (see `pressed_ply_stands`), signal or not.
+        if self.centre_since.is_some() {
+            self.resolve_pending(now_ms, false, sink);
+        }
+        if self.state != GameState::Active || self.tick_board_result(now_ms, sink) {
+            return;
+        }
+        let still = now_ms.saturating_sub(self.last_change_ms);
+        self.note_stood(now_ms);
+        if self.dirty && still >= u64::from(self.config.settle_ms) {
+            self.deep_eval(now_ms, sink);
+        }
+        if self.state != GameState::Active {
+            return;
+        }
+        self.resolve_pending(now_ms, false, sink);
+        let prov = self.records.len() - self.confirmed;
+        if self.at_tip && prov > 0 {
+            let terminal = self.tip.is_checkmate() || self.tip.is_stalemate();
+            let running = self.clock_running(now_ms) && !terminal;
+            let quiet = if running { self.config.unpressed_ms } else { self.config.quiet_ms };
+            // Only unpressed plies under a running clock can be a takeback: without a
+            // clock, legal plies that bring back an earlier position are a repetition, and
+            // so are plies both players pressed for (see `both_pressed_since`).
+            if running
+                && !self.both_pressed_since(self.seen_ms[0].saturating_sub(SAME_SCAN_MS))
+                && let Some(j) = self.undone_by_provisional()
+                && still >= u64::from(self.config.chain_confirm_ms)
+            {
+                // The arbiter's view: the position returned to an earlier one.
+                self.takeback_to(j, sink);
+            } else if !self.line_verified(self.records.len(), self.recent_since(now_ms), now_ms, sink) {
+                // Plies read together wait for a dump (see `line_verified`).
+            } else if still >= u64::from(quiet) {
+                // Quiet time: everything stands, except a king just put on a centre square
+                // (it may be half of a kings-in-centre result), which waits for the next move.
+                let keep_last = !terminal && self.last_is_king_to_centre();
+                let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
+                self.confirm_through(upto, None, now_ms, sink);
+            } else if prov >= 2
+                && still >= u64::from(self.config.chain_confirm_ms)
+                && !self.press_to_come(now_ms)
+            {
+                // A forgotten press: the plies that followed prove the earlier ones.
+                self.confirm_through(self.records.len() - 1, None, now_ms, sink);
+            }
+        }
+        if let Some(since) = self.unexplained_since {
+            let unexplained = now_ms.saturating_sub(since);
+            if self.mismatch.is_none() && unexplained >= u64::from(self.config.mismatch_ms) {
+                let squares = self.nearest_diff();
+                self.mismatch = Some(squares);
+                sink.event(Event::PositionMismatch { squares });
+            }
+            // A still board that nothing explains may have lost a field update: a dump shows
+            // what is really there. Asked again while it stays so (rate-limited).
+            if unexplained >= u64::from(self.config.settle_ms) && still >= u64::from(self.config.settle_ms) {
+                self.request_dump(now_ms, sink);
+            }
+        }
+    }
+
+    /// True when both players pressed the clock at or after `since` (the lever went down on
+    /// each side while the clock ran): the clock says the game went on, whatever the board
+    /// shows. A takeback is made with the clock left alone; the same position brought back
+    /// by plies both players pressed for is a repetition.
+    fn both_pressed_since(&self, since: u64) -> bool {
+        self.last_press_ms.iter().all(|t| t.is_some_and(|t| t >= since))
+    }
+
+    /// A message came from the board: an outage ([`Tracker::board_away`]) is over. What the
+    /// board showed before it is old news, so stillness counts from now; presses waiting
+    /// for the board get back the time it was away.
+    fn board_heard(&mut self, now: u64) {
+        let Some(since) = self.away_since.take() else { return };
+        self.back_from_outage = true;
+        let gone = now.saturating_sub(since);
+        self.last_change_ms = self.last_change_ms.max(now);
+        for p in self.pending_press.iter_mut() {
+            p.expires = p.expires.saturating_add(gone);
+        }
+    }
+
+    /// Before a field update: the board as it stands is a whole reading when it has not
+    /// changed for a scan (see `shown_boards`).
+    fn note_shown(&mut self, now: u64) {
+        if self.state != GameState::Active
+            || !self.phys.known
+            || self.phys.magic.any()
+            || now.saturating_sub(self.last_change_ms) < SAME_SCAN_MS
+        {
+            return;
+        }
+        remember(&mut self.shown_boards, placement_hash(&self.phys.board));
+        self.note_pressed_board();
+    }
+
+    /// Notes that the last provisional ply stood: the board has shown the tip, unchanged,
+    /// for longer than a sliding hand rests on a square, and a scan period (see
+    /// [`Config::slide_pause_ms`](crate::Config::slide_pause_ms)). Counted from when the ply
+    /// became the tip, not from when the board last changed: a board the line explains only
+    /// once it has been still a while (the tip less the pieces hands hold, read as an
+    /// exchange: Nf5xd4 with both knights in the air reads as Ne7 Nxc6 Nxc6) did not stand
+    /// at the plies the search put there, and the landing that follows replaces them.
+    fn note_stood(&mut self, now: u64) {
+        let prov = self.records.len() - self.confirmed;
+        let Some(i) = prov.checked_sub(1).map(|i| i.min(MAX_PROVISIONAL - 1)) else { return };
+        let still = now.saturating_sub(self.last_change_ms.max(self.seen_ms[i]));
+        if self.at_tip && !self.dirty && still >= self.config.slide_settled_ms() {
+            self.stood[i] = true;
+        }
+    }
+
+    pub(super) fn clock_running(&self, now: u64) -> bool {
+        match self.clocks.last {
+            Some(r) => r.status.running() && now.saturating_sub(self.clocks.last_ms) <= CLOCK_STALE_MS,
+            None => false,
+        }
+    }
+
+    /// True when the provisional plies up to `upto` may be confirmed as far as the board
+    /// goes. Plies that a single reading showed together (a search of two or more plies)
+    /// are first checked against a dump that arrived at or after `since` (the press, or
+    /// the board's last change): a lost field update can make one real move look like two
+    /// or three others (a capture whose landing was not reported reads as a capture and a
+    /// recapture), and only a dump taken once the move is complete shows that. Asks for
+    /// the dump when one is needed.
+    pub(super) fn line_verified<S: EventSink + ?Sized>(
+        &mut self,
+        upto: usize,
+        since: u64,
+        now: u64,
+        sink: &mut S,
+    ) -> bool {
+        if self.first_hidden().is_some_and(|h| h < upto) {
+            // One of several move orders: a dump may show the board moved on in a way only
+            // one of them allows; nothing confirms the plies meanwhile.
+            self.dumped_since(since, now, sink);
+            return false;
+        }
+        let n = upto.saturating_sub(self.confirmed).min(MAX_PROVISIONAL);
+        !self.joint[..n].contains(&true) || self.dumped_since(since, now, sink)
+    }
+
+    /// True when a dump arrived at or after `since`; otherwise asks for one, once per
+    /// `since` (a press asks at once, whatever the rate limit).
+    pub(super) fn dumped_since<S: EventSink + ?Sized>(&mut self, since: u64, now: u64, sink: &mut S) -> bool {
+        if self.last_dump_ms.is_some_and(|t| t >= since) {
+            return true;
+        }
+        if self.last_dump_request.is_none_or(|t| t < since) {
+            self.last_dump_request = Some(now);
+            sink.event(Event::RequestBoardDump);
+        }
+        false
+    }
+
+    /// From when a dump counts as showing the board now, for confirmations by time: after
+    /// the board's last change and the last press, and not older than `chain_confirm_ms`.
+    fn recent_since(&self, now: u64) -> u64 {
+        let press = self.pending_press.iter().map(|p| p.at).max().unwrap_or(0);
+        let recent = now.saturating_sub(u64::from(self.config.chain_confirm_ms));
+        (self.last_change_ms + 1).max(press).max(recent)
+    }
+
+    pub(super) fn request_dump<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
+        let due = match self.last_dump_request {
+            Some(t) => now.saturating_sub(t) >= u64::from(self.config.dump_request_interval_ms),
+            None => true,
+        };
+        if due {
+            self.last_dump_request = Some(now);
+            sink.event(Event::RequestBoardDump);
+        }
+    }
+
+    pub(super) fn board_changed<S: EventSink + ?Sized>(&mut self, now: u64, stable: bool, sink: &mut S) {
+        // A field update right after another one is the same scan being reported (about
+        // 3 ms a message at 9600 baud): the board is only half read.
+        let mid_scan = !stable && now.saturating_sub(self.last_change_ms) < SAME_SCAN_MS;
+        self.note_stood(now);
+        self.last_change_ms = now;
+        self.dirty = true;
+        if self.at_tip {
+            self.tip_left_ms = now;
+        }
+        self.at_tip = false;
+        match self.state {
+            GameState::Idle | GameState::Over => {
+                self.try_start(now, sink);
+                return;
+            }
+            GameState::WaitingForPosition => {
+                self.try_armed(now, sink);
+                return;
+            }
+            GameState::Active => {}
+        }
+        if self.try_new_game(now, sink) || self.check_board_result(now, sink) {
+            return;
+        }
+        self.fast_eval(now, !mid_scan, sink);
+        if stable && self.dirty {
+            self.deep_eval(now, sink);
+        }
+    }
+}
