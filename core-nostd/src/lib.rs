@@ -52,6 +52,7 @@ pub mod fen;
 pub mod legacy;
 pub mod pgn;
 mod search;
+pub mod timing;
 mod tracker;
 
 pub use config::{BonusKind, Config, Period, TimeControl, TimeControlError, WhiteClockSide};
@@ -61,4 +62,5 @@ pub use event::{
 pub use fen::{FEN_MAX, FenError, FenText, castling_mode_of, position_from_fen};
 pub use pgn::{GameText, Hms, PgnHeader, PgnPly};
 pub use search::{MAX_DEPTH, board_diff};
+pub use timing::Timing;
 pub use tracker::{GameState, Reading, ResumeError, ResumePly, StartError, Tracker, View};

@@ -4,7 +4,7 @@
 use dgt_protocol::{BoardDump, Bwtime, ClockSide, ClockTimes, FieldUpdate, Message};
 use shakmaty::{Bitboard, Color, Position};
 
-use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, SAME_SCAN_MS, Tracker, remember};
+use super::{GameState, MAX_PROVISIONAL, Tracker, remember};
 use crate::board::placement_hash;
 use crate::clock::Flip;
 use crate::event::{EndReason, Event, EventSink, GameResult};
@@ -23,6 +23,24 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// A full board scan: a stable reading, evaluated at once.
     pub fn feed_dump<S: EventSink + ?Sized>(&mut self, dump: &BoardDump, now_ms: u64, sink: &mut S) {
+        self.take_dump(dump, now_ms, sink);
+        self.pass_time(now_ms, sink);
+    }
+
+    /// One square changed.
+    pub fn feed_field<S: EventSink + ?Sized>(&mut self, update: FieldUpdate, now_ms: u64, sink: &mut S) {
+        self.take_field(update, now_ms, sink);
+        self.pass_time(now_ms, sink);
+    }
+
+    /// A clock reading (BWTIME times). One with the "no clock" bit drops the clock: its
+    /// times are invalid and give no `%clk`.
+    pub fn feed_clock<S: EventSink + ?Sized>(&mut self, times: &ClockTimes, now_ms: u64, sink: &mut S) {
+        self.take_clock(times, now_ms, sink);
+        self.pass_time(now_ms, sink);
+    }
+
+    fn take_dump<S: EventSink + ?Sized>(&mut self, dump: &BoardDump, now_ms: u64, sink: &mut S) {
         self.board_heard(now_ms);
         let first = !self.phys.known;
         let previous_dump = self.last_dump_ms.replace(now_ms);
@@ -48,8 +66,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.first_look = false;
     }
 
-    /// One square changed.
-    pub fn feed_field<S: EventSink + ?Sized>(&mut self, update: FieldUpdate, now_ms: u64, sink: &mut S) {
+    fn take_field<S: EventSink + ?Sized>(&mut self, update: FieldUpdate, now_ms: u64, sink: &mut S) {
         self.board_heard(now_ms);
         if !self.phys.known {
             self.request_dump(now_ms, sink);
@@ -61,7 +78,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // update) can run past the search depth, never to be explained again.
         if self.state == GameState::Active
             && self.dirty
-            && now_ms.saturating_sub(self.last_change_ms) >= u64::from(self.config.settle_ms)
+            && now_ms.saturating_sub(self.last_change_ms) >= u64::from(self.config.timing.settle_ms)
         {
             self.deep_eval(now_ms, sink);
         }
@@ -78,9 +95,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
-    /// A clock reading (BWTIME times). One with the "no clock" bit drops the clock: its
-    /// times are invalid and give no `%clk`.
-    pub fn feed_clock<S: EventSink + ?Sized>(&mut self, times: &ClockTimes, now_ms: u64, sink: &mut S) {
+    fn take_clock<S: EventSink + ?Sized>(&mut self, times: &ClockTimes, now_ms: u64, sink: &mut S) {
         self.board_heard(now_ms);
         if times.status.no_clock() {
             self.clocks.lost();
@@ -202,7 +217,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// that gives it may still come (a player pressing after the reply). It waits for that
     /// press, or for the quiet time of unpressed moves.
     fn press_to_come(&self, now: u64) -> bool {
-        let Some(r) = self.clocks.current(now) else { return false };
+        let Some(r) = self.clocks.current(&self.config, now) else { return false };
         let mover = self.confirmed_pos.turn();
         r.status.running() && r.running_side() == Some(self.clocks.side_of(&self.config, mover))
     }
@@ -220,7 +235,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.
+    /// Needed only at [`Tracker::poll_at`]: every message runs it at its own time too.
     pub fn tick<S: EventSink + ?Sized>(&mut self, now_ms: u64, sink: &mut S) {
+        self.pass_time(now_ms, sink);
+    }
+
+    /// What time alone decides, at `now_ms`: after every message and at every deadline.
+    fn pass_time<S: EventSink + ?Sized>(&mut self, now_ms: u64, sink: &mut S) {
+        self.evaluated_ms = self.evaluated_ms.max(now_ms);
         if self.state != GameState::Active || self.away_since.is_some() {
             return;
         }
@@ -234,7 +256,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let still = now_ms.saturating_sub(self.last_change_ms);
         self.note_stood(now_ms);
-        if self.dirty && still >= u64::from(self.config.settle_ms) {
+        if self.dirty && still >= u64::from(self.config.timing.settle_ms) {
             self.deep_eval(now_ms, sink);
         }
         if self.state != GameState::Active {
@@ -245,14 +267,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.at_tip && prov > 0 {
             let terminal = self.tip.is_checkmate() || self.tip.is_stalemate();
             let running = self.clock_running(now_ms) && !terminal;
-            let quiet = if running { self.config.unpressed_ms } else { self.config.quiet_ms };
+            let quiet = if running { self.config.timing.unpressed_ms } else { self.config.timing.quiet_ms };
             // Only unpressed plies under a running clock can be a takeback: without a
             // clock, legal plies that bring back an earlier position are a repetition, and
             // so are plies both players pressed for (see `both_pressed_since`).
             if running
-                && !self.both_pressed_since(self.seen_ms[0].saturating_sub(SAME_SCAN_MS))
+                && still >= u64::from(self.config.timing.chain_confirm_ms)
+                && !self.both_pressed_since(self.seen_ms[0].saturating_sub(self.scan_ms()))
                 && let Some(j) = self.undone_by_provisional()
-                && still >= u64::from(self.config.chain_confirm_ms)
             {
                 // The arbiter's view: the position returned to an earlier one.
                 self.takeback_to(j, sink);
@@ -265,7 +287,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
                 self.confirm_through(upto, None, now_ms, sink);
             } else if prov >= 2
-                && still >= u64::from(self.config.chain_confirm_ms)
+                && still >= u64::from(self.config.timing.chain_confirm_ms)
                 && !self.press_to_come(now_ms)
             {
                 // A forgotten press: the plies that followed prove the earlier ones.
@@ -274,14 +296,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         if let Some(since) = self.unexplained_since {
             let unexplained = now_ms.saturating_sub(since);
-            if self.mismatch.is_none() && unexplained >= u64::from(self.config.mismatch_ms) {
+            if self.mismatch.is_none() && unexplained >= u64::from(self.config.timing.mismatch_ms) {
                 let squares = self.nearest_diff();
                 self.mismatch = Some(squares);
                 sink.event(Event::PositionMismatch { squares });
             }
             // A still board that nothing explains may have lost a field update: a dump shows
             // what is really there. Asked again while it stays so (rate-limited).
-            if unexplained >= u64::from(self.config.settle_ms) && still >= u64::from(self.config.settle_ms) {
+            if unexplained >= u64::from(self.config.timing.settle_ms)
+                && still >= u64::from(self.config.timing.settle_ms)
+            {
                 self.request_dump(now_ms, sink);
             }
         }
@@ -314,7 +338,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.state != GameState::Active
             || !self.phys.known
             || self.phys.magic.any()
-            || now.saturating_sub(self.last_change_ms) < SAME_SCAN_MS
+            || now.saturating_sub(self.last_change_ms) < self.scan_ms()
         {
             return;
         }
@@ -333,14 +357,17 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let prov = self.records.len() - self.confirmed;
         let Some(i) = prov.checked_sub(1).map(|i| i.min(MAX_PROVISIONAL - 1)) else { return };
         let still = now.saturating_sub(self.last_change_ms.max(self.seen_ms[i]));
-        if self.at_tip && !self.dirty && still >= self.config.slide_settled_ms() {
+        if self.at_tip && !self.dirty && still >= self.config.timing.slide_settled_ms() {
             self.stood[i] = true;
         }
     }
 
     pub(super) fn clock_running(&self, now: u64) -> bool {
         match self.clocks.last {
-            Some(r) => r.status.running() && now.saturating_sub(self.clocks.last_ms) <= CLOCK_STALE_MS,
+            Some(r) => {
+                r.status.running()
+                    && now.saturating_sub(self.clocks.last_ms) <= u64::from(self.config.timing.clock_stale_ms)
+            }
             None => false,
         }
     }
@@ -375,7 +402,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.last_dump_ms.is_some_and(|t| t >= since) {
             return true;
         }
-        if self.last_dump_request.is_none_or(|t| t < since) {
+        // A request made in the same millisecond as `since` (the change it is about) is
+        // already on its way.
+        if self.last_dump_request.is_none_or(|t| t + 1 < since) {
             self.last_dump_request = Some(now);
             sink.event(Event::RequestBoardDump);
         }
@@ -386,13 +415,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// the board's last change and the last press, and not older than `chain_confirm_ms`.
     fn recent_since(&self, now: u64) -> u64 {
         let press = self.pending_press.iter().map(|p| p.at).max().unwrap_or(0);
-        let recent = now.saturating_sub(u64::from(self.config.chain_confirm_ms));
+        let recent = now.saturating_sub(u64::from(self.config.timing.chain_confirm_ms));
         (self.last_change_ms + 1).max(press).max(recent)
     }
 
     pub(super) fn request_dump<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
         let due = match self.last_dump_request {
-            Some(t) => now.saturating_sub(t) >= u64::from(self.config.dump_request_interval_ms),
+            Some(t) => now.saturating_sub(t) >= u64::from(self.config.timing.dump_interval_ms),
             None => true,
         };
         if due {
@@ -404,7 +433,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn board_changed<S: EventSink + ?Sized>(&mut self, now: u64, stable: bool, sink: &mut S) {
         // A field update right after another one is the same scan being reported (about
         // 3 ms a message at 9600 baud): the board is only half read.
-        let mid_scan = !stable && now.saturating_sub(self.last_change_ms) < SAME_SCAN_MS;
+        let mid_scan = !stable && now.saturating_sub(self.last_change_ms) < self.scan_ms();
         self.note_stood(now);
         self.last_change_ms = now;
         self.dirty = true;

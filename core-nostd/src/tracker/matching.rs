@@ -173,9 +173,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 // saying a move is over, or for the quiet time.
                 Some(UnderWay::Lifted) => {
                     let still = now.saturating_sub(self.last_change_ms);
-                    let hands_done = (still >= self.config.slide_settled_ms()
+                    let hands_done = (still >= self.config.timing.slide_settled_ms()
                         && !self.pending_press.is_empty())
-                        || still >= u64::from(self.config.quiet_ms);
+                        || still >= u64::from(self.config.timing.quiet_ms);
                     if !hands_done {
                         // Searched again at the next tick.
                         self.dirty = true;
@@ -196,7 +196,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // when one line alone explains it (it is then confirmed only after a dump).
             let stuck = self
                 .unexplained_since
-                .is_some_and(|since| now.saturating_sub(since) >= u64::from(self.config.mismatch_ms));
+                .is_some_and(|since| now.saturating_sub(since) >= u64::from(self.config.timing.mismatch_ms));
             let line = match line {
                 None if stuck
                     && under_way.is_none()
@@ -240,7 +240,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 // showed a ply or two ago (Kd3-e3 unseen, then Nd6-f5, in a repetition).
                 let still = now.saturating_sub(self.last_change_ms);
                 let short = self.confirmed - j <= 2 && !self.pressed_since_tip();
-                if short || still >= u64::from(self.config.quiet_ms) {
+                if short || still >= u64::from(self.config.timing.quiet_ms) {
                     self.takeback_to(j, sink);
                     self.on_match(sink);
                     return;
@@ -578,7 +578,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         for (i, a) in changes.iter().enumerate() {
             for b in &changes[i + 1..] {
                 let before =
-                    a.iter().flatten().any(|x| b.iter().flatten().any(|y| x.before(*y, super::SAME_SCAN_MS)));
+                    a.iter().flatten().any(|x| b.iter().flatten().any(|y| x.before(*y, self.scan_ms())));
                 pairs = pairs.saturating_add(u8::from(before));
             }
         }
@@ -706,7 +706,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         };
         // A scan apart, or a press between the two reports (read in one piece, they carry
         // one time).
-        let before = |a: shakmaty::Move, b: shakmaty::Move| matches!((reported(a), reported(b)), (Some(a), Some(b)) if a.before(b, super::SAME_SCAN_MS));
+        let before = |a: shakmaty::Move, b: shakmaty::Move| matches!((reported(a), reported(b)), (Some(a), Some(b)) if a.before(b, self.scan_ms()));
         let mut line = search::Path::new();
         let mut p = pos.clone();
         for rec in &self.records[from..] {

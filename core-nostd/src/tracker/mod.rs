@@ -12,6 +12,7 @@
 //! - `record`: the compact per-ply record.
 
 mod ahead;
+mod deadline;
 mod input;
 mod lifecycle;
 mod line;
@@ -48,10 +49,6 @@ const SEEN_BOARDS: usize = 16;
 const SHOWN_BOARDS: usize = 8;
 /// Boards reported whole after presses that are remembered (see `pressed_boards`).
 const PRESSED_BOARDS: usize = 4;
-/// Field updates closer together than this (ms) are one scan of the board being reported.
-pub(crate) const SAME_SCAN_MS: u64 = 20;
-/// A running clock that has sent nothing for this long is treated as absent.
-const CLOCK_STALE_MS: u64 = 5000;
 /// Keeps `hash` as the newest of a ring of placement hashes (the oldest dropped when it is
 /// full), unless it is the newest already.
 fn remember<const N: usize>(ring: &mut heapless::Vec<u32, N>, hash: u32) {
@@ -245,6 +242,9 @@ pub struct Tracker<const PLIES: usize> {
     centre_since: Option<u64>,
     /// The board being evaluated is the first dump this tracker has seen.
     first_look: bool,
+    /// The latest time the tracker was given (a message or a tick): what
+    /// [`Tracker::poll_at`] counts its deadlines after.
+    evaluated_ms: u64,
 }
 
 impl<const PLIES: usize> Default for Tracker<PLIES> {
@@ -301,12 +301,18 @@ impl<const PLIES: usize> Tracker<PLIES> {
             away_since: None,
             centre_since: None,
             first_look: false,
+            evaluated_ms: 0,
         }
     }
 
     /// The settings in use.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Reports read closer together than this are one scan (see [`Timing::scan_ms`](crate::Timing::scan_ms)).
+    pub(crate) fn scan_ms(&self) -> u64 {
+        u64::from(self.config.timing.scan_ms)
     }
 
     /// Starts a game from a FEN set by the operator. With `orientation` unknown, the game

@@ -126,7 +126,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         {
             squares.add(king);
         }
-        let stable = u64::from(self.config.press_stable_ms);
+        let stable = u64::from(self.config.timing.press_stable_ms);
         squares.into_iter().all(|sq| {
             self.phys.board.piece_at(sq) == after.board().piece_at(sq)
                 && !self.phys.magic.contains(sq)
@@ -178,7 +178,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if !self.at_tip || self.dirty {
             return;
         }
-        let window = u64::from(self.config.press_stable_ms);
+        let window = u64::from(self.config.timing.press_stable_ms);
         let asked = self.last_dump_request;
         let answers = |at: u64| {
             at <= now

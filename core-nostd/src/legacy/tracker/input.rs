@@ -61,7 +61,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // update) can run past the search depth, never to be explained again.
         if self.state == GameState::Active
             && self.dirty
-            && now_ms.saturating_sub(self.last_change_ms) >= u64::from(self.config.settle_ms)
+            && now_ms.saturating_sub(self.last_change_ms) >= u64::from(self.config.timing.settle_ms)
         {
             self.deep_eval(now_ms, sink);
         }
@@ -234,7 +234,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let still = now_ms.saturating_sub(self.last_change_ms);
         self.note_stood(now_ms);
-        if self.dirty && still >= u64::from(self.config.settle_ms) {
+        if self.dirty && still >= u64::from(self.config.timing.settle_ms) {
             self.deep_eval(now_ms, sink);
         }
         if self.state != GameState::Active {
@@ -245,14 +245,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.at_tip && prov > 0 {
             let terminal = self.tip.is_checkmate() || self.tip.is_stalemate();
             let running = self.clock_running(now_ms) && !terminal;
-            let quiet = if running { self.config.unpressed_ms } else { self.config.quiet_ms };
+            let quiet = if running { self.config.timing.unpressed_ms } else { self.config.timing.quiet_ms };
             // Only unpressed plies under a running clock can be a takeback: without a
             // clock, legal plies that bring back an earlier position are a repetition, and
             // so are plies both players pressed for (see `both_pressed_since`).
             if running
                 && !self.both_pressed_since(self.seen_ms[0].saturating_sub(SAME_SCAN_MS))
                 && let Some(j) = self.undone_by_provisional()
-                && still >= u64::from(self.config.chain_confirm_ms)
+                && still >= u64::from(self.config.timing.chain_confirm_ms)
             {
                 // The arbiter's view: the position returned to an earlier one.
                 self.takeback_to(j, sink);
@@ -265,7 +265,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
                 self.confirm_through(upto, None, now_ms, sink);
             } else if prov >= 2
-                && still >= u64::from(self.config.chain_confirm_ms)
+                && still >= u64::from(self.config.timing.chain_confirm_ms)
                 && !self.press_to_come(now_ms)
             {
                 // A forgotten press: the plies that followed prove the earlier ones.
@@ -274,14 +274,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         if let Some(since) = self.unexplained_since {
             let unexplained = now_ms.saturating_sub(since);
-            if self.mismatch.is_none() && unexplained >= u64::from(self.config.mismatch_ms) {
+            if self.mismatch.is_none() && unexplained >= u64::from(self.config.timing.mismatch_ms) {
                 let squares = self.nearest_diff();
                 self.mismatch = Some(squares);
                 sink.event(Event::PositionMismatch { squares });
             }
             // A still board that nothing explains may have lost a field update: a dump shows
             // what is really there. Asked again while it stays so (rate-limited).
-            if unexplained >= u64::from(self.config.settle_ms) && still >= u64::from(self.config.settle_ms) {
+            if unexplained >= u64::from(self.config.timing.settle_ms)
+                && still >= u64::from(self.config.timing.settle_ms)
+            {
                 self.request_dump(now_ms, sink);
             }
         }
@@ -333,7 +335,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let prov = self.records.len() - self.confirmed;
         let Some(i) = prov.checked_sub(1).map(|i| i.min(MAX_PROVISIONAL - 1)) else { return };
         let still = now.saturating_sub(self.last_change_ms.max(self.seen_ms[i]));
-        if self.at_tip && !self.dirty && still >= self.config.slide_settled_ms() {
+        if self.at_tip && !self.dirty && still >= self.config.timing.slide_settled_ms() {
             self.stood[i] = true;
         }
     }
@@ -386,13 +388,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// the board's last change and the last press, and not older than `chain_confirm_ms`.
     fn recent_since(&self, now: u64) -> u64 {
         let press = self.pending_press.iter().map(|p| p.at).max().unwrap_or(0);
-        let recent = now.saturating_sub(u64::from(self.config.chain_confirm_ms));
+        let recent = now.saturating_sub(u64::from(self.config.timing.chain_confirm_ms));
         (self.last_change_ms + 1).max(press).max(recent)
     }
 
     pub(super) fn request_dump<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
         let due = match self.last_dump_request {
-            Some(t) => now.saturating_sub(t) >= u64::from(self.config.dump_request_interval_ms),
+            Some(t) => now.saturating_sub(t) >= u64::from(self.config.timing.dump_interval_ms),
             None => true,
         };
         if due {

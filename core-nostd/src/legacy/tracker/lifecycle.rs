@@ -320,7 +320,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return false;
         };
         let since = *self.centre_since.get_or_insert(now);
-        if now.saturating_sub(since) >= u64::from(self.config.quiet_ms) {
+        if now.saturating_sub(since) >= u64::from(self.config.timing.quiet_ms) {
             self.centre_since = None;
             self.settle_line_at_end(since, reason == EndReason::KingsInCentre, sink);
             self.end_game(result, reason, sink);
@@ -353,7 +353,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // lifted and put back. A king left where it stood may have been the signal's
             // first half, and is withdrawn.
             let running = self.clock_running(now);
-            let quiet = u64::from(if running { self.config.unpressed_ms } else { self.config.quiet_ms });
+            let quiet = u64::from(if running {
+                self.config.timing.unpressed_ms
+            } else {
+                self.config.timing.quiet_ms
+            });
             let last = self.records.len().saturating_sub(1);
             let mut pos = self.confirmed_pos.clone();
             for i in self.confirmed..self.records.len() {
@@ -380,7 +384,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let last_seen = self.seen_ms[(prov - 1).min(MAX_PROVISIONAL - 1)];
-        if end_time.saturating_sub(last_seen) >= u64::from(self.config.chain_confirm_ms)
+        if end_time.saturating_sub(last_seen) >= u64::from(self.config.timing.chain_confirm_ms)
             || self.line_stands_beside_signal(end_time)
         {
             self.confirm_through(self.records.len(), None, now, sink);
@@ -405,7 +409,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let Some(m) = self.records[i].to_move(&pos) else { return false };
             if m.role() == Role::King && i == last {
                 let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
-                let rested = end_time.saturating_sub(seen) >= u64::from(self.config.chain_confirm_ms / 2);
+                let rested =
+                    end_time.saturating_sub(seen) >= u64::from(self.config.timing.chain_confirm_ms / 2);
                 if is_king_to_centre(m) || !rested {
                     return false;
                 }

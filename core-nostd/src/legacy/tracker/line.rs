@@ -118,7 +118,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// a move whose reports were lost is shown by the dump the press asks for, and a
     /// player does not press for a move they make seconds later.
     pub(super) fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
-        let lag = self.config.slide_settled_ms();
+        let lag = self.config.timing.slide_settled_ms();
         let mut turn = self.confirmed_pos.turn();
         // A ply of `color` shown before the press, then the opponent's reply, then one just
         // after: the press is for the later one only when the opponent pressed for the reply
@@ -161,7 +161,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // While plies of an unknown order wait (see `first_hidden`), nothing after them is
         // confirmed, and the presses wait with them (each is its ply's `%clk`): their time
         // to find a ply runs from when the order is settled.
-        let window = u64::from(self.config.press_window_ms);
+        let window = u64::from(self.config.timing.press_window_ms);
         if self.first_hidden().is_some() {
             for p in self.pending_press.iter_mut() {
                 p.expires = p.expires.max(now + window);
@@ -177,7 +177,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
             // The ply the board showed at the press, while it is still in the line.
             let bound = self.still_bound(bound);
-            let stable = u64::from(self.config.press_stable_ms);
+            let stable = u64::from(self.config.timing.press_stable_ms);
             let on_board = self.at_tip && !self.dirty;
             let Some(upto) = bound.or_else(|| self.ply_for_pending_press(press.by, t)) else {
                 // A scan period after the press the board, at rest, still shows no move of
@@ -213,7 +213,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // may have been lost: the king's, in castling king first), or, without one, once
             // the board has been still after the press for as long as the rest of a slide
             // takes to be reported.
-            let settled_ms = self.config.slide_settled_ms();
+            let settled_ms = self.config.timing.slide_settled_ms();
             let shown = !self.ply_may_slide_on(upto)
                 || self.dumped_since(t, now, sink)
                 || (now.saturating_sub(self.last_change_ms) >= settled_ms
@@ -279,7 +279,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             .last_ply_by(press.by)
             .filter(|&upto| self.at_tip && !self.dirty && upto == self.records.len())
             .map(|upto| self.ply_key(upto));
-        let expires = now + u64::from(self.config.press_window_ms);
+        let expires = now + u64::from(self.config.timing.press_window_ms);
         let _ = self.pending_press.push(PendingPress { press, at: now, expires, bound });
     }
 
@@ -290,7 +290,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// opponent's ply followed, the piece leaving is the presser's next move (Bd8-c7,
     /// press, Rf3, Bc7-b6 within a scan period at blitz pace).
     pub(super) fn unbind_presses_at(&mut self, square: Square, now: u64) {
-        let window = u64::from(self.config.press_stable_ms);
+        let window = u64::from(self.config.timing.press_stable_ms);
         for k in 0..self.pending_press.len() {
             let p = self.pending_press[k];
             let Some(upto) = self.still_bound(p.bound) else { continue };
@@ -350,7 +350,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return false;
         }
         let still = now.saturating_sub(self.last_change_ms);
-        if still >= self.config.slide_settled_ms() {
+        if still >= self.config.timing.slide_settled_ms() {
             return true;
         }
         if upto != self.confirmed + 1 {
