@@ -42,7 +42,6 @@
 #![no_std]
 
 mod board;
-mod catch_up;
 mod clock;
 pub mod config;
 pub mod event;

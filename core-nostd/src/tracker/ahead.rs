@@ -1,13 +1,19 @@
-//! A board that ran more plies ahead of the line than the deep search goes (see
-//! [`crate::catch_up`]): read again from the last confirmed ply, over the squares the board
-//! changed, once a dump shows it.
+//! A board that ran more plies ahead of the line than the deep search goes: read again from
+//! the last confirmed ply, over the squares the board changed, once a dump shows it.
+//!
+//! A relay that reads late (a busy machine) gets the reports of several plies at once; when
+//! some of them were lost, the board the line follows stops matching any legal successor,
+//! and by the time a dump shows the real board, it may be more plies ahead than the deep
+//! search goes. Those plies moved pieces only from and to squares the board reported
+//! changing or the dump corrected: searched over such moves alone (see
+//! [`Search::over`]), the line is found in a few thousand positions, however far the board
+//! ran.
 
 use shakmaty::{Bitboard, Board, Move, Position, Role, Square, attacks};
 
 use super::Tracker;
-use crate::catch_up::{CATCH_UP_DEPTH, find_touched_line};
 use crate::event::EventSink;
-use crate::search::{board_diff, castle_targets};
+use crate::search::{LONGEST, Score, Search, board_diff, castle_targets};
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// Takes the line from the last confirmed ply to `target` (a dump just read) over the
@@ -27,19 +33,21 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let presses = self.waiting_press_count();
             presses.max(1)..=presses + 1
         } else {
-            1..=CATCH_UP_DEPTH
+            1..=LONGEST
         };
         let since = self.last_confirmed_seen_ms;
-        let order = |path: &[shakmaty::Move]| {
-            self.explains_placements(path, touched, since).then(|| self.plies_in_reported_order(path))
+        let judge = |path: &[shakmaty::Move]| {
+            self.explains_placements(path, touched, since)
+                .then(|| Score { order: self.plies_in_reported_order(path), ..Score::default() })
         };
-        let Some(found) = find_touched_line(&self.confirmed_pos, target, touched, lengths, &order) else {
+        let Some(found) = Search::to(target).over(touched).shortest(&self.confirmed_pos, lengths, &judge)
+        else {
             return false;
         };
         let hidden = found.tied && !self.back_from_outage;
         self.retract_to(self.confirmed, sink);
         let from = self.records.len();
-        self.extend_shown(&found.path, now, self.tip_left_ms.min(now), hidden, sink);
+        self.extend_shown(&found.line, now, self.tip_left_ms.min(now), hidden, sink);
         self.date_found_plies(from, now);
         if hidden {
             self.alert_hidden_order(sink);

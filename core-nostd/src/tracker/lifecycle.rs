@@ -7,7 +7,7 @@ use super::record::{PlyRecord, to16};
 use super::{GameState, MAX_PROVISIONAL, ResumeError, ResumePly, Tracker};
 use crate::board::{self, CENTRE, placement_hash};
 use crate::event::{EndReason, Event, EventSink, GameResult, StartKind};
-use crate::search::{self, board_diff};
+use crate::search::{self, Score, Search, board_diff};
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// The standard start position on the board: `Some(orientation)`.
@@ -71,7 +71,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// move orders, its plies not confirmed until the operator or later readings say
     /// (see `first_hidden`). Without a running clock a board being set up could pass
     /// through such a board.
-    fn start_played_into(&self, now: u64) -> Option<(Orientation, Option<(search::Path, bool)>)> {
+    fn start_played_into(&self, now: u64) -> Option<(Orientation, Option<(search::Line, bool)>)> {
         if self.state != GameState::Idle || self.phys.magic.any() {
             return None;
         }
@@ -85,11 +85,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
             if board_diff(start.board(), &b).count() > 2 * depth + 2 || !search::has_two_kings(&b) {
                 continue;
             }
-            let order = |path: &[Move]| self.plies_in_reported_order(path);
-            if let Some(found) = search::find_line_seen(&start, &b, depth as u8, &|_| false, &order)
-                && !found.path.is_empty()
+            let judge =
+                |path: &[Move]| Some(Score { order: self.plies_in_reported_order(path), ..Score::default() });
+            if let Some(found) = Search::to(&b).shortest(&start, 0..=depth, &judge)
+                && !found.line.is_empty()
             {
-                return Some((o, Some((found.path, found.tied))));
+                return Some((o, Some((found.line, found.tied))));
             }
         }
         None

@@ -6,9 +6,8 @@ use shakmaty::{Bitboard, Board, Color, Position, Role, attacks};
 
 use super::{GameState, MAX_PROVISIONAL, Tracker, remember};
 use crate::board::{Change, placement_hash};
-use crate::catch_up::CATCH_UP_DEPTH;
 use crate::event::{Event, EventSink};
-use crate::search::{self, board_diff, has_two_kings, one_ply};
+use crate::search::{self, Score, Search, board_diff, has_two_kings, one_ply};
 
 /// How a board differs from the tip when a move is under way (see `move_under_way`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -312,15 +311,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // Searched from before them only: a line keeping them would keep an order the
         // board never showed.
         let Some(pos) = self.position_at(h) else { return false };
-        let seen = |b: &Board| self.seen_board(b);
-        let order = |path: &[shakmaty::Move]| self.plies_in_reported_order(path);
+        let judge = |path: &[shakmaty::Move]| Some(self.seen_and_order(&pos, path, &|b| self.seen_board(b)));
         let hidden = self.records.len() - h;
-        let depth = (hidden + usize::from(self.config.search_depth.max(1))).min(search::MAX_DEPTH) as u8;
-        let Some(found) = search::find_line_seen(&pos, target, depth, &seen, &order) else { return false };
+        let depth = (hidden + usize::from(self.config.search_depth.max(1))).min(search::MAX_DEPTH);
+        let Some(found) = Search::to(target).shortest(&pos, 0..=depth, &judge) else { return false };
         if found.tied {
             return false;
         }
-        let path = found.path;
+        let path = found.line;
         let shown = self.shown_at(h);
         self.retract_to(h, sink);
         for i in h..self.records.len() {
@@ -407,7 +405,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// the next move then reads with them as a shorter line (Rd4-d1 Kg2 Rd1-d5 as Rd4-d5
     /// Kg2), in an order nobody played, or as other moves reaching the board with nothing
     /// in the air (Rd8-d1 Ra5-a8, the rook lifted again, as Rd8-a8 Rxa8).
-    pub(super) fn pressed_line_under_reply(&self, target: &Board) -> Option<search::Path> {
+    pub(super) fn pressed_line_under_reply(&self, target: &Board) -> Option<search::Line> {
         if self.records.len() != self.confirmed {
             return None;
         }
@@ -423,53 +421,19 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if presses == 0 {
             return None;
         }
-        let mut walk = UnderReply { target, best: None, tied: false, lines: 0 };
-        let mut line = search::Path::new();
-        self.lines_under_reply(&self.tip, presses, 0, &mut line, &mut walk);
-        let (path, reported) = walk.best?;
-        (!walk.tied && (walk.lines == 1 || reported > 0)).then_some(path)
-    }
-
-    /// Walks the lines of `depth` more plies from `pos` for [`Self::pressed_line_under_reply`];
-    /// `reported` counts the plies of `line` whose landing the board reported.
-    fn lines_under_reply(
-        &self,
-        pos: &shakmaty::Chess,
-        depth: usize,
-        reported: u8,
-        line: &mut search::Path,
-        walk: &mut UnderReply<'_>,
-    ) {
-        if depth == 0 {
-            let d = board_diff(pos.board(), walk.target);
-            let next_mover = pos.board().by_color(pos.turn());
-            if d.any() && (d & walk.target.occupied()).is_empty() && (d & !next_mover).is_empty() {
-                walk.lines += 1;
-                match &walk.best {
-                    Some((_, r)) if *r > reported => {}
-                    Some((_, r)) if *r == reported => walk.tied = true,
-                    _ => {
-                        walk.best = Some((line.clone(), reported));
-                        walk.tied = false;
-                    }
-                }
+        let landings = |path: &[shakmaty::Move]| {
+            let mut pos = self.tip.clone();
+            let mut landed = 0;
+            for &m in path {
+                pos.play_unchecked(m);
+                let to = landing(m);
+                let piece = pos.board().piece_at(to);
+                landed += u8::from(piece.is_some() && self.phys.placed_after(to, self.tip_left_ms) == piece);
             }
-            return;
-        }
-        for &m in pos.legal_moves().iter() {
-            let mut after = pos.clone();
-            after.play_unchecked(m);
-            if line.push(m).is_err() {
-                return;
-            }
-            let to = landing(m);
-            let landed = after
-                .board()
-                .piece_at(to)
-                .is_some_and(|piece| self.phys.placed_after(to, self.tip_left_ms) == Some(piece));
-            self.lines_under_reply(&after, depth - 1, reported + u8::from(landed), line, walk);
-            line.pop();
-        }
+            Some(Score { landings: landed, ..Score::default() })
+        };
+        let found = Search::under_reply(target).of_length(&self.tip, presses, &landings)?;
+        (!found.tied && (found.lines == 1 || found.score.landings > 0)).then_some(found.line)
     }
 
     /// The sliding piece of the side to move on its way (see `move_under_way`); `d` and
@@ -502,7 +466,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// most positions the board was seen showing (move orders can transpose), then the one
     /// keeping more of the provisional plies. The flag is true when another, different
     /// line scored the same: the board alone cannot say which was played.
-    pub(super) fn best_line(&self, target: &Board, keep: usize) -> Option<(usize, search::Path, bool)> {
+    pub(super) fn best_line(&self, target: &Board, keep: usize) -> Option<(usize, search::Line, bool)> {
         self.best_line_within(target, keep, usize::from(self.config.search_depth.max(1)))
     }
 
@@ -512,12 +476,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
         target: &Board,
         keep: usize,
         depth: usize,
-    ) -> Option<(usize, search::Path, bool)> {
+    ) -> Option<(usize, search::Line, bool)> {
         let prov = self.records.len() - self.confirmed;
-        let seen = |b: &Board| self.seen_board(b);
-        let order = |path: &[shakmaty::Move]| self.plies_in_reported_order(path);
-        // (base, path, plies in all, seen positions on the way, tied)
-        let mut best: Option<(usize, search::Path, usize, u8, bool)> = None;
+        // (base, line from it, plies in all, score, tied)
+        let mut best: Option<(usize, search::Line, usize, Score, bool)> = None;
         for k in (keep.min(prov)..=prov).rev() {
             let limit = match &best {
                 Some((_, _, total, _, _)) if *total < k => continue,
@@ -525,31 +487,53 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 None => depth,
             };
             let Some(pos) = self.position_at(self.confirmed + k) else { break };
-            let Some(found) = search::find_line_seen(&pos, target, limit as u8, &seen, &order) else {
+            let judge =
+                |path: &[shakmaty::Move]| Some(self.seen_and_order(&pos, path, &|b| self.seen_board(b)));
+            let Some(found) = Search::to(target).shortest(&pos, 0..=limit, &judge) else {
                 continue;
             };
-            let total = k + found.path.len();
+            let total = k + found.line.len();
             // Kept plies' positions count when a ply follows them.
             let kept = (self.confirmed..self.confirmed + k)
                 .filter(|&i| {
                     i + 1 < self.confirmed + total && self.seen_boards.contains(&self.records[i].hash)
                 })
                 .count() as u8;
-            let score = found.seen + kept;
+            // Across bases: the fewest plies, then the positions seen on the way.
+            let score =
+                Score { fewer_plies: Score::plies(total), seen: found.score.seen + kept, ..Score::default() };
             match &mut best {
-                Some((bk, bpath, t, s, tied)) if total == *t && score == *s => {
+                Some((bk, bline, _, s, tied)) if score == *s => {
                     // The same line found from another base is no rival, unless another
                     // order from there was as good (plies kept from a reading that never
                     // showed their order do not settle it).
-                    if !self.same_line((*bk, bpath), (k, &found.path)) || found.tied {
+                    if !self.same_line((*bk, bline), (k, &found.line)) || found.tied {
                         *tied = true;
                     }
                 }
-                Some((_, _, t, s, _)) if total > *t || (total == *t && score < *s) => {}
-                _ => best = Some((k, found.path, total, score, found.tied)),
+                Some((_, _, _, s, _)) if score < *s => {}
+                _ => best = Some((k, found.line, total, score, found.tied)),
             }
         }
-        best.map(|(k, path, _, _, tied)| (k, path, tied))
+        best.map(|(k, line, _, _, tied)| (k, line, tied))
+    }
+
+    /// The score of `line` from `from` by what the board showed: the positions on the way
+    /// (not its end, which is the board) that `seen` says the board showed, and the pairs
+    /// of its plies the board reported in their order.
+    pub(super) fn seen_and_order(
+        &self,
+        from: &shakmaty::Chess,
+        line: &[shakmaty::Move],
+        seen: &impl Fn(&Board) -> bool,
+    ) -> Score {
+        let mut pos = from.clone();
+        let mut shown = 0u8;
+        for &m in line.iter().take(line.len().saturating_sub(1)) {
+            pos.play_unchecked(m);
+            shown += u8::from(seen(pos.board()));
+        }
+        Score { seen: shown, order: self.plies_in_reported_order(line), ..Score::default() }
     }
 
     /// True when the line matched `board` earlier (a position the game went through).
@@ -567,7 +551,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// the plies around it to tell. A landing whose report was lost, shown by a dump, came
     /// at some time before the dump; the lift before it may still have a time of its own.
     pub(super) fn plies_in_reported_order(&self, path: &[shakmaty::Move]) -> u8 {
-        let mut changes = heapless::Vec::<[Option<Change>; 2], CATCH_UP_DEPTH>::new();
+        let mut changes = heapless::Vec::<[Option<Change>; 2], { search::LONGEST }>::new();
         for (i, &m) in path.iter().enumerate() {
             let later = path[i + 1..].iter().fold(Bitboard::EMPTY, |b, &n| b | search::touched(n));
             if changes.push(self.ply_changes(m, later)).is_err() {
@@ -607,7 +591,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         &self,
         target: &Board,
         keep: usize,
-    ) -> Option<(usize, search::Path, bool)> {
+    ) -> Option<(usize, search::Line, bool)> {
         let stood = self.stood_plies();
         if stood > keep
             && let Some(line) = self.best_line(target, stood)
@@ -707,7 +691,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // A scan apart, or a press between the two reports (read in one piece, they carry
         // one time).
         let before = |a: shakmaty::Move, b: shakmaty::Move| matches!((reported(a), reported(b)), (Some(a), Some(b)) if a.before(b, self.scan_ms()));
-        let mut line = search::Path::new();
+        let mut line = search::Line::new();
         let mut p = pos.clone();
         for rec in &self.records[from..] {
             let Some(m) = rec.to_move(&p) else { return };
@@ -719,15 +703,20 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let target = self.phys.board.clone();
-        let order = |path: &[shakmaty::Move]| path.windows(2).filter(|w| before(w[0], w[1])).count() as u8;
-        let Some(found) = search::find_line_of_length(&pos, &target, n as u8, &|_| false, &order) else {
+        let order = |path: &[shakmaty::Move]| {
+            Some(Score {
+                order: path.windows(2).filter(|w| before(w[0], w[1])).count() as u8,
+                ..Score::default()
+            })
+        };
+        let Some(found) = Search::to(&target).of_length(&pos, n, &order) else {
             return;
         };
-        let same = found.path.iter().zip(&self.records[from..]).all(|(m, rec)| rec.same_move(*m));
+        let same = found.line.iter().zip(&self.records[from..]).all(|(m, rec)| rec.same_move(*m));
         if !same {
             let shown = self.shown_at(from);
             self.retract_to(from, sink);
-            self.extend_shown(&found.path, now, shown.min(now), found.tied, sink);
+            self.extend_shown(&found.line, now, shown.min(now), found.tied, sink);
             self.on_match(sink);
         } else if found.tied {
             for i in from..self.records.len() {
@@ -747,7 +736,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// True when two lines (provisional plies up to a base, then a path) are the same plies.
-    fn same_line(&self, a: (usize, &search::Path), b: (usize, &search::Path)) -> bool {
+    fn same_line(&self, a: (usize, &search::Line), b: (usize, &search::Line)) -> bool {
         let ((ka, pa), (kb, pb)) = if a.0 <= b.0 { (a, b) } else { (b, a) };
         // Line `a` leaves the provisional plies earlier: its path must replay them.
         let replays_kept =
@@ -842,15 +831,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         best
     }
-}
-
-/// The lines [`Tracker::pressed_line_under_reply`] found: the best (with how many of its
-/// plies' landings the board reported), whether another scored as well, and how many in all.
-struct UnderReply<'a> {
-    target: &'a Board,
-    best: Option<(search::Path, u8)>,
-    tied: bool,
-    lines: usize,
 }
 
 /// The square a ply puts its piece on (the king's, for castling).

@@ -8,7 +8,7 @@ use super::{GameState, PendingPress, PressedBoard, Tracker};
 use crate::board::placement_hash;
 use crate::clock::Press;
 use crate::event::EventSink;
-use crate::search::{self, board_diff};
+use crate::search::{self, Search, board_diff};
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// The presses that came since the last confirmed ply appeared: each says a ply after it
@@ -68,11 +68,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let target = self.phys.board.clone();
-        let seen = |b: &Board| self.board_was_shown(b);
-        let order = |path: &[shakmaty::Move]| self.plies_in_reported_order(path);
-        let depth = (prov + 1) as u8;
-        let Some(found) = search::find_line_of_length(&self.confirmed_pos, &target, depth, &seen, &order)
-        else {
+        let judge = |path: &[Move]| {
+            Some(self.seen_and_order(&self.confirmed_pos, path, &|b: &Board| self.board_was_shown(b)))
+        };
+        let Some(found) = Search::to(&target).of_length(&self.confirmed_pos, prov + 1, &judge) else {
             return;
         };
         if found.tied {
@@ -84,7 +83,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // be a press the clock's side bookkeeping misplaced).
         let since = self.last_confirmed_seen_ms;
         let mut mover = self.confirmed_pos.turn();
-        let untraced = found.path.iter().any(|m| {
+        let untraced = found.line.iter().any(|m| {
             let color = mover;
             mover = !mover;
             match *m {
@@ -100,7 +99,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let shown = self.shown_at(self.confirmed).min(now);
         self.retract_to(self.confirmed, sink);
-        self.extend_shown(&found.path, now, shown, false, sink);
+        self.extend_shown(&found.line, now, shown, false, sink);
         self.on_match(sink);
     }
 
@@ -290,12 +289,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
     ///
     /// Returns how many provisional plies the line keeps and the plies after them; `None`
     /// when no such board is remembered, or when more than one line leads to it or from it.
-    pub(super) fn line_through_pressed_board(&self, target: &Board) -> Option<(usize, search::Path)> {
+    pub(super) fn line_through_pressed_board(&self, target: &Board) -> Option<(usize, search::Line)> {
         if self.pressed_boards.is_empty() {
             return None;
         }
-        let seen = |b: &Board| self.board_was_shown(b);
-        let order = |path: &[shakmaty::Move]| self.plies_in_reported_order(path);
         // The newest such board the presses' plies reach (a board with pieces in the air
         // reaches none).
         let (pressed, to_pressed) = self
@@ -310,23 +307,29 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 still_waiting && n < search::MAX_DEPTH && !board_diff(&b.board, target).is_empty()
             })
             .find_map(|b| {
-                search::find_line_of_length(&self.confirmed_pos, &b.board, b.presses, &seen, &order)
+                let judge = |path: &[Move]| {
+                    Some(self.seen_and_order(&self.confirmed_pos, path, &|x: &Board| self.board_was_shown(x)))
+                };
+                Search::to(&b.board)
+                    .of_length(&self.confirmed_pos, usize::from(b.presses), &judge)
                     .map(|found| (b, found))
             })?;
         if to_pressed.tied {
             return None;
         }
         let mut pos = self.confirmed_pos.clone();
-        for &m in &to_pressed.path {
+        for &m in &to_pressed.line {
             pos.play_unchecked(m);
         }
-        let rest = (search::MAX_DEPTH - usize::from(pressed.presses)) as u8;
-        let on = search::find_line_seen(&pos, target, rest, &seen, &order)?;
+        let rest = search::MAX_DEPTH - usize::from(pressed.presses);
+        let judge =
+            |path: &[Move]| Some(self.seen_and_order(&pos, path, &|x: &Board| self.board_was_shown(x)));
+        let on = Search::to(target).shortest(&pos, 0..=rest, &judge)?;
         if on.tied {
             return None;
         }
-        let mut line = to_pressed.path;
-        for m in on.path {
+        let mut line = to_pressed.line;
+        for m in on.line {
             line.push(m).ok()?;
         }
         // The provisional plies the line replays are kept as they are.
@@ -335,6 +338,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
             .zip(&self.records[self.confirmed..])
             .take_while(|(m, rec)| rec.same_move(**m))
             .count();
-        Some((kept, search::Path::from_slice(&line[kept..]).ok()?))
+        Some((kept, search::Line::from_slice(&line[kept..]).ok()?))
     }
 }
