@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use dgt_hil_sim::hands::{GameEnd, PlanOptions, Profile, plan_game};
 use dgt_hil_sim::pgn::SourceGame;
+use dgt_hil_sim::transport::Bursts;
 use dgt_hil_sim::{
     BoardConfig, GroundTruth, Scenario, SimBoard, SimChain, SimConfig, StartPolicy, spawn_fleet,
 };
@@ -129,6 +130,9 @@ pub struct RunOptions {
     pub progress: Option<Duration>,
     /// First serial number of the simulated boards.
     pub first_serial: u32,
+    /// Deliver each board's output late and in bursts, as a Bluetooth serial link does
+    /// ([`SimConfig::bursts`], real milliseconds).
+    pub bursts: Option<Bursts>,
 }
 
 /// What one replayed game produced.
@@ -227,6 +231,7 @@ fn template(opts: &RunOptions) -> SimConfig {
         board: BoardConfig::with_serial(opts.first_serial),
         speed: opts.speed,
         hand_speed: opts.hand_speed,
+        bursts: opts.bursts,
         ..SimConfig::default()
     }
 }
@@ -528,7 +533,8 @@ pub struct GameCheck {
     pub plies: usize,
     /// Plies with a clock press whose `%clk` was checked.
     pub clk_checked: usize,
-    /// `%clk` missing or more than 1 s off the simulated clock's display after the press.
+    /// `%clk` missing or more than 1 s off the simulated clock's display after the press,
+    /// on plies confirmed right (a ply never confirmed counts in `missing` only).
     pub clk_misses: usize,
     /// `%clk` and `%emt` left out, rightly, for a press the relay could not see: made while
     /// the board was unplugged, before the relay had it back (see [`outage_windows`]), or
@@ -621,7 +627,8 @@ pub fn check(job: &Job, o: &Outcome) -> GameCheck {
                     c.clk_misses += 1;
                     c.why.push(format!("ply {} {}: %clk {g:?}, the clock showed {d}", i + 1, m.san));
                 }
-                None => c.clk_misses += 1,
+                // Never confirmed: counted in `missing`.
+                None => {}
             }
         }
         if !has_clock && let Some(Some(g)) = got.map(|g| g.clk) {
@@ -725,8 +732,12 @@ pub struct Row {
     pub clk_source: usize,
     /// Missing `%emt`.
     pub emt_missing: usize,
+    /// Games with a ghost move.
+    pub wrong_games: usize,
     /// Ghost moves.
     pub ghosts: usize,
+    /// Games without a ghost but with moves never confirmed.
+    pub stalled_games: usize,
     /// Missing moves.
     pub missing: usize,
     /// Confirmed moves withdrawn.
@@ -746,7 +757,9 @@ impl Row {
         self.clk_match_source += c.clk_match_source;
         self.clk_source += c.clk_source;
         self.emt_missing += c.emt_missing;
+        self.wrong_games += usize::from(c.ghosts > 0);
         self.ghosts += c.ghosts;
+        self.stalled_games += usize::from(c.ghosts == 0 && c.missing > 0);
         self.missing += c.missing;
         self.retracted += c.retracted;
         self.results_wrong += usize::from(c.result_wrong);
@@ -813,7 +826,7 @@ pub struct KnownBug {
 /// The table as text.
 pub fn format_table(rows: &BTreeMap<String, Row>) -> String {
     let mut s = format!(
-        "{:<34} {:>6} {:>7} {:>6} {:>8} {:>7} {:>7} {:>9} {:>7} {:>6} {:>7} {:>8} {:>7}\n",
+        "{:<34} {:>6} {:>7} {:>6} {:>8} {:>7} {:>7} {:>9} {:>7} {:>6} {:>6} {:>7} {:>7} {:>8} {:>7}\n",
         "profile",
         "games",
         "plies",
@@ -823,7 +836,9 @@ pub fn format_table(rows: &BTreeMap<String, Row>) -> String {
         "unseen",
         "src clk%",
         "no emt",
+        "wrong",
         "ghost",
+        "stalled",
         "missing",
         "retract",
         "result✗"
@@ -832,7 +847,7 @@ pub fn format_table(rows: &BTreeMap<String, Row>) -> String {
         let src =
             if r.clk_source == 0 { 0.0 } else { 100.0 * r.clk_match_source as f64 / r.clk_source as f64 };
         s.push_str(&format!(
-            "{:<34} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8.1}% {:>7} {:>6} {:>7} {:>8} {:>7}\n",
+            "{:<34} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8.1}% {:>7} {:>6} {:>6} {:>7} {:>7} {:>8} {:>7}\n",
             name,
             r.games,
             r.plies,
@@ -842,7 +857,9 @@ pub fn format_table(rows: &BTreeMap<String, Row>) -> String {
             r.clk_unseen,
             src,
             r.emt_missing,
+            r.wrong_games,
             r.ghosts,
+            r.stalled_games,
             r.missing,
             r.retracted,
             r.results_wrong

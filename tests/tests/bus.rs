@@ -68,6 +68,7 @@ fn check(name: &str, jobs: Vec<Job>, boards: usize, force_bus: bool) {
         relay_bin,
         progress: None,
         first_serial: FIRST_SERIAL,
+        bursts: None,
     };
     let result = match run_chain(jobs, &opts, force_bus, Some(UNPLUG)) {
         Ok(r) => r,
