@@ -48,6 +48,10 @@ pub struct Timing {
     /// Minimum time between two board-dump requests the tracker makes on its own (a press
     /// asks at once).
     pub dump_interval_ms: u32,
+    /// A dump request unanswered this long was lost (a board answers in well under 100 ms
+    /// at 9,600 baud; a link holding bytes back, or a chain's polling cycle, adds a few
+    /// hundred): the tracker asks anew instead of waiting for it.
+    pub dump_answer_ms: u32,
     /// A clock reading this old, from a clock shown running, no longer says the clock runs:
     /// a running clock reports at least once a second, so one silent this long is gone.
     pub clock_stale_ms: u32,
@@ -78,6 +82,7 @@ impl Default for Timing {
             mismatch_ms: 1500,
             press_window_ms: 3000,
             dump_interval_ms: 1000,
+            dump_answer_ms: 2000,
             clock_stale_ms: 5000,
             clock_fresh_ms: 1000,
         }

@@ -35,7 +35,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         } else {
             1..=LONGEST
         };
-        let since = self.last_confirmed_seen_ms;
+        let since = self.last_confirmed_seen.ms;
         let judge = |path: &[shakmaty::Move]| {
             self.explains_placements(path, touched, since)
                 .then(|| Score { order: self.plies_in_reported_order(path), ..Score::default() })

@@ -48,7 +48,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let prov = self.records.len() - self.confirmed;
         if prov > 0 {
             let i = (prov - 1).min(MAX_PROVISIONAL - 1);
-            d.at(changed.max(self.seen_ms[i]) + settled);
+            d.at(changed.max(self.meta[i].seen.ms) + settled);
         }
         for p in &self.pending_press {
             for at in [p.at + stable, p.at + settled, p.expires, p.expires + 1] {

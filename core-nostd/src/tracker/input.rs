@@ -41,9 +41,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     fn take_dump<S: EventSink + ?Sized>(&mut self, dump: &BoardDump, now_ms: u64, sink: &mut S) {
+        self.seq = self.seq.wrapping_add(1);
         self.board_heard(now_ms);
         let first = !self.phys.known;
         let previous_dump = self.last_dump_ms.replace(now_ms);
+        // It shows the board as it was at or after the request on its way was made.
+        self.last_dump_asked = Some(self.asked.take().unwrap_or(now_ms));
+        if core::mem::take(&mut self.ask_again) {
+            self.ask_dump(now_ms, sink);
+        }
         let corrected = if first { Bitboard::EMPTY } else { self.phys.differing(dump) };
         // Since when those squares' updates may have been lost: their last reports.
         let lost_since = corrected.into_iter().map(|sq| self.phys.changed_ms(sq)).min();
@@ -67,6 +73,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     fn take_field<S: EventSink + ?Sized>(&mut self, update: FieldUpdate, now_ms: u64, sink: &mut S) {
+        self.seq = self.seq.wrapping_add(1);
         self.board_heard(now_ms);
         if !self.phys.known {
             self.request_dump(now_ms, sink);
@@ -96,6 +103,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     fn take_clock<S: EventSink + ?Sized>(&mut self, times: &ClockTimes, now_ms: u64, sink: &mut S) {
+        self.seq = self.seq.wrapping_add(1);
         self.board_heard(now_ms);
         if times.status.no_clock() {
             self.clocks.lost();
@@ -273,7 +281,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // so are plies both players pressed for (see `both_pressed_since`).
             if running
                 && still >= u64::from(self.config.timing.chain_confirm_ms)
-                && !self.both_pressed_since(self.seen_ms[0].saturating_sub(self.scan_ms()))
+                && !self.both_pressed_since(self.meta[0].seen.ms.saturating_sub(self.scan_ms()))
                 && let Some(j) = self.undone_by_provisional()
             {
                 // The arbiter's view: the position returned to an earlier one.
@@ -356,9 +364,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
     fn note_stood(&mut self, now: u64) {
         let prov = self.records.len() - self.confirmed;
         let Some(i) = prov.checked_sub(1).map(|i| i.min(MAX_PROVISIONAL - 1)) else { return };
-        let still = now.saturating_sub(self.last_change_ms.max(self.seen_ms[i]));
+        let still = now.saturating_sub(self.last_change_ms.max(self.meta[i].seen.ms));
         if self.at_tip && !self.dirty && still >= self.config.timing.slide_settled_ms() {
-            self.stood[i] = true;
+            self.meta[i].stood = true;
         }
     }
 
@@ -393,20 +401,21 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return false;
         }
         let n = upto.saturating_sub(self.confirmed).min(MAX_PROVISIONAL);
-        !self.joint[..n].contains(&true) || self.dumped_since(since, now, sink)
+        !self.meta[..n].iter().any(|m| m.joint) || self.dumped_since(since, now, sink)
     }
 
     /// True when a dump arrived at or after `since`; otherwise asks for one, once per
     /// `since` (a press asks at once, whatever the rate limit).
     pub(super) fn dumped_since<S: EventSink + ?Sized>(&mut self, since: u64, now: u64, sink: &mut S) -> bool {
-        if self.last_dump_ms.is_some_and(|t| t >= since) {
+        // By when the dump was asked for, not when it came: bytes held back by the link
+        // bring a dump taken before `since` after it.
+        if self.last_dump_asked.is_some_and(|t| t >= since) {
             return true;
         }
         // A request made in the same millisecond as `since` (the change it is about) is
         // already on its way.
         if self.last_dump_request.is_none_or(|t| t + 1 < since) {
-            self.last_dump_request = Some(now);
-            sink.event(Event::RequestBoardDump);
+            self.ask_dump(now, sink);
         }
         false
     }
@@ -419,14 +428,26 @@ impl<const PLIES: usize> Tracker<PLIES> {
         (self.last_change_ms + 1).max(press).max(recent)
     }
 
+    /// Asks for a dump now, or as soon as the one on its way comes (a request unanswered
+    /// for [`Timing::dump_answer_ms`](crate::Timing::dump_answer_ms) was lost).
+    fn ask_dump<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
+        self.last_dump_request = Some(now);
+        let answer_ms = u64::from(self.config.timing.dump_answer_ms);
+        if self.asked.is_some_and(|t| now.saturating_sub(t) < answer_ms) {
+            self.ask_again = true;
+            return;
+        }
+        self.asked = Some(now);
+        sink.event(Event::RequestBoardDump);
+    }
+
     pub(super) fn request_dump<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
         let due = match self.last_dump_request {
             Some(t) => now.saturating_sub(t) >= u64::from(self.config.timing.dump_interval_ms),
             None => true,
         };
         if due {
-            self.last_dump_request = Some(now);
-            sink.event(Event::RequestBoardDump);
+            self.ask_dump(now, sink);
         }
     }
 

@@ -4,7 +4,7 @@ use dgt_protocol::Orientation;
 use shakmaty::{Bitboard, Board, CastlingMode, Chess, EnPassantMode, FromSetup, Move, Position, Role, Setup};
 
 use super::record::{PlyRecord, to16};
-use super::{GameState, MAX_PROVISIONAL, ResumeError, ResumePly, Tracker};
+use super::{GameState, ResumeError, ResumePly, Tracker};
 use crate::board::{self, CENTRE, placement_hash};
 use crate::event::{EndReason, Event, EventSink, GameResult, StartKind};
 use crate::search::{self, Score, Search, board_diff};
@@ -176,6 +176,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.castling_mode = mode;
         self.kind = kind;
         self.records.clear();
+        self.meta.clear();
         self.confirmed = 0;
         self.result = None;
         self.unexplained_since = None;
@@ -203,7 +204,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.reset_game(pos, mode, kind);
         self.phys.set_orientation(orientation);
         self.state = GameState::Active;
-        self.last_confirmed_seen_ms = now;
+        self.last_confirmed_seen = self.stamp(now);
         self.clocks.new_game(&self.config, self.start.turn(), now, false);
         sink.event(Event::GameStarted { orientation, kind });
         let state = self.clocks.state(&self.config);
@@ -280,7 +281,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.phys.set_orientation(orientation);
         self.armed_orientation = Some(orientation);
         self.state = GameState::Active;
-        self.last_confirmed_seen_ms = now;
+        self.last_confirmed_seen = self.stamp(now);
         self.clocks.new_game(&self.config, self.confirmed_pos.turn(), now, true);
         if let Some(tc) = self.config.time_control {
             let secs = tc.period_for_move(1).seconds;
@@ -363,7 +364,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let mut pos = self.confirmed_pos.clone();
             for i in self.confirmed..self.records.len() {
                 let Some(m) = self.records[i].to_move(&pos) else { break };
-                let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+                let seen = self.meta[i - self.confirmed].seen.ms;
                 let a_move = i == last
                     && end_time.saturating_sub(seen) >= quiet
                     && self.touched_off_tip.contains(m.to());
@@ -384,7 +385,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if prov == 0 {
             return;
         }
-        let last_seen = self.seen_ms[(prov - 1).min(MAX_PROVISIONAL - 1)];
+        let last_seen = self.meta[prov - 1].seen.ms;
         if end_time.saturating_sub(last_seen) >= u64::from(self.config.timing.chain_confirm_ms)
             || self.line_stands_beside_signal(end_time)
         {
@@ -409,7 +410,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         for i in self.confirmed..self.records.len() {
             let Some(m) = self.records[i].to_move(&pos) else { return false };
             if m.role() == Role::King && i == last {
-                let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+                let seen = self.meta[i - self.confirmed].seen.ms;
                 let rested = end_time.saturating_sub(seen) >= u64::from(self.config.timing.king_rest_ms);
                 if is_king_to_centre(m) || !rested {
                     return false;

@@ -4,7 +4,7 @@
 use shakmaty::{Chess, Color, Move, Position, Role, Square, attacks, san::SanPlus};
 
 use super::record::{PlyRecord, to16};
-use super::{MAX_PROVISIONAL, PendingPress, Tracker};
+use super::{MAX_PROVISIONAL, PendingPress, PlyMeta, Tracker};
 use crate::board::placement_hash;
 use crate::clock::Press;
 use crate::event::{Event, EventSink, MoveInfo};
@@ -44,10 +44,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 }
                 return;
             }
-            let idx = self.records.len() - 1 - self.confirmed;
-            self.seen_ms[idx.min(MAX_PROVISIONAL - 1)] = now;
-            self.joint[idx.min(MAX_PROVISIONAL - 1)] = moves.len() > 1;
-            self.stood[idx.min(MAX_PROVISIONAL - 1)] = false;
+            let at = self.stamp(now);
+            let _ =
+                self.meta.push(PlyMeta { seen: at, shown: at, joint: moves.len() > 1, ..PlyMeta::default() });
             let info = MoveInfo {
                 ply: self.records.len() as u16,
                 color: self.tip.turn(),
@@ -71,6 +70,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         while self.records.len() > len {
             let ply = self.records.len() as u16;
             self.records.pop();
+            self.meta.pop();
             let pos = self.position_at(self.records.len()).unwrap_or_else(|| self.tip.clone());
             sink.event(Event::MoveRetracted { ply, fen: FenText::of(&pos) });
             self.tip = pos;
@@ -170,7 +170,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.align_waiting_presses();
         let mut k = 0;
         while k < self.pending_press.len() {
-            let PendingPress { press, at: t, expires, bound } = self.pending_press[k];
+            let PendingPress { press, at: t, expires, bound, .. } = self.pending_press[k];
             if now > expires {
                 self.pending_press.remove(k);
                 continue;
@@ -280,7 +280,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             .filter(|&upto| self.at_tip && !self.dirty && upto == self.records.len())
             .map(|upto| self.ply_key(upto));
         let expires = now + u64::from(self.config.timing.press_window_ms);
-        let _ = self.pending_press.push(PendingPress { press, at: now, expires, bound });
+        let _ = self.pending_press.push(PendingPress { press, at: now, seq: self.seq, expires, bound });
     }
 
     /// A square changed: a press bound to a ply whose piece landed on it, made less than a
@@ -394,7 +394,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let Some(m) = self.records[i].to_move(&pos) else { break };
             let color = pos.turn();
             let move_number = pos.fullmoves().get();
-            let seen = self.seen_ms[0];
+            let seen = self.meta.first().map_or(self.stamp(now), |m| m.seen);
             // A press confirming the range: its reading shows the clocks as they were when
             // the range ended (a later one may show the mover's next move already).
             let reading = press.map(|p| p.reading).or_else(|| self.clocks.current(&self.config, now));
@@ -429,7 +429,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                         && r.running_side() == Some(side)
                         && press.is_none_or(|p| p.by == color)
                         && (replied
-                            || self.clocks.last_ms.abs_diff(seen)
+                            || self.clocks.last_ms.abs_diff(seen.ms)
                                 > u64::from(self.config.timing.clock_fresh_ms));
                     if moved_again || ran {
                         self.clocks.unknown(color);
@@ -440,7 +440,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                     }
                 }
                 (_, None) => {
-                    let ms = seen.saturating_sub(self.last_confirmed_seen_ms);
+                    let ms = seen.ms.saturating_sub(self.last_confirmed_seen.ms);
                     (None, Some(((ms + 500) / 1000) as u32))
                 }
             };
@@ -462,10 +462,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             };
             self.confirmed_pos.play_unchecked(m);
             self.confirmed += 1;
-            self.seen_ms.copy_within(1.., 0);
-            self.joint.copy_within(1.., 0);
-            self.stood.copy_within(1.., 0);
-            self.last_confirmed_seen_ms = seen;
+            if !self.meta.is_empty() {
+                self.meta.remove(0);
+            }
+            self.last_confirmed_seen = seen;
             self.clocks.fix_mapping();
             sink.event(Event::MoveConfirmed(info));
             if self.check_position_end(sink) {

@@ -264,9 +264,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
     ) {
         let from = self.records.len();
         self.extend(moves, now, sink);
-        for i in from..self.records.len() {
-            self.shown_ms[i % MAX_PROVISIONAL] = shown;
-            self.hidden[i % MAX_PROVISIONAL] = hidden;
+        for i in from.max(self.confirmed)..self.records.len() {
+            let meta = &mut self.meta[i - self.confirmed];
+            meta.shown.ms = shown;
+            meta.hidden = hidden;
         }
     }
 
@@ -277,7 +278,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// busy, the board's reports bunched) dates them all alike, as before; reports a scan
     /// apart tell a ply made after a press from one made before it.
     pub(super) fn date_found_plies(&mut self, from: usize, now: u64) {
-        for i in from..self.records.len() {
+        for i in from.max(self.confirmed)..self.records.len() {
             let Some(before) = self.position_at(i) else { return };
             let Some(m) = self.records[i].to_move(&before) else { return };
             let mut after = before.clone();
@@ -287,7 +288,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 .map(|sq| self.phys.changed_ms(sq))
                 .min()
                 .unwrap_or(0);
-            let shown = &mut self.shown_ms[i % MAX_PROVISIONAL];
+            let shown = &mut self.meta[i - self.confirmed].shown.ms;
             *shown = (*shown).max(began).min(now);
         }
     }
@@ -300,7 +301,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// bound to them: a later reading may tell the orders apart (an en passant capture,
     /// castling rights), and the search from before them takes the line it explains.
     pub(super) fn first_hidden(&self) -> Option<usize> {
-        (self.confirmed..self.records.len()).find(|&i| self.hidden[i % MAX_PROVISIONAL])
+        (self.confirmed..self.records.len()).find(|&i| self.meta[i - self.confirmed].hidden)
     }
 
     /// The board moved on from a line with plies of an unknown order (see `first_hidden`):
@@ -321,9 +322,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let path = found.line;
         let shown = self.shown_at(h);
         self.retract_to(h, sink);
-        for i in h..self.records.len() {
-            self.hidden[i % MAX_PROVISIONAL] = false;
-        }
         self.extend_shown(&path, now, shown.min(now), false, sink);
         self.on_match(sink);
         true
@@ -351,7 +349,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// not follow, when the board left the line's previous tip (the search may run only
     /// once the board has settled, well after the hands made the plies).
     pub(super) fn shown_at(&self, i: usize) -> u64 {
-        self.shown_ms[i % MAX_PROVISIONAL]
+        self.meta.get(i - self.confirmed).map_or(0, |m| m.shown.ms)
     }
 
     /// How `target` shows the tip with a move under way, if it does: only pieces lifted (a
@@ -411,7 +409,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let mut turn = self.tip.turn();
         let mut presses = 0;
-        for p in self.pending_press.iter().filter(|p| p.at > self.last_confirmed_seen_ms) {
+        for p in self.pending_press.iter().filter(|p| p.seq > self.last_confirmed_seen.seq) {
             if p.press.by != turn || presses == 2 {
                 break;
             }
@@ -614,7 +612,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// How many provisional plies there are up to the last one that stood (0: none stood).
     pub(super) fn stood_plies(&self) -> usize {
         let prov = (self.records.len() - self.confirmed).min(MAX_PROVISIONAL);
-        let stood = (0..prov).rev().find(|&i| self.stood[i]).map_or(0, |i| i + 1);
+        let stood = (0..prov).rev().find(|&i| self.meta[i].stood).map_or(0, |i| i + 1);
         stood.min(self.dump_kept_plies()).min(self.plies_before_hidden())
     }
 
@@ -642,7 +640,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             {
                 squares.add(king);
             }
-            let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+            let seen = self.meta[i - self.confirmed].seen.ms;
             if (squares & corrected).into_iter().any(|sq| self.phys.changed_ms(sq) < seen) {
                 return Some(i);
             }
@@ -720,7 +718,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.on_match(sink);
         } else if found.tied {
             for i in from..self.records.len() {
-                self.hidden[i % MAX_PROVISIONAL] = true;
+                self.meta[i - self.confirmed].hidden = true;
             }
         }
         if found.tied {

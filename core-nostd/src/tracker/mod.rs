@@ -80,11 +80,44 @@ struct PendingPress {
     press: Press,
     /// When it came.
     at: u64,
+    /// Where it came in the board's stream (see [`Stamp`]).
+    seq: u32,
     /// When it stops waiting: [`Config::press_window_ms`] after it came, plus any time the
     /// board was away meanwhile (it could not show the move then).
     expires: u64,
     /// The ply it was bound to, with that ply's placement hash (see `add_pending_press`).
     bound: Option<(usize, u32)>,
+}
+
+/// A moment of the board's stream: where a message came in it, and when it was read. The
+/// board sends its messages in the order things happened, and a link that holds bytes back
+/// and lets them out in bursts keeps that order, though not their times: the order of two
+/// messages is their numbers', and a read time is only the latest a thing can have
+/// happened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    /// The message's number in the stream (messages of the board and its clock, counted
+    /// from the tracker's start).
+    pub seq: u32,
+    /// When it was read.
+    pub ms: u64,
+}
+
+/// What is known of one provisional ply beside its move.
+#[derive(Clone, Copy, Debug, Default)]
+struct PlyMeta {
+    /// When the line took it.
+    seen: Stamp,
+    /// When the board began showing it (see `shown_at`).
+    shown: Stamp,
+    /// One of several move orders to the board (see `first_hidden`).
+    hidden: bool,
+    /// Read together with another ply from a single reading (a search of two or more
+    /// plies): see `line_verified`.
+    joint: bool,
+    /// The board stood still at it as the last of the line for longer than a sliding hand
+    /// rests: not a passing state of a hand (see `best_line_keeping_stood`).
+    stood: bool,
 }
 
 /// A board the board reported whole (unchanged for a scan) while two or more presses, one
@@ -169,29 +202,17 @@ pub struct Tracker<const PLIES: usize> {
     pub(crate) confirmed: usize,
     confirmed_pos: Chess,
     tip: Chess,
-    /// When each provisional ply first appeared (index = ply - confirmed).
-    seen_ms: [u64; MAX_PROVISIONAL],
-    /// When the board began showing each provisional ply, by ply index modulo
-    /// `MAX_PROVISIONAL` (see `shown_at`).
-    shown_ms: [u64; MAX_PROVISIONAL],
-    /// Which provisional plies, by ply index modulo `MAX_PROVISIONAL`, are one of several
-    /// move orders to the board (see `first_hidden`).
-    hidden: [bool; MAX_PROVISIONAL],
+    /// What is known of each provisional ply beside its move: `meta[i]` is the ply
+    /// `records[confirmed + i]`.
+    meta: heapless::Vec<PlyMeta, MAX_PROVISIONAL>,
     /// The ply the operator was last told to check for an unknown move order.
     order_alerted: Option<u16>,
     /// The board is back from an outage and no reading has been explained since: the
     /// moves made meanwhile are reconciled by the caller (the board's event log, or the
     /// position with the operator told), not kept unconfirmed as an unknown order.
     back_from_outage: bool,
-    /// Which provisional plies were read together with another one from a single reading
-    /// (a search of two or more plies): see `line_verified`.
-    joint: [bool; MAX_PROVISIONAL],
-    /// Which provisional plies the board stood still at as the last of the line for longer
-    /// than a sliding hand rests: not a passing state of a hand (see
-    /// `best_line_keeping_stood`).
-    stood: [bool; MAX_PROVISIONAL],
     /// When the last confirmed ply appeared (or the game started).
-    last_confirmed_seen_ms: u64,
+    last_confirmed_seen: Stamp,
     pub(crate) result: Option<(GameResult, EndReason)>,
     last_change_ms: u64,
     /// The board changed and has not been fully evaluated.
@@ -214,9 +235,22 @@ pub struct Tracker<const PLIES: usize> {
     touched_off_tip: Bitboard,
     unexplained_since: Option<u64>,
     mismatch: Option<Bitboard>,
+    /// When the tracker last asked for a dump.
     last_dump_request: Option<u64>,
+    /// The dump request on its way, by when it was made: the next dump shows the board as
+    /// it was at or after then (and no earlier: bytes held back by the link bring a dump
+    /// taken before an event after it). One at a time, so that each dump answers a known
+    /// request (a chain's poller, or a slow caller, may answer several with one dump).
+    asked: Option<u64>,
+    /// A dump was wanted while one was on its way: asked for as soon as that one comes.
+    ask_again: bool,
     /// When the last dump arrived: the only reading not open to a lost field update.
     last_dump_ms: Option<u64>,
+    /// When the request the last dump answered was made (its arrival, when the tracker had
+    /// asked for none): the board it shows is the board at or after then.
+    last_dump_asked: Option<u64>,
+    /// The number of the latest message from the board (see [`Stamp`]).
+    seq: u32,
     /// Until the next field update: the plies before this index are all the last dump left
     /// standing as the field updates showed them (see `plies_a_dump_leaves`).
     dump_leaves: Option<usize>,
@@ -268,14 +302,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             confirmed: 0,
             confirmed_pos: Chess::default(),
             tip: Chess::default(),
-            seen_ms: [0; MAX_PROVISIONAL],
-            shown_ms: [0; MAX_PROVISIONAL],
-            hidden: [false; MAX_PROVISIONAL],
+            meta: heapless::Vec::new(),
             order_alerted: None,
             back_from_outage: false,
-            joint: [false; MAX_PROVISIONAL],
-            stood: [false; MAX_PROVISIONAL],
-            last_confirmed_seen_ms: 0,
+            last_confirmed_seen: Stamp::default(),
             result: None,
             last_change_ms: 0,
             dirty: false,
@@ -288,7 +318,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
             unexplained_since: None,
             mismatch: None,
             last_dump_request: None,
+            asked: None,
+            ask_again: false,
             last_dump_ms: None,
+            last_dump_asked: None,
+            seq: 0,
             dump_leaves: None,
             pending_press: heapless::Vec::new(),
             lever: None,
@@ -308,6 +342,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// The settings in use.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The moment `now` of the latest message (see [`Stamp`]).
+    pub(crate) fn stamp(&self, now: u64) -> Stamp {
+        Stamp { seq: self.seq, ms: now }
     }
 
     /// Reports read closer together than this are one scan (see [`Timing::scan_ms`](crate::Timing::scan_ms)).
@@ -433,6 +472,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// outage: stillness counts from then, and waiting presses get back the time they lost.
     pub fn board_away(&mut self, now_ms: u64) {
         self.away_since.get_or_insert(now_ms);
+        // A request on its way is lost with the link.
+        self.asked = None;
+        self.ask_again = false;
         self.clocks.board_away();
     }
 

@@ -14,8 +14,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// The presses that came since the last confirmed ply appeared: each says a ply after it
     /// is over.
     fn waiting_presses(&self) -> impl Iterator<Item = &PendingPress> + '_ {
-        let since = self.last_confirmed_seen_ms;
-        self.pending_press.iter().filter(move |p| p.at > since)
+        // By the stream's order: a press read in the same burst as the ply, after it, came
+        // after it.
+        let since = self.last_confirmed_seen.seq;
+        self.pending_press.iter().filter(move |p| p.seq > since)
     }
 
     /// The oldest press still waiting, taken from the list, when it is by `by`: the lever
@@ -81,7 +83,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // there: something changed on that square since the last confirmed ply appeared.
         // Without a trace on the board, the extra press alone does not make a ply (it may
         // be a press the clock's side bookkeeping misplaced).
-        let since = self.last_confirmed_seen_ms;
+        let since = self.last_confirmed_seen.ms;
         let mut mover = self.confirmed_pos.turn();
         let untraced = found.line.iter().any(|m| {
             let color = mover;
@@ -177,13 +179,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if !self.at_tip || self.dirty {
             return;
         }
-        let window = u64::from(self.config.timing.press_stable_ms);
-        let asked = self.last_dump_request;
-        let answers = |at: u64| {
-            at <= now
-                && (now - at <= window
-                    || (previous_dump.is_none_or(|d| d < at) && asked.is_some_and(|r| r >= at)))
-        };
+        // The first dump since the press, asked for after it: the board a scan after the
+        // press, whatever the link held back.
+        let asked = self.last_dump_asked;
+        let answers =
+            |at: u64| at <= now && previous_dump.is_none_or(|d| d < at) && asked.is_some_and(|r| r >= at);
         let len = self.records.len();
         // One past the ply the next (older) press would take.
         let mut upto = len;
