@@ -172,6 +172,26 @@ impl Score {
     }
 }
 
+/// Why a line that reaches the board is not what was played. The generator never offers
+/// the first two; the tracker's judges and choice give the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rejection {
+    /// A piece out and back without a capture: the other side moved twice in a row (see
+    /// [`undoes_own_last`]).
+    OutAndBack,
+    /// A ply moves a piece from or to a square the board never reported changing (a search
+    /// over touched squares).
+    Untraced,
+    /// It leaves a piece the board reported set down on a square unexplained: no ply lands
+    /// it there or slides it through (Kd5 Ke6 Kd5 where a knight was reported on d5).
+    UnexplainedReport,
+    /// It gives up plies that stood, beyond a slide that paused and went on (the last of
+    /// them, for a line no longer than it).
+    GivesUpStoodPly,
+    /// Another line explains the board as well, where the evidence needs one line alone.
+    Tied,
+}
+
 /// The best line a search found, and whether another line scored the same.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Best {
@@ -263,7 +283,7 @@ impl<'a> Search<'a> {
     /// The lines of the first length in `lengths` that has any line `judge` accepts (it
     /// scores a line from `from`, or rejects it with `None`), the best of them kept. `None`
     /// when no length has one, or when the budget ran out first.
-    pub fn shortest<J: Fn(&[Move]) -> Option<Score>>(
+    pub fn shortest<J: Fn(&[Move]) -> Result<Score, Rejection>>(
         &self,
         from: &Chess,
         lengths: core::ops::RangeInclusive<usize>,
@@ -297,7 +317,7 @@ impl<'a> Search<'a> {
     /// kept, even when a shorter line reaches the board: what the clock presses say can
     /// need the longer one (a piece that went in two moves with a reply between reaches
     /// the board one move of it reaches too).
-    pub fn of_length<J: Fn(&[Move]) -> Option<Score>>(
+    pub fn of_length<J: Fn(&[Move]) -> Result<Score, Rejection>>(
         &self,
         from: &Chess,
         plies: usize,
@@ -323,7 +343,7 @@ struct Walk<'s, 'a, J> {
     best: Best,
 }
 
-impl<J: Fn(&[Move]) -> Option<Score>> Walk<'_, '_, J> {
+impl<J: Fn(&[Move]) -> Result<Score, Rejection>> Walk<'_, '_, J> {
     /// Offers every line of exactly `depth` more plies from `pos` after `path`; false when
     /// the budget ran out.
     fn lines(&mut self, pos: &Chess, depth: usize, path: &mut Line) -> bool {
@@ -346,7 +366,7 @@ impl<J: Fn(&[Move]) -> Option<Score>> Walk<'_, '_, J> {
                 if depth == 1 {
                     // One ply is unique: the board shows the piece that moved and where.
                     if let Some(m) = one_ply(pos, target, diff)
-                        && self.allowed(path, m)
+                        && self.allowed(path, m).is_ok()
                         && path.push(m).is_ok()
                     {
                         self.offer(path);
@@ -355,7 +375,7 @@ impl<J: Fn(&[Move]) -> Option<Score>> Walk<'_, '_, J> {
                     return true;
                 }
                 for m in pos.legal_moves() {
-                    if !self.allowed(path, m) {
+                    if self.allowed(path, m).is_err() {
                         continue;
                     }
                     let mut after = pos.clone();
@@ -387,7 +407,7 @@ impl<J: Fn(&[Move]) -> Option<Score>> Walk<'_, '_, J> {
                     return true;
                 }
                 for m in pos.legal_moves() {
-                    if !self.allowed(path, m) {
+                    if self.allowed(path, m).is_err() {
                         continue;
                     }
                     let mut after = pos.clone();
@@ -406,14 +426,21 @@ impl<J: Fn(&[Move]) -> Option<Score>> Walk<'_, '_, J> {
         }
     }
 
-    /// True when `m` may follow `path`: over the touched squares, and not undoing the
-    /// same side's previous ply.
-    fn allowed(&self, path: &[Move], m: Move) -> bool {
-        self.search.touched.is_none_or(|t| touched(m).is_subset(t)) && !undoes_own_last(path, m)
+    /// True when `m` may follow `path`: over the touched squares (else
+    /// [`Rejection::Untraced`]), and not undoing the same side's previous ply (else
+    /// [`Rejection::OutAndBack`]).
+    fn allowed(&self, path: &[Move], m: Move) -> Result<(), Rejection> {
+        if self.search.touched.is_some_and(|t| !touched(m).is_subset(t)) {
+            return Err(Rejection::Untraced);
+        }
+        if undoes_own_last(path, m) {
+            return Err(Rejection::OutAndBack);
+        }
+        Ok(())
     }
 
     fn offer(&mut self, path: &[Move]) {
-        if let Some(score) = (self.judge)(path) {
+        if let Ok(score) = (self.judge)(path) {
             self.best.offer(path, score);
         }
     }
@@ -423,7 +450,7 @@ impl<J: Fn(&[Move]) -> Option<Score>> Walk<'_, '_, J> {
 /// `target` on the board (empty when it already does).
 #[cfg(test)]
 pub(crate) fn find_line(pos: &Chess, target: &Board, max_depth: u8) -> Option<Line> {
-    Search::to(target).shortest(pos, 0..=usize::from(max_depth), &|_| Some(Score::default())).map(|f| f.line)
+    Search::to(target).shortest(pos, 0..=usize::from(max_depth), &|_| Ok(Score::default())).map(|f| f.line)
 }
 
 #[cfg(test)]
@@ -524,7 +551,7 @@ mod tests {
         // The squares a piece passed through (b5, the bishop's) were reported too.
         touched |= Bitboard::from_square(Square::B5);
         let search = Search::to(end.board()).over(touched);
-        let found = search.shortest(&start, 1..=LONGEST, &|_| Some(Score::default())).expect("found");
+        let found = search.shortest(&start, 1..=LONGEST, &|_| Ok(Score::default())).expect("found");
         // The board alone does not say in which order each side made its moves.
         assert_eq!(found.line.len(), line.len());
         assert!(found.tied);
@@ -537,7 +564,7 @@ mod tests {
             played.push(m).expect("room");
         }
         let order = |path: &[Move]| {
-            Some(Score {
+            Ok(Score {
                 order: path.iter().zip(&played).filter(|(a, b)| a == b).count() as u8,
                 ..Score::default()
             })
@@ -554,6 +581,6 @@ mod tests {
         // Without b5, the bishop cannot have got to a4 in the two moves the line has.
         let touched = board_diff(start.board(), end.board());
         let search = Search::to(end.board()).over(touched);
-        assert!(search.shortest(&start, 5..=5, &|_| Some(Score::default())).is_none());
+        assert!(search.shortest(&start, 5..=5, &|_| Ok(Score::default())).is_none());
     }
 }

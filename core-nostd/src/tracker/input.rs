@@ -59,7 +59,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if changed || first {
             self.board_changed(now_ms, true, sink);
         } else if self.dirty || self.unexplained_since.is_some() {
-            self.deep_eval(now_ms, sink);
+            self.explain_board(now_ms, sink);
         }
         if let Some(since) = lost_since
             && self.state == GameState::Active
@@ -87,7 +87,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             && self.dirty
             && now_ms.saturating_sub(self.last_change_ms) >= u64::from(self.config.timing.settle_ms)
         {
-            self.deep_eval(now_ms, sink);
+            self.explain_board(now_ms, sink);
         }
         self.note_shown(now_ms);
         if self.phys.set(update.square, update.piece(), now_ms) {
@@ -157,7 +157,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         if flips.by_rise_only {
             if self.dirty {
-                self.deep_eval(now_ms, sink);
+                self.explain_board(now_ms, sink);
             }
             if self.records.len() < self.confirmed + 2 {
                 return;
@@ -182,7 +182,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         sink: &mut S,
     ) {
         if self.dirty {
-            self.deep_eval(now_ms, sink);
+            self.explain_board(now_ms, sink);
         }
         let plies = self.confirmed.saturating_sub(self.resumed_at);
         let certain = if single { self.certain_presser(now_ms) } else { None };
@@ -265,7 +265,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let still = now_ms.saturating_sub(self.last_change_ms);
         self.note_stood(now_ms);
         if self.dirty && still >= u64::from(self.config.timing.settle_ms) {
-            self.deep_eval(now_ms, sink);
+            self.explain_board(now_ms, sink);
         }
         if self.state != GameState::Active {
             return;
@@ -478,7 +478,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         self.fast_eval(now, !mid_scan, sink);
         if stable && self.dirty {
-            self.deep_eval(now, sink);
+            self.explain_board(now, sink);
         }
     }
 }

@@ -86,7 +86,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 continue;
             }
             let judge =
-                |path: &[Move]| Some(Score { order: self.plies_in_reported_order(path), ..Score::default() });
+                |path: &[Move]| Ok(Score { order: self.plies_in_reported_order(path), ..Score::default() });
             if let Some(found) = Search::to(&b).shortest(&start, 0..=depth, &judge)
                 && !found.line.is_empty()
             {

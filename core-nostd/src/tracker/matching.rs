@@ -67,12 +67,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
         } else {
             self.pressed_plies()
         };
-        match self.best_line_keeping_stood(target, keep) {
-            Some((k, path, false)) => {
+        match self.keeping_stood(target, keep) {
+            Some(c) if !c.tied => {
                 let prov = self.records.len() - self.confirmed;
-                Reading::Explained { plies: (prov - k + path.len()) as u8 }
+                Reading::Explained { plies: (prov - c.keep + c.line.len()) as u8 }
             }
-            Some((_, _, true)) => Reading::Ambiguous,
+            Some(_) => Reading::Ambiguous,
             None => Reading::Unexplained,
         }
     }
@@ -99,7 +99,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// from there is no slide going on, but may be the first half of a scan that read a
     /// reply and the next move together (Ke6-e7 stood, then Kd5 and Ke7-d7 between two
     /// scans, reported d7 and e7 before d5 and e4: halfway, the board shows Ke6-d7). The
-    /// settle-time search decides on the whole reading (see `best_line_keeping_stood`).
+    /// settle-time search decides on the whole reading (see `keeping_stood`).
     pub(super) fn fast_eval<S: EventSink + ?Sized>(&mut self, now: u64, may_retract: bool, sink: &mut S) {
         if self.phys.magic.any() {
             return;
@@ -134,121 +134,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.on_match(sink);
                 return;
             }
-        }
-    }
-
-    /// Deep search from the tip and each provisional base, then takebacks.
-    pub(super) fn deep_eval<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
-        self.dirty = false;
-        if self.state != GameState::Active {
-            return;
-        }
-        let target = self.phys.board.clone();
-        // The board the line last matched with a move under way (see `move_under_way`).
-        let under_way = self.move_under_way(&target);
-        // Pressed plies the board shows with the next move's hands at work (a king among
-        // the pieces in the air, too) are taken now; the rest waits for the hands.
-        if !self.phys.magic.any()
-            && let Some(line) = self.pressed_line_under_reply(&target)
-        {
-            self.extend_shown(&line, now, self.tip_left_ms.min(now), false, sink);
-            self.dirty = true;
-            return;
-        }
-        if !self.phys.magic.any() && has_two_kings(&target) {
-            // Plies a waiting press was bound to stand (see `pressed_plies`).
-            let prov = self.records.len() - self.confirmed;
-            let pressed = self.pressed_plies();
-            let line = match under_way {
-                // The mover's piece on its way: the plies the board shows are not given up
-                // for a line from an earlier base (plies nobody saw); a longer line from the
-                // tip is at worst withdrawn when the piece lands.
-                Some(UnderWay::OnItsWay) => self.best_line_keeping_stood(&target, prov),
-                // The tip less some pieces: what hands show in the middle of a capture, and
-                // what only an exchange of several plies explains (a capture and a
-                // recapture on one square, or a line whose pieces passed through other
-                // squares and back). Explained once the hands are done, like any other
-                // reading: when it has stood longer than a sliding hand rests with a press
-                // saying a move is over, or for the quiet time.
-                Some(UnderWay::Lifted) => {
-                    let still = now.saturating_sub(self.last_change_ms);
-                    let hands_done = (still >= self.config.timing.slide_settled_ms()
-                        && !self.pending_press.is_empty())
-                        || still >= u64::from(self.config.timing.quiet_ms);
-                    if !hands_done {
-                        // Searched again at the next tick.
-                        self.dirty = true;
-                    }
-                    if hands_done { self.best_line_keeping_stood(&target, pressed) } else { None }
-                }
-                // What the players left on the board when they pressed comes first (see
-                // `line_through_pressed_board`).
-                None => self
-                    .line_through_pressed_board(&target)
-                    .map(|(k, path)| (k, path, false))
-                    .or_else(|| self.best_line_keeping_stood(&target, pressed)),
-            };
-            // A board no line within the search depth explains, for the mismatch time: the
-            // board may have run a ply past the search (a burst read in one scan, and the next
-            // move made before the tracker settled on it), and would stay unexplained for the
-            // rest of the game. Searched once more as deep as the tracker goes, and taken only
-            // when one line alone explains it (it is then confirmed only after a dump).
-            let stuck = self
-                .unexplained_since
-                .is_some_and(|since| now.saturating_sub(since) >= u64::from(self.config.timing.mismatch_ms));
-            let line = match line {
-                None if stuck
-                    && under_way.is_none()
-                    && usize::from(self.config.search_depth) < search::MAX_DEPTH =>
-                {
-                    self.best_line_within(&target, pressed, search::MAX_DEPTH).filter(|(_, _, tied)| !tied)
-                }
-                line => line,
-            };
-            if let Some((k, path, tied)) = line {
-                // Moves made while the board was away are the caller's to reconcile.
-                let hidden = tied && !self.back_from_outage;
-                self.retract_to(self.confirmed + k, sink);
-                // The reading these plies explain began when the board left the tip; a ply
-                // whose squares all changed later began later.
-                let from = self.records.len();
-                self.extend_shown(&path, now, self.tip_left_ms.min(now), hidden, sink);
-                self.date_found_plies(from, now);
-                if hidden {
-                    self.alert_hidden_order(sink);
-                }
-                self.on_match(sink);
-                return;
-            }
-            let earlier = self.find_earlier(&target);
-            // A dump no search within reach explains: the board may have run further ahead.
-            if earlier.is_none()
-                && under_way.is_none()
-                && self.last_dump_ms == Some(now)
-                && self.catch_up(&target, now, sink)
-            {
-                return;
-            }
-            if let Some(j) = earlier.filter(|_| under_way.is_none()) {
-                // Taking back more than a move pair waits until the board has stood for the
-                // quiet time: in a long game a piece knocked onto the next square can
-                // briefly show a position of many plies ago (a repetition), and a takeback
-                // of that many plies is set up and left, not a passing state. So does any
-                // takeback once the side to move pressed since the tip: the clock says it
-                // moved, and a move whose reports were lost can bring back what the board
-                // showed a ply or two ago (Kd3-e3 unseen, then Nd6-f5, in a repetition).
-                let still = now.saturating_sub(self.last_change_ms);
-                let short = self.confirmed - j <= 2 && !self.pressed_since_tip();
-                if short || still >= u64::from(self.config.timing.quiet_ms) {
-                    self.takeback_to(j, sink);
-                    self.on_match(sink);
-                    return;
-                }
-                self.dirty = true;
-            }
-        }
-        if self.unexplained_since.is_none() {
-            self.unexplained_since = Some(now);
         }
     }
 
@@ -312,7 +197,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // Searched from before them only: a line keeping them would keep an order the
         // board never showed.
         let Some(pos) = self.position_at(h) else { return false };
-        let judge = |path: &[shakmaty::Move]| Some(self.seen_and_order(&pos, path, &|b| self.seen_board(b)));
+        let judge = |path: &[shakmaty::Move]| Ok(self.seen_and_order(&pos, path, &|b| self.seen_board(b)));
         let hidden = self.records.len() - h;
         let depth = (hidden + usize::from(self.config.search_depth.max(1))).min(search::MAX_DEPTH);
         let Some(found) = Search::to(target).shortest(&pos, 0..=depth, &judge) else { return false };
@@ -391,49 +276,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         })
     }
 
-    /// The plies the waiting presses were for, when `target` shows them with only pieces of
-    /// the next mover lifted: with no provisional ply, N presses waiting, one by each
-    /// player in turn from the side to move (at most two), and one line of N plies reaching
-    /// such a board: the only one, or the only one with most plies whose landing the board
-    /// reported since it left the tip (a piece set down, reported, and lifted again for the
-    /// next move: the dump cannot say where it had gone, the report can). Each press says
-    /// a move is done, the dump shows where the pieces went, and the hands at work are the
-    /// next move's. This is how plies whose reports were lost show when the dump they asked
-    /// for came late (a relay busy for a moment): without it they never show whole, and
-    /// the next move then reads with them as a shorter line (Rd4-d1 Kg2 Rd1-d5 as Rd4-d5
-    /// Kg2), in an order nobody played, or as other moves reaching the board with nothing
-    /// in the air (Rd8-d1 Ra5-a8, the rook lifted again, as Rd8-a8 Rxa8).
-    pub(super) fn pressed_line_under_reply(&self, target: &Board) -> Option<search::Line> {
-        if self.records.len() != self.confirmed {
-            return None;
-        }
-        let mut turn = self.tip.turn();
-        let mut presses = 0;
-        for p in self.pending_press.iter().filter(|p| p.seq > self.last_confirmed_seen.seq) {
-            if p.press.by != turn || presses == 2 {
-                break;
-            }
-            turn = !turn;
-            presses += 1;
-        }
-        if presses == 0 {
-            return None;
-        }
-        let landings = |path: &[shakmaty::Move]| {
-            let mut pos = self.tip.clone();
-            let mut landed = 0;
-            for &m in path {
-                pos.play_unchecked(m);
-                let to = landing(m);
-                let piece = pos.board().piece_at(to);
-                landed += u8::from(piece.is_some() && self.phys.placed_after(to, self.tip_left_ms) == piece);
-            }
-            Some(Score { landings: landed, ..Score::default() })
-        };
-        let found = Search::under_reply(target).of_length(&self.tip, presses, &landings)?;
-        (!found.tied && (found.lines == 1 || found.score.landings > 0)).then_some(found.line)
-    }
-
     /// The sliding piece of the side to move on its way (see `move_under_way`); `d` and
     /// `placed` are the squares `target` differs from the tip on, and those of them it
     /// has a piece on.
@@ -456,66 +298,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
             && victims.into_iter().all(|v| attacks::between(from, v).contains(to))
     }
 
-    /// The line that explains `target`: the provisional plies up to a base `k` (at least
-    /// `keep` of them) and a searched path from there. The fewest plies since the last
-    /// confirmed one: provisional plies were read from boards in passing (a scan halfway
-    /// through a burst), so a line that keeps them is taken only when no shorter line from
-    /// an earlier base explains the board. Among lines of that length, the one through
-    /// most positions the board was seen showing (move orders can transpose), then the one
-    /// keeping more of the provisional plies. The flag is true when another, different
-    /// line scored the same: the board alone cannot say which was played.
-    pub(super) fn best_line(&self, target: &Board, keep: usize) -> Option<(usize, search::Line, bool)> {
-        self.best_line_within(target, keep, usize::from(self.config.search_depth.max(1)))
-    }
-
-    /// [`Self::best_line`] searching up to `depth` plies from each base.
-    fn best_line_within(
-        &self,
-        target: &Board,
-        keep: usize,
-        depth: usize,
-    ) -> Option<(usize, search::Line, bool)> {
-        let prov = self.records.len() - self.confirmed;
-        // (base, line from it, plies in all, score, tied)
-        let mut best: Option<(usize, search::Line, usize, Score, bool)> = None;
-        for k in (keep.min(prov)..=prov).rev() {
-            let limit = match &best {
-                Some((_, _, total, _, _)) if *total < k => continue,
-                Some((_, _, total, _, _)) => (total - k).min(depth),
-                None => depth,
-            };
-            let Some(pos) = self.position_at(self.confirmed + k) else { break };
-            let judge =
-                |path: &[shakmaty::Move]| Some(self.seen_and_order(&pos, path, &|b| self.seen_board(b)));
-            let Some(found) = Search::to(target).shortest(&pos, 0..=limit, &judge) else {
-                continue;
-            };
-            let total = k + found.line.len();
-            // Kept plies' positions count when a ply follows them.
-            let kept = (self.confirmed..self.confirmed + k)
-                .filter(|&i| {
-                    i + 1 < self.confirmed + total && self.seen_boards.contains(&self.records[i].hash)
-                })
-                .count() as u8;
-            // Across bases: the fewest plies, then the positions seen on the way.
-            let score =
-                Score { fewer_plies: Score::plies(total), seen: found.score.seen + kept, ..Score::default() };
-            match &mut best {
-                Some((bk, bline, _, s, tied)) if score == *s => {
-                    // The same line found from another base is no rival, unless another
-                    // order from there was as good (plies kept from a reading that never
-                    // showed their order do not settle it).
-                    if !self.same_line((*bk, bline), (k, &found.line)) || found.tied {
-                        *tied = true;
-                    }
-                }
-                Some((_, _, _, s, _)) if score < *s => {}
-                _ => best = Some((k, found.line, total, score, found.tied)),
-            }
-        }
-        best.map(|(k, line, _, _, tied)| (k, line, tied))
-    }
-
     /// The score of `line` from `from` by what the board showed: the positions on the way
     /// (not its end, which is the board) that `seen` says the board showed, and the pairs
     /// of its plies the board reported in their order.
@@ -535,7 +317,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// True when the line matched `board` earlier (a position the game went through).
-    fn seen_board(&self, board: &Board) -> bool {
+    pub(super) fn seen_board(&self, board: &Board) -> bool {
         self.seen_boards.contains(&placement_hash(board))
     }
 
@@ -575,38 +357,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let landed = !later.contains(to) && self.phys.board.piece_at(to).is_some_and(|p| p.role == role);
         let left = m.from().filter(|&from| !later.contains(from) && self.phys.board.piece_at(from).is_none());
         [landed.then(|| self.phys.last_change(to)), left.map(|from| self.phys.last_change(from))]
-    }
-
-    /// [`Self::best_line`], keeping at least the provisional plies up to the last one that
-    /// stood (the board was still at it for longer than a sliding hand rests: a position
-    /// the players left on the board, not a hand passing through) when some line does; otherwise the best
-    /// line keeping `keep`. Without this, two plies read in one scan after plies that
-    /// stood (a burst without a clock) lose to a line of fewer plies from before them that
-    /// happens to reach the same board, and plies the board showed for seconds are
-    /// replaced by plies nobody saw. A piece that paused on a legal square on its way
-    /// further is still followed: from that pause no line reaches where it lands.
-    pub(super) fn best_line_keeping_stood(
-        &self,
-        target: &Board,
-        keep: usize,
-    ) -> Option<(usize, search::Line, bool)> {
-        let stood = self.stood_plies();
-        if stood > keep
-            && let Some(line) = self.best_line(target, stood)
-        {
-            return Some(line);
-        }
-        // Giving up plies that stood: as a slide that paused on a legal square and went on
-        // (a ply of the same length), perhaps with a reply read in the same scan. Only the
-        // last ply that stood can be such a pause: the plies before it had moves made on
-        // top of them (a rook knocked on in a repetition, Re3-e4 Kg3 Re3 knocked to e2,
-        // reads from before them as Re3-e2 Kg3, the shortest line). Not for a longer line
-        // through positions nobody saw either, when a piece was knocked onto a square the
-        // game cannot put it on (the king knocked next to the rook that just came: Rd1xd7
-        // stood, Kc8 knocked to c7 reads as Rd1-d2 Kc7 Rd2xd7). The board stays
-        // unexplained until it is put right, or for the mismatch time.
-        self.best_line(target, keep.max(stood.saturating_sub(1)))
-            .filter(|(k, path, _)| stood <= keep || k + path.len() <= stood + 1)
     }
 
     /// How many provisional plies there are up to the last one that stood (0: none stood).
@@ -702,7 +452,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let target = self.phys.board.clone();
         let order = |path: &[shakmaty::Move]| {
-            Some(Score {
+            Ok(Score {
                 order: path.windows(2).filter(|w| before(w[0], w[1])).count() as u8,
                 ..Score::default()
             })
@@ -733,15 +483,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.dump_leaves.map_or(prov, |i| i.saturating_sub(self.confirmed).min(prov))
     }
 
-    /// True when two lines (provisional plies up to a base, then a path) are the same plies.
-    fn same_line(&self, a: (usize, &search::Line), b: (usize, &search::Line)) -> bool {
-        let ((ka, pa), (kb, pb)) = if a.0 <= b.0 { (a, b) } else { (b, a) };
-        // Line `a` leaves the provisional plies earlier: its path must replay them.
-        let replays_kept =
-            (ka..kb).all(|i| pa.get(i - ka).is_some_and(|&m| self.records[self.confirmed + i].same_move(m)));
-        replays_kept && pa.get(kb - ka..).is_some_and(|rest| rest == pb.as_slice())
-    }
-
     /// True when the tip, or one legal ply from it or from a provisional base, shows `target`.
     pub(super) fn explains_in_one_ply(&self, target: &Board) -> bool {
         (self.confirmed..=self.records.len()).any(|k| {
@@ -750,20 +491,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 d.is_empty() || one_ply(&pos, target, d).is_some()
             })
         })
-    }
-
-    /// The latest confirmed earlier position (plies kept) whose placement is `target`.
-    pub(super) fn find_earlier(&self, target: &Board) -> Option<usize> {
-        let h = placement_hash(target);
-        let mut found = None;
-        for j in (0..self.confirmed).rev() {
-            let hj = if j == 0 { self.start_hash } else { self.records[j - 1].hash };
-            if hj == h && self.position_at(j).is_some_and(|p| p.board() == target) {
-                found = Some(j);
-                break;
-            }
-        }
-        found
     }
 
     pub(super) fn takeback_to<S: EventSink + ?Sized>(&mut self, j: usize, sink: &mut S) {
@@ -832,7 +559,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 }
 
 /// The square a ply puts its piece on (the king's, for castling).
-fn landing(m: shakmaty::Move) -> shakmaty::Square {
+pub(super) fn landing(m: shakmaty::Move) -> shakmaty::Square {
     match m {
         shakmaty::Move::Castle { king, rook } => search::castle_targets(king, rook).0,
         other => other.to(),

@@ -11,8 +11,8 @@
 //!   stalemate, kings in the centre, magic pieces, flag fall, operator).
 //! - `record`: the compact per-ply record.
 
-mod ahead;
 mod deadline;
+mod explain;
 mod input;
 mod lifecycle;
 mod line;
@@ -116,7 +116,7 @@ struct PlyMeta {
     /// plies): see `line_verified`.
     joint: bool,
     /// The board stood still at it as the last of the line for longer than a sliding hand
-    /// rests: not a passing state of a hand (see `best_line_keeping_stood`).
+    /// rests: not a passing state of a hand (see `keeping_stood`).
     stood: bool,
 }
 

@@ -8,12 +8,12 @@ use super::{GameState, PendingPress, PressedBoard, Tracker};
 use crate::board::placement_hash;
 use crate::clock::Press;
 use crate::event::EventSink;
-use crate::search::{self, Search, board_diff};
+use crate::search::{Search, board_diff};
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// The presses that came since the last confirmed ply appeared: each says a ply after it
     /// is over.
-    fn waiting_presses(&self) -> impl Iterator<Item = &PendingPress> + '_ {
+    pub(super) fn waiting_presses(&self) -> impl Iterator<Item = &PendingPress> + '_ {
         // By the stream's order: a press read in the same burst as the ply, after it, came
         // after it.
         let since = self.last_confirmed_seen.seq;
@@ -44,7 +44,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// True when the line matched `board` or the board reported it whole: two moves of one
     /// piece can go by many squares, and the one it stood on is the board's word.
-    fn board_was_shown(&self, board: &Board) -> bool {
+    pub(super) fn board_was_shown(&self, board: &Board) -> bool {
         let h = placement_hash(board);
         self.seen_boards.contains(&h) || self.shown_boards.contains(&h)
     }
@@ -71,7 +71,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let target = self.phys.board.clone();
         let judge = |path: &[Move]| {
-            Some(self.seen_and_order(&self.confirmed_pos, path, &|b: &Board| self.board_was_shown(b)))
+            Ok(self.seen_and_order(&self.confirmed_pos, path, &|b: &Board| self.board_was_shown(b)))
         };
         let Some(found) = Search::to(&target).of_length(&self.confirmed_pos, prov + 1, &judge) else {
             return;
@@ -276,68 +276,5 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let pressed = PressedBoard { board: board.clone(), presses, last_press_at };
         let _ = self.pressed_boards.push(pressed);
-    }
-
-    /// The line from the last confirmed ply through a board the players left after pressing,
-    /// to `target`. When N presses, one by each player in turn, wait for their plies and the
-    /// board, reported whole after they came, showed a position exactly N plies on, those
-    /// plies are what the presses were for, and what the board did since comes after them:
-    /// both players had said their moves were done. Without this, a piece that went in two
-    /// moves with a reply between (Bc1-d2 e6 Bd2-f4, the bishop lifted again before the board
-    /// settled on d2) reads as one move of it with the reply (Bc1-f4 e6), the shorter line,
-    /// which the two presses then confirm before the third press can say otherwise.
-    ///
-    /// Returns how many provisional plies the line keeps and the plies after them; `None`
-    /// when no such board is remembered, or when more than one line leads to it or from it.
-    pub(super) fn line_through_pressed_board(&self, target: &Board) -> Option<(usize, search::Line)> {
-        if self.pressed_boards.is_empty() {
-            return None;
-        }
-        // The newest such board the presses' plies reach (a board with pieces in the air
-        // reaches none).
-        let (pressed, to_pressed) = self
-            .pressed_boards
-            .iter()
-            .rev()
-            .filter(|b| {
-                let n = usize::from(b.presses);
-                // Its presses are still the first ones waiting.
-                let still_waiting =
-                    self.waiting_presses().nth(n - 1).is_some_and(|p| p.at == b.last_press_at);
-                still_waiting && n < search::MAX_DEPTH && !board_diff(&b.board, target).is_empty()
-            })
-            .find_map(|b| {
-                let judge = |path: &[Move]| {
-                    Some(self.seen_and_order(&self.confirmed_pos, path, &|x: &Board| self.board_was_shown(x)))
-                };
-                Search::to(&b.board)
-                    .of_length(&self.confirmed_pos, usize::from(b.presses), &judge)
-                    .map(|found| (b, found))
-            })?;
-        if to_pressed.tied {
-            return None;
-        }
-        let mut pos = self.confirmed_pos.clone();
-        for &m in &to_pressed.line {
-            pos.play_unchecked(m);
-        }
-        let rest = search::MAX_DEPTH - usize::from(pressed.presses);
-        let judge =
-            |path: &[Move]| Some(self.seen_and_order(&pos, path, &|x: &Board| self.board_was_shown(x)));
-        let on = Search::to(target).shortest(&pos, 0..=rest, &judge)?;
-        if on.tied {
-            return None;
-        }
-        let mut line = to_pressed.line;
-        for m in on.line {
-            line.push(m).ok()?;
-        }
-        // The provisional plies the line replays are kept as they are.
-        let kept = line
-            .iter()
-            .zip(&self.records[self.confirmed..])
-            .take_while(|(m, rec)| rec.same_move(**m))
-            .count();
-        Some((kept, search::Line::from_slice(&line[kept..]).ok()?))
     }
 }
