@@ -305,10 +305,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// Results shown on the board: magic pieces and kings in the centre. Either signal
     /// ends the game once it has stood for the quiet time (what makes an unpressed move
-    /// final): a king knocked onto a centre square next to the other one shows the same
-    /// board until it is put back, and one corrupted byte of a field update reads as a
-    /// magic piece (a king, `05`, with one bit flipped is `0D`) until the square's next
-    /// update. Meanwhile nothing is matched: no legal position has the kings side by side
+    /// final) and a dump asked for after it began shows it: a king knocked onto a centre
+    /// square next to the other one shows the same board until it is put back, and one
+    /// corrupted byte of a field update or dump reads as a magic piece (a king, `05`, with
+    /// one bit flipped is `0D`) until the square's next update. Meanwhile nothing is matched: no legal position has the kings side by side
     /// or a magic piece. Returns true while a signal is up.
     pub(super) fn check_board_result<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
         let magic =
@@ -322,7 +322,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return false;
         };
         let since = *self.centre_since.get_or_insert(now);
-        if now.saturating_sub(since) >= u64::from(self.config.timing.quiet_ms) {
+        // A signal that stood for the quiet time ends the game once a dump asked for after
+        // it began shows it too: one garbled dump (a chain's line, a byte flipped) can show
+        // magic pieces or kings side by side that the board never had, and a board that
+        // reports nothing changes nothing, however long.
+        if now.saturating_sub(since) >= u64::from(self.config.timing.quiet_ms)
+            && self.dumped_since(since, now, sink)
+        {
             self.centre_since = None;
             self.settle_line_at_end(since, reason == EndReason::KingsInCentre, sink);
             self.end_game(result, reason, sink);

@@ -78,6 +78,8 @@ pub struct Sim {
     pub dumps_answered: usize,
     /// Milliseconds between a press's two clock readings, and after the second.
     pub press_step_ms: u64,
+    /// Magic pieces on the board (codes no chess piece has), by game square.
+    pub magic: Vec<(Square, PieceCode)>,
 }
 
 fn code(p: Option<Piece>) -> PieceCode {
@@ -96,6 +98,7 @@ impl Sim {
             step_ms: 40,
             dumps_answered: 0,
             press_step_ms: 10,
+            magic: Vec::new(),
         }
     }
 
@@ -120,6 +123,9 @@ impl Sim {
         for (sq, p) in self.board.iter() {
             d.set(DgtSquare::from_square(sq, self.orientation), PieceCode::from_piece(p));
         }
+        for &(sq, c) in &self.magic {
+            d.set(DgtSquare::from_square(sq, self.orientation), c);
+        }
         let now = self.now;
         let events = &mut self.events;
         self.tracker.feed_dump(&d, now, &mut |e| events.push(e));
@@ -132,8 +138,11 @@ impl Sim {
 
     pub fn put_code(&mut self, sq: Square, c: PieceCode) {
         self.board.discard_piece_at(sq);
+        self.magic.retain(|&(m, _)| m != sq);
         if let Some(p) = c.piece() {
             self.board.set_piece_at(sq, p);
+        } else if c.is_magic() {
+            self.magic.push((sq, c));
         }
         self.now += self.step_ms;
         let u = FieldUpdate::new(DgtSquare::from_square(sq, self.orientation), c);
