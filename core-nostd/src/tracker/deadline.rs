@@ -63,7 +63,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             d.at(changed + settled);
         }
         if prov > 0 {
-            for wait in [t.chain_confirm_ms, t.quiet_ms, t.unpressed_ms] {
+            for wait in [t.settle_ms, t.chain_confirm_ms, t.quiet_ms, t.unpressed_ms] {
                 d.at(changed + u64::from(wait));
             }
             // Plies read together wait for a dump taken within the chain time; asked again.

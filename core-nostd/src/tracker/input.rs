@@ -288,18 +288,41 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.takeback_to(j, sink);
             } else if !self.line_verified(self.records.len(), self.recent_since(now_ms), now_ms, sink) {
                 // Plies read together wait for a dump (see `line_verified`).
-            } else if still >= u64::from(quiet) {
-                // Quiet time: everything stands, except a king just put on a centre square
-                // (it may be half of a kings-in-centre result), which waits for the next move.
-                let keep_last = !terminal && self.last_is_king_to_centre();
-                let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
-                self.confirm_through(upto, None, now_ms, sink);
-            } else if prov >= 2
-                && still >= u64::from(self.config.timing.chain_confirm_ms)
-                && !self.press_to_come(now_ms)
-            {
-                // A forgotten press: the plies that followed prove the earlier ones.
-                self.confirm_through(self.records.len() - 1, None, now_ms, sink);
+            } else {
+                if !running && still >= u64::from(self.config.timing.settle_ms) {
+                    // Asked for as soon as the board has settled, so that it is there by
+                    // the time the plies would stand (see below).
+                    self.dumped_since(self.last_change_ms + 1, now_ms, sink);
+                }
+                // (the plies that stand, a dump asked for after when shows them too)
+                let stand = if still >= u64::from(quiet) {
+                    // Quiet time: everything stands, except a king just put on a centre
+                    // square (it may be half of a kings-in-centre result), which waits for
+                    // the next move.
+                    let keep_last = !terminal && self.last_is_king_to_centre();
+                    let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
+                    Some((upto, self.last_change_ms + 1))
+                } else if prov >= 2
+                    && still >= u64::from(self.config.timing.chain_confirm_ms)
+                    && !self.press_to_come(now_ms)
+                {
+                    // A forgotten press, or no clock: the plies that followed prove the
+                    // earlier ones.
+                    Some((self.records.len() - 1, self.meta[prov - 1].seen.ms))
+                } else {
+                    None
+                };
+                // Without a running clock nothing but the board says a move is over, and a
+                // board that reports nothing may have lost the reports of a move: plies stand
+                // once a dump asked for after the board showed them (and, for all but the
+                // last, the next ply) shows them too (a move made over the line with both its
+                // reports lost shows in it). The opponent's next move alone says a move was
+                // made, not that no other was.
+                if let Some((upto, since)) = stand
+                    && (running || self.dumped_since(since, now_ms, sink))
+                {
+                    self.confirm_through(upto, None, now_ms, sink);
+                }
             }
         }
         if let Some(since) = self.unexplained_since {
