@@ -36,7 +36,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let stable = u64::from(t.press_stable_ms);
         let settled = t.slide_settled_ms();
         if let Some(since) = self.centre_since {
-            d.at(since + u64::from(t.quiet_ms));
+            d.at(since.ms + u64::from(t.quiet_ms));
         }
         // A board the line does not show yet: searched once it has settled, once hands are
         // done, and after the quiet time (takebacks of more than a move pair).
@@ -50,11 +50,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let i = (prov - 1).min(MAX_PROVISIONAL - 1);
             d.at(changed.max(self.meta[i].seen.ms) + settled);
         }
-        for p in &self.pending_press {
+        for (k, p) in self.pending_press.iter().enumerate() {
             for at in [p.at + stable, p.at + settled, p.expires, p.expires + 1] {
                 d.at(at);
             }
-            if let Some(upto) = self.still_bound(p.bound) {
+            if let Some(upto) = self.shown_ply(k) {
                 d.at(self.ply_squares_changed(upto) + stable);
             }
         }
@@ -67,12 +67,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 d.at(changed + u64::from(wait));
             }
             // Plies read together wait for a dump taken within the chain time; asked again.
-            if let Some(asked) = self.last_dump_request {
-                d.at(asked + u64::from(t.chain_confirm_ms) + 2);
+            if let Some(asked) = self.last_dump_asked {
+                d.at(asked.ms + u64::from(t.chain_confirm_ms) + 1);
             }
             if let Some(dumped) = self.last_dump_ms {
                 d.at(dumped + u64::from(t.chain_confirm_ms) + 1);
             }
+        }
+        // A dump request unanswered this long was lost: asked again if still wanted.
+        if let Some(asked) = self.asked {
+            d.at(asked.ms + u64::from(t.dump_answer_ms));
         }
         // A running clock that falls silent stops running, as far as the rules go.
         if self.clocks.last.is_some() {

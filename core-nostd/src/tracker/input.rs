@@ -4,7 +4,7 @@
 use dgt_protocol::{BoardDump, Bwtime, ClockSide, ClockTimes, FieldUpdate, Message};
 use shakmaty::{Bitboard, Color, Position};
 
-use super::{GameState, MAX_PROVISIONAL, Tracker, remember};
+use super::{GameState, MAX_PROVISIONAL, Stamp, Tracker, remember};
 use crate::board::placement_hash;
 use crate::clock::Flip;
 use crate::event::{EndReason, Event, EventSink, GameResult};
@@ -44,9 +44,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.seq = self.seq.wrapping_add(1);
         self.board_heard(now_ms);
         let first = !self.phys.known;
-        let previous_dump = self.last_dump_ms.replace(now_ms);
+        self.last_dump_ms = Some(now_ms);
         // It shows the board as it was at or after the request on its way was made.
-        self.last_dump_asked = Some(self.asked.take().unwrap_or(now_ms));
+        let previous_dump = self.last_dump_asked.replace(self.asked.take().unwrap_or(self.stamp(now_ms)));
         if core::mem::take(&mut self.ask_again) {
             self.ask_dump(now_ms, sink);
         }
@@ -207,7 +207,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.at_tip
             && let Some(upto) = self.last_ply_by(press.by)
             && self.press_is_conclusive(upto, now_ms)
-            && self.line_verified(upto, now_ms, now_ms, sink)
+            && self.line_verified(upto, self.stamp(now_ms), now_ms, sink)
         {
             self.confirm_through(upto, Some(&press), now_ms, sink);
             return;
@@ -217,7 +217,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // last ply, or shows a ply that may be part of a longer move: a field update may
         // have been lost, or the hands are still at work. A dump taken now settles it,
         // whatever the rate limit (once a press).
-        self.dumped_since(now_ms, now_ms, sink);
+        self.dumped_since(self.stamp(now_ms), now_ms, sink);
     }
 
     /// True while the first provisional ply's mover has not pressed (their clock runs):
@@ -292,7 +292,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 if !running && still >= u64::from(self.config.timing.settle_ms) {
                     // Asked for as soon as the board has settled, so that it is there by
                     // the time the plies would stand (see below).
-                    self.dumped_since(self.last_change_ms + 1, now_ms, sink);
+                    self.dumped_since(self.changed_at(), now_ms, sink);
                 }
                 // (the plies that stand, a dump asked for after when shows them too)
                 let stand = if still >= u64::from(quiet) {
@@ -301,14 +301,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
                     // the next move.
                     let keep_last = !terminal && self.last_is_king_to_centre();
                     let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
-                    Some((upto, self.last_change_ms + 1))
+                    Some((upto, self.changed_at()))
                 } else if prov >= 2
                     && still >= u64::from(self.config.timing.chain_confirm_ms)
                     && !self.press_to_come(now_ms)
                 {
                     // A forgotten press, or no clock: the plies that followed prove the
                     // earlier ones.
-                    Some((self.records.len() - 1, self.meta[prov - 1].seen.ms))
+                    Some((self.records.len() - 1, self.meta[prov - 1].seen))
                 } else {
                     None
                 };
@@ -413,7 +413,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn line_verified<S: EventSink + ?Sized>(
         &mut self,
         upto: usize,
-        since: u64,
+        since: Stamp,
         now: u64,
         sink: &mut S,
     ) -> bool {
@@ -427,28 +427,39 @@ impl<const PLIES: usize> Tracker<PLIES> {
         !self.meta[..n].iter().any(|m| m.joint) || self.dumped_since(since, now, sink)
     }
 
-    /// True when a dump arrived at or after `since`; otherwise asks for one, once per
-    /// `since` (a press asks at once, whatever the rate limit).
-    pub(super) fn dumped_since<S: EventSink + ?Sized>(&mut self, since: u64, now: u64, sink: &mut S) -> bool {
-        // By when the dump was asked for, not when it came: bytes held back by the link
-        // bring a dump taken before `since` after it.
-        if self.last_dump_asked.is_some_and(|t| t >= since) {
+    /// True when a dump asked for at or after `since` came: asked for after the message
+    /// `since.seq` was read (by when it was asked for, not when it came: bytes held back by
+    /// the link bring a dump taken before an event after it), and not before `since.ms`.
+    /// Otherwise asks for one, unless one asked for so is on its way.
+    pub(super) fn dumped_since<S: EventSink + ?Sized>(
+        &mut self,
+        since: Stamp,
+        now: u64,
+        sink: &mut S,
+    ) -> bool {
+        let after = |a: Stamp| a.seq >= since.seq && a.ms >= since.ms;
+        if self.last_dump_asked.is_some_and(after) {
             return true;
         }
-        // A request made in the same millisecond as `since` (the change it is about) is
-        // already on its way.
-        if self.last_dump_request.is_none_or(|t| t + 1 < since) {
+        if !self.asked.is_some_and(after) {
             self.ask_dump(now, sink);
         }
         false
     }
 
+    /// Where and when the board last changed.
+    pub(super) fn changed_at(&self) -> Stamp {
+        Stamp { seq: self.last_change_seq, ms: self.last_change_ms }
+    }
+
     /// From when a dump counts as showing the board now, for confirmations by time: after
     /// the board's last change and the last press, and not older than `chain_confirm_ms`.
-    fn recent_since(&self, now: u64) -> u64 {
-        let press = self.pending_press.iter().map(|p| p.at).max().unwrap_or(0);
+    fn recent_since(&self, now: u64) -> Stamp {
+        let press = self.pending_press.iter().map(|p| Stamp { seq: p.seq, ms: p.at }).max_by_key(|p| p.seq);
         let recent = now.saturating_sub(u64::from(self.config.timing.chain_confirm_ms));
-        (self.last_change_ms + 1).max(press).max(recent)
+        let changed = self.changed_at();
+        let seq = press.map_or(changed.seq, |p| p.seq.max(changed.seq));
+        Stamp { seq, ms: press.map_or(0, |p| p.ms).max(recent) }
     }
 
     /// Asks for a dump now, or as soon as the one on its way comes (a request unanswered
@@ -456,11 +467,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
     fn ask_dump<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
         self.last_dump_request = Some(now);
         let answer_ms = u64::from(self.config.timing.dump_answer_ms);
-        if self.asked.is_some_and(|t| now.saturating_sub(t) < answer_ms) {
+        if self.asked.is_some_and(|t| now.saturating_sub(t.ms) < answer_ms) {
             self.ask_again = true;
             return;
         }
-        self.asked = Some(now);
+        self.asked = Some(self.stamp(now));
         sink.event(Event::RequestBoardDump);
     }
 
@@ -480,6 +491,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let mid_scan = !stable && now.saturating_sub(self.last_change_ms) < self.scan_ms();
         self.note_stood(now);
         self.last_change_ms = now;
+        self.last_change_seq = self.seq;
         self.dirty = true;
         if self.at_tip {
             self.tip_left_ms = now;

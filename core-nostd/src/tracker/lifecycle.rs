@@ -321,16 +321,17 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.centre_since = None;
             return false;
         };
-        let since = *self.centre_since.get_or_insert(now);
+        let at = self.stamp(now);
+        let since = *self.centre_since.get_or_insert(at);
         // A signal that stood for the quiet time ends the game once a dump asked for after
         // it began shows it too: one garbled dump (a chain's line, a byte flipped) can show
         // magic pieces or kings side by side that the board never had, and a board that
         // reports nothing changes nothing, however long.
-        if now.saturating_sub(since) >= u64::from(self.config.timing.quiet_ms)
+        if now.saturating_sub(since.ms) >= u64::from(self.config.timing.quiet_ms)
             && self.dumped_since(since, now, sink)
         {
             self.centre_since = None;
-            self.settle_line_at_end(since, reason == EndReason::KingsInCentre, sink);
+            self.settle_line_at_end(since.ms, reason == EndReason::KingsInCentre, sink);
             self.end_game(result, reason, sink);
         }
         true

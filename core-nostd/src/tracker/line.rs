@@ -1,15 +1,14 @@
 //! The line of plies: provisional plies added and withdrawn, and finality (which plies
 //! are confirmed, when, and with which `%clk`/`%emt`).
 
-use shakmaty::{Chess, Color, Move, Position, Role, Square, attacks, san::SanPlus};
+use shakmaty::{Chess, Color, Move, Position, Role, attacks, san::SanPlus};
 
 use super::record::{PlyRecord, to16};
-use super::{MAX_PROVISIONAL, PendingPress, PlyMeta, Tracker};
+use super::{MAX_PROVISIONAL, PendingPress, PlyMeta, Stamp, Tracker};
 use crate::board::placement_hash;
 use crate::clock::Press;
 use crate::event::{Event, EventSink, MoveInfo};
 use crate::fen::FenText;
-use crate::search::board_diff;
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// The position after `k` plies of the record list (replayed).
@@ -105,55 +104,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         found
     }
 
-    /// Index one past the ply a press by `color` at `pressed_ms` completes, for a press
-    /// that came before the board showed the move. When the line as the board showed it
-    /// before the press ends with a ply of `color`, the press is that ply's: the presser
-    /// said the move on the board was done (a ply of theirs shown later is their next
-    /// move, made once the opponent replied). Otherwise the first ply of `color` the board
-    /// showed at or just after the press (its report can lag the press by a scan: a
-    /// burst), else the last one before it (the board showed it, then a hand adjusting it
-    /// at the press). When the board showed a ply is when it began showing the reading the
-    /// line took it from (see `shown_at`). A ply of `color` first shown later than that is
-    /// no ply of this press:
-    /// a move whose reports were lost is shown by the dump the press asks for, and a
-    /// player does not press for a move they make seconds later.
-    pub(super) fn ply_for_pending_press(&self, color: Color, pressed_ms: u64) -> Option<usize> {
-        let lag = self.config.timing.slide_settled_ms();
-        let mut turn = self.confirmed_pos.turn();
-        // A ply of `color` shown before the press, then the opponent's reply, then one just
-        // after: the press is for the later one only when the opponent pressed for the reply
-        // before it (a reply still waiting for its press was made while `color`'s press was
-        // still to come: two presses in one reading, a late press).
-        let reply_pressed_before =
-            self.pending_press.iter().any(|p| p.press.by != color && p.at < pressed_ms);
-        let mut before = None;
-        let mut before_seen = None;
-        let mut last_before_is_ours = false;
-        for i in self.confirmed..self.records.len() {
-            let seen = self.shown_at(i);
-            if seen < pressed_ms {
-                last_before_is_ours = turn == color;
-            }
-            if turn == color {
-                if seen < pressed_ms {
-                    // Plies a search found in one reading were all shown at once: the
-                    // board does not say which of the presser's was pressed for. Presses
-                    // are taken oldest first, each for the first of them not yet taken.
-                    if before_seen != Some(seen) {
-                        before = Some(i + 1);
-                        before_seen = Some(seen);
-                    }
-                } else if last_before_is_ours {
-                    return before;
-                } else if seen <= pressed_ms + lag && (before.is_none() || reply_pressed_before) {
-                    return Some(i + 1);
-                }
-            }
-            turn = !turn;
-        }
-        before
-    }
-
     /// Applies presses that came before the board showed the move, oldest first, once the
     /// board is still (or at once when `immediate`). Several may wait at once: in a burst
     /// both players can press before one scan shows their plies.
@@ -167,19 +117,19 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 p.expires = p.expires.max(now + window);
             }
         }
-        self.align_waiting_presses();
         let mut k = 0;
         while k < self.pending_press.len() {
-            let PendingPress { press, at: t, expires, bound, .. } = self.pending_press[k];
+            let PendingPress { press, at: t, seq, expires, .. } = self.pending_press[k];
+            let pressed = Stamp { seq, ms: t };
             if now > expires {
                 self.pending_press.remove(k);
                 continue;
             }
-            // The ply the board showed at the press, while it is still in the line.
-            let bound = self.still_bound(bound);
+            // The ply the board showed for the press, while it is still in the line.
+            let bound = self.shown_ply(k);
             let stable = u64::from(self.config.timing.press_stable_ms);
             let on_board = self.at_tip && !self.dirty;
-            let Some(upto) = bound.or_else(|| self.ply_for_pending_press(press.by, t)) else {
+            let Some(upto) = self.ply_of(k) else {
                 // A scan period after the press the board, at rest, still shows no move of
                 // the presser: its reports may all have been lost. A dump settles it.
                 if on_board && now.saturating_sub(t) >= stable {
@@ -199,14 +149,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let stands = bound == Some(upto)
                 && now.saturating_sub(t) >= stable
                 && self.pressed_ply_stands(upto, now)
-                && (on_board || self.dumped_since(t, now, sink));
+                && (on_board || self.dumped_since(pressed, now, sink));
             // The opponent pressed later for a reply the board showed after this ply: the
             // ply is over (a piece does not go on sliding once the opponent has moved and
             // pressed), however soon the hands move on.
             let replied = bound == Some(upto)
                 && on_board
-                && self.pending_press.iter().any(|q| {
-                    q.press.by != press.by && q.at > t && self.still_bound(q.bound).is_some_and(|b| b > upto)
+                && (0..self.pending_press.len()).any(|j| {
+                    let q = &self.pending_press[j];
+                    q.press.by != press.by && q.at > t && self.shown_ply(j).is_some_and(|b| b > upto)
                 });
             // A ply that may be the first part of a longer move (a slide, castling with the
             // rook first) is taken from a dump taken after the press (the reports of the rest
@@ -215,11 +166,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // takes to be reported.
             let settled_ms = self.config.timing.slide_settled_ms();
             let shown = !self.ply_may_slide_on(upto)
-                || self.dumped_since(t, now, sink)
+                || self.dumped_since(pressed, now, sink)
                 || (now.saturating_sub(self.last_change_ms) >= settled_ms
                     && now.saturating_sub(t) >= settled_ms);
             let ready = settled || (on_board && immediate) || stands || replied;
-            if ready && shown && self.line_verified(upto, t, now, sink) {
+            if ready && shown && self.line_verified(upto, pressed, now, sink) {
                 self.pending_press.remove(k);
                 // Earlier presses still waiting are for the earlier plies: each first.
                 k = self.confirm_earlier_presses(k, upto, now, sink);
@@ -236,106 +187,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
             k += 1;
         }
-    }
-
-    /// Forgets the opponent's presses still waiting for a ply when `by` presses: the lever
-    /// alternates, so such a press ended a ply of the opponent's before the one `by` is
-    /// ending now. When the opponent's last confirmed ply was confirmed without its press
-    /// (by the plies that followed it) and the board, explained to its last square, shows
-    /// no ply of theirs unconfirmed, that press was made late for the confirmed ply (a
-    /// forgotten press, made after the reply); kept, it would take the opponent's next
-    /// move. (A burst's presses can all come before the board shows a ply; a board not
-    /// explained may have lost the report of that ply: those presses wait.)
-    pub(super) fn drop_overtaken_presses(&mut self, by: Color) {
-        if !self.at_tip
-            || self.dirty
-            || self.unexplained_since.is_some()
-            || !self.clocks.last_ply_unpressed(!by)
-        {
-            return;
-        }
-        let mut k = 0;
-        while k < self.pending_press.len() {
-            let p = self.pending_press[k];
-            let has_ply =
-                self.still_bound(p.bound).is_some() || self.ply_for_pending_press(p.press.by, p.at).is_some();
-            if p.press.by != by && !has_ply {
-                self.pending_press.remove(k);
-            } else {
-                k += 1;
-            }
-        }
-    }
-
-    /// Keeps a press until the board shows the presser's move (the oldest is dropped when
-    /// more are waiting than a burst can hold). When the board shows the presser's ply as
-    /// the last of the line at the press, the press is that ply's, whatever the board
-    /// shows by the time it settles (the opponent may be moving already).
-    pub(super) fn add_pending_press(&mut self, press: Press, now: u64) {
-        if self.pending_press.is_full() {
-            self.pending_press.remove(0);
-        }
-        let bound = self
-            .last_ply_by(press.by)
-            .filter(|&upto| self.at_tip && !self.dirty && upto == self.records.len())
-            .map(|upto| self.ply_key(upto));
-        let expires = now + u64::from(self.config.timing.press_window_ms);
-        let _ = self.pending_press.push(PendingPress { press, at: now, seq: self.seq, expires, bound });
-    }
-
-    /// A square changed: a press bound to a ply whose piece landed on it, made less than a
-    /// scan period ago, is no longer bound while that ply is still the last of the line.
-    /// The board showed that ply at the press only because the report of the hand moving
-    /// on (a slide going further, its landing report lost) had not come yet. Once the
-    /// opponent's ply followed, the piece leaving is the presser's next move (Bd8-c7,
-    /// press, Rf3, Bc7-b6 within a scan period at blitz pace).
-    pub(super) fn unbind_presses_at(&mut self, square: Square, now: u64) {
-        let window = u64::from(self.config.timing.press_stable_ms);
-        for k in 0..self.pending_press.len() {
-            let p = self.pending_press[k];
-            let Some(upto) = self.still_bound(p.bound) else { continue };
-            // Once a ply followed it, or the opponent pressed after it (their reply's
-            // reports may have been lost), its piece leaving is the presser's next move.
-            let replied = self.pending_press.iter().any(|q| q.press.by != p.press.by && q.at > p.at);
-            if now.saturating_sub(p.at) > window || upto != self.records.len() || replied {
-                continue;
-            }
-            let Some(before) = self.position_at(upto - 1) else { continue };
-            let Some(m) = self.records[upto - 1].to_move(&before) else { continue };
-            let mut after = before.clone();
-            after.play_unchecked(m);
-            let landed = board_diff(before.board(), after.board()) & after.board().by_color(before.turn());
-            if landed.contains(square) {
-                self.pending_press[k].bound = None;
-            }
-        }
-    }
-
-    /// What a press bound to the ply `upto` ends (index one past it) keeps: the index and
-    /// the ply's placement hash (see [`Self::still_bound`]).
-    pub(super) fn ply_key(&self, upto: usize) -> (usize, u32) {
-        (upto, self.records[upto - 1].hash)
-    }
-
-    /// The ply (index one past it) a waiting press was bound to, while that same ply is
-    /// still in the line unconfirmed.
-    pub(super) fn still_bound(&self, bound: Option<(usize, u32)>) -> Option<usize> {
-        bound
-            .filter(|&(b, h)| b > self.confirmed && b <= self.records.len() && self.records[b - 1].hash == h)
-            .map(|(b, _)| b)
-    }
-
-    /// How many provisional plies a new explanation of the board must keep: those up to
-    /// the last one a waiting press was bound to (the board showed it when the mover said
-    /// the move was done).
-    pub(super) fn pressed_plies(&self) -> usize {
-        let pressed = self
-            .pending_press
-            .iter()
-            .filter_map(|p| self.still_bound(p.bound))
-            .max()
-            .map_or(0, |b| b - self.confirmed);
-        pressed.min(self.dump_kept_plies()).min(self.plies_before_hidden())
     }
 
     /// True when a press may confirm the provisional plies up to `upto` at once: the

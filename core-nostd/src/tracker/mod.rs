@@ -19,6 +19,7 @@ mod line;
 mod matching;
 pub use matching::Reading;
 mod pressed;
+mod presses;
 mod record;
 
 use record::PlyRecord;
@@ -241,14 +242,16 @@ pub struct Tracker<const PLIES: usize> {
     /// it was at or after then (and no earlier: bytes held back by the link bring a dump
     /// taken before an event after it). One at a time, so that each dump answers a known
     /// request (a chain's poller, or a slow caller, may answer several with one dump).
-    asked: Option<u64>,
+    asked: Option<Stamp>,
     /// A dump was wanted while one was on its way: asked for as soon as that one comes.
     ask_again: bool,
     /// When the last dump arrived: the only reading not open to a lost field update.
     last_dump_ms: Option<u64>,
     /// When the request the last dump answered was made (its arrival, when the tracker had
     /// asked for none): the board it shows is the board at or after then.
-    last_dump_asked: Option<u64>,
+    last_dump_asked: Option<Stamp>,
+    /// Where in the stream the board last changed.
+    last_change_seq: u32,
     /// The number of the latest message from the board (see [`Stamp`]).
     seq: u32,
     /// Until the next field update: the plies before this index are all the last dump left
@@ -273,7 +276,7 @@ pub struct Tracker<const PLIES: usize> {
     away_since: Option<u64>,
     /// Since when the board has shown a result signal (both kings in the centre, or a magic
     /// piece), until it has stood long enough to end the game (see `check_board_result`).
-    centre_since: Option<u64>,
+    centre_since: Option<Stamp>,
     /// The board being evaluated is the first dump this tracker has seen.
     first_look: bool,
     /// The latest time the tracker was given (a message or a tick): what
@@ -322,6 +325,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             ask_again: false,
             last_dump_ms: None,
             last_dump_asked: None,
+            last_change_seq: 0,
             seq: 0,
             dump_leaves: None,
             pending_press: heapless::Vec::new(),
