@@ -81,6 +81,8 @@ pub(crate) struct Clocks {
     ran: bool,
     /// How often each increment (0..=60 s) was seen at a press.
     inc_hist: [u8; MAX_INC + 1],
+    /// The most frequent increment seen so far, with its count (ties to the larger).
+    inc_best: (u8, u8),
     /// A flag fall was reported in this game.
     pub flag_reported: bool,
     /// Each display showed its flag at zero in the latest reading.
@@ -133,6 +135,7 @@ impl Clocks {
             presses: 0,
             ran: false,
             inc_hist: [0; MAX_INC + 1],
+            inc_best: (0, 0),
             flag_reported: false,
             at_zero: [false; 2],
             expired: [0; 2],
@@ -393,6 +396,12 @@ impl Clocks {
         {
             let slot = &mut self.inc_hist[j as usize];
             *slot = slot.saturating_add(1);
+            // The most frequent jump; ties go to the larger value, because a press read a
+            // second late shows one second less.
+            let (count, value) = (*slot, j as u8);
+            if (count, value) >= self.inc_best {
+                self.inc_best = (count, value);
+            }
         }
         self.presses += 1;
         Some(Press { by, side: flip.side, reading: flip.reading, jump: flip.jump })
@@ -455,15 +464,7 @@ impl Clocks {
         if let Some(tc) = config.time_control {
             return tc.period_for_move(move_number).fischer_increment();
         }
-        // The most frequent jump; ties go to the larger value, because a press read a
-        // second late shows one second less.
-        let mut best = (0u8, 0usize);
-        for (v, &n) in self.inc_hist.iter().enumerate() {
-            if n > 0 && n >= best.0 {
-                best = (n, v);
-            }
-        }
-        best.1 as u32
+        u32::from(self.inc_best.1)
     }
 
     /// Time added at this press on top of the increment (a new period), seconds.

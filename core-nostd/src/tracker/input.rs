@@ -273,7 +273,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.resolve_pending(now_ms, false, sink);
         let prov = self.records.len() - self.confirmed;
         if self.at_tip && prov > 0 {
-            let terminal = self.tip.is_checkmate() || self.tip.is_stalemate();
+            // Mate or stalemate on the board (no legal move): no clock will run. Nothing below
+            // acts before the board has settled, so not worked out before.
+            let settled = still >= u64::from(self.config.timing.settle_ms);
+            let terminal = settled && self.tip.legal_moves().is_empty();
             let running = self.clock_running(now_ms) && !terminal;
             let quiet = if running { self.config.timing.unpressed_ms } else { self.config.timing.quiet_ms };
             // Only unpressed plies under a running clock can be a takeback: without a

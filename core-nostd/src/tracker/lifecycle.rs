@@ -13,7 +13,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// The standard start position on the board: `Some(orientation)`.
     pub(super) fn standard_start(&self) -> Option<Orientation> {
         let start = Board::new();
-        if self.phys.magic.any() {
+        if self.phys.magic.any() || self.phys.board.occupied().count() != 32 {
             None
         } else if self.phys.board == start {
             Some(self.phys.orientation)
@@ -445,12 +445,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// players may play on, and the board cannot know whether the arbiter stepped in.)
     pub(super) fn check_position_end<S: EventSink + ?Sized>(&mut self, sink: &mut S) -> bool {
         let pos = &self.confirmed_pos;
-        let end = if pos.is_checkmate() {
-            Some((GameResult::win_for(!pos.turn()), EndReason::Checkmate))
-        } else if pos.is_stalemate() {
-            Some((GameResult::Draw, EndReason::Stalemate))
-        } else {
+        let end = if !pos.legal_moves().is_empty() {
             None
+        } else if pos.is_check() {
+            Some((GameResult::win_for(!pos.turn()), EndReason::Checkmate))
+        } else {
+            Some((GameResult::Draw, EndReason::Stalemate))
         };
         match end {
             Some((result, reason)) => {

@@ -1,7 +1,7 @@
 //! The line of plies: provisional plies added and withdrawn, and finality (which plies
 //! are confirmed, when, and with which `%clk`/`%emt`).
 
-use shakmaty::{Chess, Color, Move, Position, Role, attacks, san::SanPlus};
+use shakmaty::{Bitboard, Chess, Color, Move, Position, Role, attacks, san::SanPlus};
 
 use super::record::{PlyRecord, to16};
 use super::{MAX_PROVISIONAL, PendingPress, PlyMeta, Stamp, Tracker};
@@ -44,13 +44,19 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 return;
             }
             let at = self.stamp(now);
-            let _ =
-                self.meta.push(PlyMeta { seen: at, shown: at, joint: moves.len() > 1, ..PlyMeta::default() });
+            let san = SanPlus::from_move(self.tip.clone(), m);
+            let _ = self.meta.push(PlyMeta {
+                seen: at,
+                shown: at,
+                joint: moves.len() > 1,
+                san: Some(san),
+                ..PlyMeta::default()
+            });
             let info = MoveInfo {
                 ply: self.records.len() as u16,
                 color: self.tip.turn(),
                 uci: m.to_uci(self.castling_mode),
-                san: SanPlus::from_move(self.tip.clone(), m),
+                san,
                 clk: None,
                 emt: None,
                 fen: FenText::of(&after),
@@ -302,7 +308,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 ply: (i + 1) as u16,
                 color,
                 uci: m.to_uci(self.castling_mode),
-                san: SanPlus::from_move(pos, m),
+                san: self
+                    .meta
+                    .first()
+                    .and_then(|meta| meta.san)
+                    .unwrap_or_else(|| SanPlus::from_move(pos, m)),
                 clk,
                 emt,
                 fen: FenText::of(&{
@@ -333,15 +343,41 @@ impl<const PLIES: usize> Tracker<PLIES> {
 fn may_slide_on(pos: &Chess, m: Move) -> bool {
     let Move::Normal { role, from, to, capture: None, promotion: None } = m else { return false };
     let us = pos.turn();
-    let rook_first = role == Role::Rook
-        && pos.legal_moves().iter().any(|n| match *n {
-            Move::Castle { rook, .. } => {
-                rook == from && n.castling_side().is_some_and(|side| side.rook_to(us) == to)
-            }
-            _ => false,
-        });
-    rook_first
-        || pos.legal_moves().iter().any(|n| {
-            n.from() == Some(from) && n.role() == role && attacks::between(from, n.to()).contains(to)
-        })
+    let castling = |side| pos.castles().has(us, side).then(|| pos.castling_moves(side)).unwrap_or_default();
+    let sides = [shakmaty::CastlingSide::KingSide, shakmaty::CastlingSide::QueenSide];
+    match role {
+        Role::Knight => false,
+        // Castling king first: the king's step may be the first half of castling.
+        Role::King => sides
+            .into_iter()
+            .any(|side| castling(side).iter().any(|n| attacks::between(from, n.to()).contains(to))),
+        _ => {
+            let rook_first = role == Role::Rook
+                && sides.into_iter().any(|side| {
+                    side.rook_to(us) == to
+                        && castling(side)
+                            .iter()
+                            .any(|n| matches!(*n, Move::Castle { rook, .. } if rook == from))
+                });
+            // Squares beyond `to` on the line from `from` the piece reaches (its path is
+            // clear in `pos`, where it still stands on `from`): a legal move of it there.
+            let piece = shakmaty::Piece { color: us, role };
+            let reach = if role == Role::Pawn {
+                // A pawn's double step (not one of its attacks).
+                !pos.board().occupied()
+            } else {
+                attacks::attacks(from, piece, pos.board().occupied()) & !pos.us()
+            };
+            let beyond =
+                reach & attacks::ray(from, to) & !attacks::between(from, to) & !Bitboard::from_square(to);
+            rook_first
+                || beyond.into_iter().any(|sq| {
+                    attacks::between(from, sq).contains(to)
+                        && pos
+                            .san_candidates(role, sq)
+                            .iter()
+                            .any(|n| n.from() == Some(from) && n.promotion().is_none())
+                })
+        }
+    }
 }

@@ -107,6 +107,8 @@ pub(crate) struct Stamp {
 /// What is known of one provisional ply beside its move.
 #[derive(Clone, Copy, Debug, Default)]
 struct PlyMeta {
+    /// Its SAN, as its provisional move was told (the same when it is confirmed).
+    san: Option<SanPlus>,
     /// When the line took it.
     seen: Stamp,
     /// When the board began showing it (see `shown_at`).
