@@ -343,7 +343,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
 fn may_slide_on(pos: &Chess, m: Move) -> bool {
     let Move::Normal { role, from, to, capture: None, promotion: None } = m else { return false };
     let us = pos.turn();
-    let castling = |side| pos.castles().has(us, side).then(|| pos.castling_moves(side)).unwrap_or_default();
+    let castling =
+        |side| if pos.castles().has(us, side) { pos.castling_moves(side) } else { shakmaty::MoveList::new() };
     let sides = [shakmaty::CastlingSide::KingSide, shakmaty::CastlingSide::QueenSide];
     match role {
         Role::Knight => false,
