@@ -44,7 +44,7 @@ pub(super) enum Basis {
     /// position the players left on the board, not a hand passing through.
     Stood,
     /// It passes through the board the players left when they pressed (see
-    /// `line_through_pressed_board`).
+    /// `through_pressed_board`).
     PressedBoard,
     /// It gives each press waiting with no ply on the board its ply, the board showing them
     /// with the next move's hands at work.

@@ -194,7 +194,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // More presses than plies: the board may have been read a ply short.
         self.reread_for_press(press.by, now_ms, sink);
         // An earlier press still waiting for the board is settled first.
-        self.resolve_pending(now_ms, true, sink);
+        self.confirm_pressed(now_ms, true, sink);
         self.drop_overtaken_presses(press.by);
         if self.state != GameState::Active {
             return;
@@ -218,16 +218,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // have been lost, or the hands are still at work. A dump taken now settles it,
         // whatever the rate limit (once a press).
         self.dumped_since(self.stamp(now_ms), now_ms, sink);
-    }
-
-    /// True while the first provisional ply's mover has not pressed (their clock runs):
-    /// confirmed now, by the plies that followed, it would get no `%clk`, and the press
-    /// that gives it may still come (a player pressing after the reply). It waits for that
-    /// press, or for the quiet time of unpressed moves.
-    fn press_to_come(&self, now: u64) -> bool {
-        let Some(r) = self.clocks.current(&self.config, now) else { return false };
-        let mover = self.confirmed_pos.turn();
-        r.status.running() && r.running_side() == Some(self.clocks.side_of(&self.config, mover))
     }
 
     /// The colour that made a press, when the board leaves no doubt: one provisional ply is
@@ -257,7 +247,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // A move pressed just before the kings went to the centre stands once its piece has
         // stayed where it landed (see `pressed_ply_stands`), signal or not.
         if self.centre_since.is_some() {
-            self.resolve_pending(now_ms, false, sink);
+            self.confirm_pressed(now_ms, false, sink);
         }
         if self.state != GameState::Active || self.tick_board_result(now_ms, sink) {
             return;
@@ -270,64 +260,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.state != GameState::Active {
             return;
         }
-        self.resolve_pending(now_ms, false, sink);
-        let prov = self.records.len() - self.confirmed;
-        if self.at_tip && prov > 0 {
-            // Mate or stalemate on the board (no legal move): no clock will run. Nothing below
-            // acts before the board has settled, so not worked out before.
-            let settled = still >= u64::from(self.config.timing.settle_ms);
-            let terminal = settled && self.tip.legal_moves().is_empty();
-            let running = self.clock_running(now_ms) && !terminal;
-            let quiet = if running { self.config.timing.unpressed_ms } else { self.config.timing.quiet_ms };
-            // Only unpressed plies under a running clock can be a takeback: without a
-            // clock, legal plies that bring back an earlier position are a repetition, and
-            // so are plies both players pressed for (see `both_pressed_since`).
-            if running
-                && still >= u64::from(self.config.timing.chain_confirm_ms)
-                && !self.both_pressed_since(self.meta[0].seen.ms.saturating_sub(self.scan_ms()))
-                && let Some(j) = self.undone_by_provisional()
-            {
-                // The arbiter's view: the position returned to an earlier one.
-                self.takeback_to(j, sink);
-            } else if !self.line_verified(self.records.len(), self.recent_since(now_ms), now_ms, sink) {
-                // Plies read together wait for a dump (see `line_verified`).
-            } else {
-                if !running && still >= u64::from(self.config.timing.settle_ms) {
-                    // Asked for as soon as the board has settled, so that it is there by
-                    // the time the plies would stand (see below).
-                    self.dumped_since(self.changed_at(), now_ms, sink);
-                }
-                // (the plies that stand, a dump asked for after when shows them too)
-                let stand = if still >= u64::from(quiet) {
-                    // Quiet time: everything stands, except a king just put on a centre
-                    // square (it may be half of a kings-in-centre result), which waits for
-                    // the next move.
-                    let keep_last = !terminal && self.last_is_king_to_centre();
-                    let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
-                    Some((upto, self.changed_at()))
-                } else if prov >= 2
-                    && still >= u64::from(self.config.timing.chain_confirm_ms)
-                    && !self.press_to_come(now_ms)
-                {
-                    // A forgotten press, or no clock: the plies that followed prove the
-                    // earlier ones.
-                    Some((self.records.len() - 1, self.meta[prov - 1].seen))
-                } else {
-                    None
-                };
-                // Without a running clock nothing but the board says a move is over, and a
-                // board that reports nothing may have lost the reports of a move: plies stand
-                // once a dump asked for after the board showed them (and, for all but the
-                // last, the next ply) shows them too (a move made over the line with both its
-                // reports lost shows in it). The opponent's next move alone says a move was
-                // made, not that no other was.
-                if let Some((upto, since)) = stand
-                    && (running || self.dumped_since(since, now_ms, sink))
-                {
-                    self.confirm_through(upto, None, now_ms, sink);
-                }
-            }
-        }
+        self.finalize(now_ms, still, sink);
         if let Some(since) = self.unexplained_since {
             let unexplained = now_ms.saturating_sub(since);
             if self.mismatch.is_none() && unexplained >= u64::from(self.config.timing.mismatch_ms) {
@@ -349,7 +282,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// each side while the clock ran): the clock says the game went on, whatever the board
     /// shows. A takeback is made with the clock left alone; the same position brought back
     /// by plies both players pressed for is a repetition.
-    fn both_pressed_since(&self, since: u64) -> bool {
+    pub(super) fn both_pressed_since(&self, since: u64) -> bool {
         self.last_press_ms.iter().all(|t| t.is_some_and(|t| t >= since))
     }
 
@@ -382,7 +315,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// Notes that the last provisional ply stood: the board has shown the tip, unchanged,
     /// for longer than a sliding hand rests on a square, and a scan period (see
-    /// [`Config::slide_pause_ms`](crate::Config::slide_pause_ms)). Counted from when the ply
+    /// [`Timing::slide_pause_ms`](crate::Timing::slide_pause_ms)). Counted from when the ply
     /// became the tip, not from when the board last changed: a board the line explains only
     /// once it has been still a while (the tip less the pieces hands hold, read as an
     /// exchange: Nf5xd4 with both knights in the air reads as Ne7 Nxc6 Nxc6) did not stand
@@ -404,30 +337,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
             None => false,
         }
-    }
-
-    /// True when the provisional plies up to `upto` may be confirmed as far as the board
-    /// goes. Plies that a single reading showed together (a search of two or more plies)
-    /// are first checked against a dump that arrived at or after `since` (the press, or
-    /// the board's last change): a lost field update can make one real move look like two
-    /// or three others (a capture whose landing was not reported reads as a capture and a
-    /// recapture), and only a dump taken once the move is complete shows that. Asks for
-    /// the dump when one is needed.
-    pub(super) fn line_verified<S: EventSink + ?Sized>(
-        &mut self,
-        upto: usize,
-        since: Stamp,
-        now: u64,
-        sink: &mut S,
-    ) -> bool {
-        if self.first_hidden().is_some_and(|h| h < upto) {
-            // One of several move orders: a dump may show the board moved on in a way only
-            // one of them allows; nothing confirms the plies meanwhile.
-            self.dumped_since(since, now, sink);
-            return false;
-        }
-        let n = upto.saturating_sub(self.confirmed).min(MAX_PROVISIONAL);
-        !self.meta[..n].iter().any(|m| m.joint) || self.dumped_since(since, now, sink)
     }
 
     /// True when a dump asked for at or after `since` came: asked for after the message
@@ -457,7 +366,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// From when a dump counts as showing the board now, for confirmations by time: after
     /// the board's last change and the last press, and not older than `chain_confirm_ms`.
-    fn recent_since(&self, now: u64) -> Stamp {
+    pub(super) fn recent_since(&self, now: u64) -> Stamp {
         let press = self.pending_press.iter().map(|p| Stamp { seq: p.seq, ms: p.at }).max_by_key(|p| p.seq);
         let recent = now.saturating_sub(u64::from(self.config.timing.chain_confirm_ms));
         let changed = self.changed_at();

@@ -1,10 +1,10 @@
-//! The line of plies: provisional plies added and withdrawn, and finality (which plies
-//! are confirmed, when, and with which `%clk`/`%emt`).
+//! The line of plies: provisional plies added and withdrawn, and confirmed (with their
+//! `%clk`/`%emt`) when the finality rule says (see `finality`).
 
-use shakmaty::{Bitboard, Chess, Color, Move, Position, Role, attacks, san::SanPlus};
+use shakmaty::{Chess, Color, Move, Position, san::SanPlus};
 
 use super::record::{PlyRecord, to16};
-use super::{MAX_PROVISIONAL, PendingPress, PlyMeta, Stamp, Tracker};
+use super::{MAX_PROVISIONAL, PlyMeta, Tracker};
 use crate::board::placement_hash;
 use crate::clock::Press;
 use crate::event::{Event, EventSink, MoveInfo};
@@ -108,120 +108,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
             turn = !turn;
         }
         found
-    }
-
-    /// Applies presses that came before the board showed the move, oldest first, once the
-    /// board is still (or at once when `immediate`). Several may wait at once: in a burst
-    /// both players can press before one scan shows their plies.
-    pub(super) fn resolve_pending<S: EventSink + ?Sized>(&mut self, now: u64, immediate: bool, sink: &mut S) {
-        // While plies of an unknown order wait (see `first_hidden`), nothing after them is
-        // confirmed, and the presses wait with them (each is its ply's `%clk`): their time
-        // to find a ply runs from when the order is settled.
-        let window = u64::from(self.config.timing.press_window_ms);
-        if self.first_hidden().is_some() {
-            for p in self.pending_press.iter_mut() {
-                p.expires = p.expires.max(now + window);
-            }
-        }
-        let mut k = 0;
-        while k < self.pending_press.len() {
-            let PendingPress { press, at: t, seq, expires, .. } = self.pending_press[k];
-            let pressed = Stamp { seq, ms: t };
-            if now > expires {
-                self.pending_press.remove(k);
-                continue;
-            }
-            // The ply the board showed for the press, while it is still in the line.
-            let bound = self.shown_ply(k);
-            let stable = u64::from(self.config.timing.press_stable_ms);
-            let on_board = self.at_tip && !self.dirty;
-            let Some(upto) = self.ply_of(k) else {
-                // A scan period after the press the board, at rest, still shows no move of
-                // the presser: its reports may all have been lost. A dump settles it.
-                if on_board && now.saturating_sub(t) >= stable {
-                    self.request_dump(now, sink);
-                }
-                k += 1;
-                continue;
-            };
-            // Once the board has been still for a scan period, a scan period after the
-            // press (a reading of the presser's move may have been on its way then); or,
-            // for the ply the board showed as the last at the press, once its piece has
-            // stayed where it landed for that long, whatever the hands do elsewhere (see
-            // `pressed_ply_stands`).
-            let settled = on_board
-                && now.saturating_sub(self.last_change_ms) >= stable
-                && now.saturating_sub(t) >= stable;
-            let stands = bound == Some(upto)
-                && now.saturating_sub(t) >= stable
-                && self.pressed_ply_stands(upto, now)
-                && (on_board || self.dumped_since(pressed, now, sink));
-            // The opponent pressed later for a reply the board showed after this ply: the
-            // ply is over (a piece does not go on sliding once the opponent has moved and
-            // pressed), however soon the hands move on.
-            let replied = bound == Some(upto)
-                && on_board
-                && (0..self.pending_press.len()).any(|j| {
-                    let q = &self.pending_press[j];
-                    q.press.by != press.by && q.at > t && self.shown_ply(j).is_some_and(|b| b > upto)
-                });
-            // A ply that may be the first part of a longer move (a slide, castling with the
-            // rook first) is taken from a dump taken after the press (the reports of the rest
-            // may have been lost: the king's, in castling king first), or, without one, once
-            // the board has been still after the press for as long as the rest of a slide
-            // takes to be reported.
-            let settled_ms = self.config.timing.slide_settled_ms();
-            let shown = !self.ply_may_slide_on(upto)
-                || self.dumped_since(pressed, now, sink)
-                || (now.saturating_sub(self.last_change_ms) >= settled_ms
-                    && now.saturating_sub(t) >= settled_ms);
-            let ready = settled || (on_board && immediate) || stands || replied;
-            if ready && shown && self.line_verified(upto, pressed, now, sink) {
-                self.pending_press.remove(k);
-                // Earlier presses still waiting are for the earlier plies: each first.
-                k = self.confirm_earlier_presses(k, upto, now, sink);
-                self.confirm_through(upto, Some(&press), now, sink);
-                continue;
-            }
-            if ready {
-                // The board shows the press's ply, which waits only for a dump that shows
-                // it whole, or for the board to stand long enough for a slide to have gone
-                // on (a relay reading a backlog gets both only behind it, seconds on): the
-                // press waits with it. It expires again once the line no longer has a ply
-                // for it.
-                self.pending_press[k].expires = expires.max(now + window);
-            }
-            k += 1;
-        }
-    }
-
-    /// True when a press may confirm the provisional plies up to `upto` at once: the
-    /// presser's ply is the last on the board, and the board cannot be showing a passing
-    /// state of the hand. Either the line is one ply that cannot be a passing state of a
-    /// longer move (no legal move of the same piece further along the same line: a knight,
-    /// a capture, a pawn that cannot go on), or the board has been still long enough that
-    /// the rest of a slide would have been reported (a scan period after the longest rest
-    /// of a sliding hand).
-    pub(super) fn press_is_conclusive(&self, upto: usize, now: u64) -> bool {
-        if upto <= self.confirmed || upto != self.records.len() {
-            return false;
-        }
-        let still = now.saturating_sub(self.last_change_ms);
-        if still >= self.config.timing.slide_settled_ms() {
-            return true;
-        }
-        if upto != self.confirmed + 1 {
-            return false;
-        }
-        let pos = &self.confirmed_pos;
-        self.records[self.confirmed].to_move(pos).is_some_and(|m| !may_slide_on(pos, m))
-    }
-
-    /// True when ply `upto` (index one past it) could be part of a longer move under way
-    /// (see `may_slide_on`).
-    pub(super) fn ply_may_slide_on(&self, upto: usize) -> bool {
-        let Some(pos) = self.position_at(upto - 1) else { return false };
-        self.records[upto - 1].to_move(&pos).is_some_and(|m| may_slide_on(&pos, m))
     }
 
     /// Confirms provisional plies until `upto` are confirmed.
@@ -332,53 +218,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
             if self.check_position_end(sink) {
                 return;
             }
-        }
-    }
-}
-
-/// True when `m` (a quiet move) could be part of a longer move under way: the same piece
-/// has a legal move from the same square to a square beyond `m`'s target, on the same line
-/// (a slide), or it is a rook going where castling puts it while that castling is legal
-/// (castling with the rook first: the king's half may still be on its way).
-fn may_slide_on(pos: &Chess, m: Move) -> bool {
-    let Move::Normal { role, from, to, capture: None, promotion: None } = m else { return false };
-    let us = pos.turn();
-    let castling =
-        |side| if pos.castles().has(us, side) { pos.castling_moves(side) } else { shakmaty::MoveList::new() };
-    let sides = [shakmaty::CastlingSide::KingSide, shakmaty::CastlingSide::QueenSide];
-    match role {
-        Role::Knight => false,
-        // Castling king first: the king's step may be the first half of castling.
-        Role::King => sides
-            .into_iter()
-            .any(|side| castling(side).iter().any(|n| attacks::between(from, n.to()).contains(to))),
-        _ => {
-            let rook_first = role == Role::Rook
-                && sides.into_iter().any(|side| {
-                    side.rook_to(us) == to
-                        && castling(side)
-                            .iter()
-                            .any(|n| matches!(*n, Move::Castle { rook, .. } if rook == from))
-                });
-            // Squares beyond `to` on the line from `from` the piece reaches (its path is
-            // clear in `pos`, where it still stands on `from`): a legal move of it there.
-            let piece = shakmaty::Piece { color: us, role };
-            let reach = if role == Role::Pawn {
-                // A pawn's double step (not one of its attacks).
-                !pos.board().occupied()
-            } else {
-                attacks::attacks(from, piece, pos.board().occupied()) & !pos.us()
-            };
-            let beyond =
-                reach & attacks::ray(from, to) & !attacks::between(from, to) & !Bitboard::from_square(to);
-            rook_first
-                || beyond.into_iter().any(|sq| {
-                    attacks::between(from, sq).contains(to)
-                        && pos
-                            .san_candidates(role, sq)
-                            .iter()
-                            .any(|n| n.from() == Some(from) && n.promotion().is_none())
-                })
         }
     }
 }

@@ -13,6 +13,7 @@
 
 mod deadline;
 mod explain;
+mod finality;
 mod input;
 mod lifecycle;
 mod line;
@@ -83,7 +84,7 @@ struct PendingPress {
     at: u64,
     /// Where it came in the board's stream (see [`Stamp`]).
     seq: u32,
-    /// When it stops waiting: [`Config::press_window_ms`] after it came, plus any time the
+    /// When it stops waiting: [`Timing::press_window_ms`](crate::Timing::press_window_ms) after it came, plus any time the
     /// board was away meanwhile (it could not show the move then).
     expires: u64,
     /// The ply it was bound to, with that ply's placement hash (see `add_pending_press`).
@@ -232,7 +233,7 @@ pub struct Tracker<const PLIES: usize> {
     /// time is never searched, yet says which way the pieces went.
     shown_boards: heapless::Vec<u32, SHOWN_BOARDS>,
     /// Boards reported whole after presses for their plies (see
-    /// `line_through_pressed_board`).
+    /// `through_pressed_board`).
     pressed_boards: heapless::Vec<PressedBoard, PRESSED_BOARDS>,
     /// Squares changed by field updates since the board left the tip.
     touched_off_tip: Bitboard,

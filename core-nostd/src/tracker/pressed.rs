@@ -2,12 +2,12 @@
 //! plies count the plies, and the board as it stood when they came shows where the pieces
 //! were left. Both can call for a longer line than the shortest one to the board.
 
-use shakmaty::{Board, Color, Move, Piece, Position, Role};
+use shakmaty::{Board, Color, Move, Piece, Position};
 
 use super::{PressedBoard, Tracker};
 use crate::board::placement_hash;
 use crate::event::EventSink;
-use crate::search::{Search, board_diff};
+use crate::search::Search;
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// True when the line matched `board` or the board reported it whole: two moves of one
@@ -73,39 +73,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.on_match(sink);
     }
 
-    /// True when the piece ply `upto` (index one past it) moved has stayed where it landed
-    /// for a scan period: every square the ply changed shows what the ply left there and
-    /// has not changed for [`Config::press_stable_ms`](crate::Config::press_stable_ms). A
-    /// move pressed while the board showed it stands then, whatever the hands do elsewhere
-    /// afterwards (the kings-in-centre gesture begun right after the last press, a piece
-    /// knocked, the next move under way): the rest of a slide would have lifted the piece
-    /// from its landing, a king following its rook in castling would have left its square.
-    /// Unless the board shows the line's end, the caller takes the squares from a dump
-    /// taken after the press: a lost field update (the king's lift in castling rook first)
-    /// leaves a square looking unchanged.
-    pub(super) fn pressed_ply_stands(&self, upto: usize, now: u64) -> bool {
-        let Some(before) = self.position_at(upto - 1) else { return false };
-        let Some(m) = self.records.get(upto - 1).and_then(|r| r.to_move(&before)) else { return false };
-        let mut after = before.clone();
-        after.play_unchecked(m);
-        let mut squares = board_diff(before.board(), after.board());
-        // A rook that went where castling puts it: the king may still be on its way.
-        if let Move::Normal { role: Role::Rook, .. } = m
-            && let Some(king) = before.board().king_of(before.turn())
-        {
-            squares.add(king);
-        }
-        let stable = u64::from(self.config.timing.press_stable_ms);
-        squares.into_iter().all(|sq| {
-            self.phys.board.piece_at(sq) == after.board().piece_at(sq)
-                && !self.phys.magic.contains(sq)
-                && now.saturating_sub(self.phys.changed_ms(sq)) >= stable
-        })
-    }
-
     /// Before the board changes, when it has stood for a scan: remembers it if two or more
     /// presses are waiting, one by each player in turn from the side to move after the last
-    /// confirmed ply (see [`Self::line_through_pressed_board`]).
+    /// confirmed ply (see `through_pressed_board`).
     pub(super) fn note_pressed_board(&mut self) {
         let mut turn = self.confirmed_pos.turn();
         let (mut presses, mut last_press_at) = (0u8, 0);
