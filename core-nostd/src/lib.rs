@@ -34,14 +34,16 @@
 //! let at = |sq| DgtSquare::from_square(sq, Orientation::Normal);
 //! tracker.feed_field(FieldUpdate::new(at(Square::E2), PieceCode::Empty), 100, &mut events);
 //! tracker.feed_field(FieldUpdate::new(at(Square::E4), PieceCode::WhitePawn), 150, &mut events);
-//! while let Some(due) = tracker.poll_at().filter(|&t| t <= 5000) {
-//!     tracker.tick(due, &mut events);
-//! }
-//! assert!(events.queue.iter().any(|e| matches!(e, Event::RequestBoardDump)));
 //! dump.set(at(Square::E2), PieceCode::Empty);
 //! dump.set(at(Square::E4), PieceCode::WhitePawn);
-//! tracker.feed_dump(&dump, 5000, &mut events);
 //! let e4 = |e: &Event| matches!(e, Event::MoveConfirmed(m) if m.san.to_string() == "e4");
+//! while let Some(due) = tracker.poll_at().filter(|&t| t <= 5000) {
+//!     let asked = events.queue.len();
+//!     tracker.tick(due, &mut events);
+//!     if events.queue.iter().skip(asked).any(|e| matches!(e, Event::RequestBoardDump)) {
+//!         tracker.feed_dump(&dump, due + 20, &mut events);
+//!     }
+//! }
 //! assert!(events.queue.iter().any(e4));
 //! ```
 #![no_std]

@@ -48,6 +48,11 @@ pub struct Timing {
     /// Minimum time between two board-dump requests the tracker makes on its own (a press
     /// asks at once).
     pub dump_interval_ms: u32,
+    /// A dump asked for at most this long before a confirmation by time (without a running
+    /// clock) shows the board as it stands then: a move made in between would have to be
+    /// made, and both its reports lost, within it. Such a dump is asked for this long
+    /// before the plies would stand, so that it is there by then.
+    pub dump_fresh_ms: u32,
     /// A dump request unanswered this long was lost (a board answers in well under 100 ms
     /// at 9,600 baud; a link holding bytes back, or a chain's polling cycle, adds a few
     /// hundred): the tracker asks anew instead of waiting for it.
@@ -83,6 +88,7 @@ impl Default for Timing {
             press_window_ms: 3000,
             dump_interval_ms: 1000,
             dump_answer_ms: 2000,
+            dump_fresh_ms: 500,
             clock_stale_ms: 5000,
             clock_fresh_ms: 1000,
         }

@@ -65,10 +65,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if prov > 0 {
             for wait in [t.settle_ms, t.chain_confirm_ms, t.quiet_ms, t.unpressed_ms] {
                 d.at(changed + u64::from(wait));
+                // Without a clock, the dump that verifies them is asked for this much before.
+                d.at((changed + u64::from(wait)).saturating_sub(u64::from(t.dump_fresh_ms)));
             }
             // Plies read together wait for a dump taken within the chain time; asked again.
             if let Some(asked) = self.last_dump_asked {
                 d.at(asked.ms + u64::from(t.chain_confirm_ms) + 1);
+                d.at(asked.ms + u64::from(t.dump_fresh_ms) + 1);
             }
             if let Some(dumped) = self.last_dump_ms {
                 d.at(dumped + u64::from(t.chain_confirm_ms) + 1);

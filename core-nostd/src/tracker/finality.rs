@@ -53,37 +53,39 @@ impl<const PLIES: usize> Tracker<PLIES> {
             } else if !self.line_verified(self.records.len(), self.recent_since(now), now, sink) {
                 // Plies read together wait for a dump (see `line_verified`).
             } else {
-                if !running && still >= u64::from(self.config.timing.settle_ms) {
-                    // Asked for as soon as the board has settled, so that it is there by
-                    // the time the plies would stand (see below).
-                    self.dumped_since(self.changed_at(), now, sink);
+                let fresh = u64::from(self.config.timing.dump_fresh_ms);
+                let soonest = if prov >= 2 { self.config.timing.chain_confirm_ms } else { quiet };
+                if !running && still + fresh >= u64::from(soonest) {
+                    // Asked for a little before the plies would stand, so that it is there
+                    // by then (see below).
+                    let stand_at = self.last_change_ms + u64::from(soonest);
+                    self.dumped_since(self.fresh_since(stand_at), now, sink);
                 }
-                // (the plies that stand, a dump asked for after when shows them too)
                 let stand = if still >= u64::from(quiet) {
                     // Quiet time: everything stands, except a king just put on a centre
                     // square (it may be half of a kings-in-centre result), which waits for
                     // the next move.
                     let keep_last = !terminal && self.last_is_king_to_centre();
                     let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
-                    Some((upto, self.changed_at()))
+                    Some(upto)
                 } else if prov >= 2
                     && still >= u64::from(self.config.timing.chain_confirm_ms)
                     && !self.press_to_come(now)
                 {
                     // A forgotten press, or no clock: the plies that followed prove the
                     // earlier ones.
-                    Some((self.records.len() - 1, self.meta[prov - 1].seen))
+                    Some(self.records.len() - 1)
                 } else {
                     None
                 };
                 // Without a running clock nothing but the board says a move is over, and a
                 // board that reports nothing may have lost the reports of a move: plies stand
-                // once a dump asked for after the board showed them (and, for all but the
-                // last, the next ply) shows them too (a move made over the line with both its
-                // reports lost shows in it). The opponent's next move alone says a move was
-                // made, not that no other was.
-                if let Some((upto, since)) = stand
-                    && (running || self.dumped_since(since, now, sink))
+                // once a dump asked for at the end of the stillness shows them too (a move
+                // made over the line with both its reports lost shows in it). The opponent's
+                // next move alone says a move was made, not that no other was; a gap between
+                // reports is no stillness the board confirmed.
+                if let Some(upto) = stand
+                    && (running || self.dumped_since(self.fresh_since(now), now, sink))
                 {
                     self.confirm_through(upto, None, now, sink);
                 }

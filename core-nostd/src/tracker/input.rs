@@ -45,8 +45,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.board_heard(now_ms);
         let first = !self.phys.known;
         self.last_dump_ms = Some(now_ms);
-        // It shows the board as it was at or after the request on its way was made.
-        let previous_dump = self.last_dump_asked.replace(self.asked.take().unwrap_or(self.stamp(now_ms)));
+        // It shows the board as it was at or after the request on its way was made; a dump
+        // nobody asked for, as it was after what came before it (not after itself: one
+        // garbled dump does not verify what it alone shows).
+        let unasked = Stamp { seq: self.seq.wrapping_sub(1), ms: now_ms };
+        let previous_dump = self.last_dump_asked.replace(self.asked.take().unwrap_or(unasked));
         if core::mem::take(&mut self.ask_again) {
             self.ask_dump(now_ms, sink);
         }
@@ -357,6 +360,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.ask_dump(now, sink);
         }
         false
+    }
+
+    /// What a dump must have been asked for after to show the board as it stands at `now`,
+    /// for a confirmation by time: after the board's last change, and at most
+    /// [`Timing::dump_fresh_ms`](crate::Timing::dump_fresh_ms) before `now`.
+    pub(super) fn fresh_since(&self, now: u64) -> Stamp {
+        let fresh = now.saturating_sub(u64::from(self.config.timing.dump_fresh_ms));
+        Stamp { seq: self.last_change_seq, ms: fresh.max(self.last_change_ms) }
     }
 
     /// Where and when the board last changed.

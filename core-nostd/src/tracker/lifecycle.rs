@@ -367,20 +367,27 @@ impl<const PLIES: usize> Tracker<PLIES> {
             } else {
                 self.config.timing.quiet_ms
             });
+            // Only king moves onto the centre that end the line are the signal's halves: a
+            // king step the game went on after (the opponent replied) was a move.
             let last = self.records.len().saturating_sub(1);
             let mut pos = self.confirmed_pos.clone();
+            let mut signal_from = None;
             for i in self.confirmed..self.records.len() {
                 let Some(m) = self.records[i].to_move(&pos) else { break };
                 let seen = self.meta[i - self.confirmed].seen.ms;
                 let a_move = i == last
                     && end_time.saturating_sub(seen) >= quiet
                     && self.touched_off_tip.contains(m.to());
-                if is_king_to_centre(m) && !a_move {
-                    end_time = seen;
-                    self.retract_to(i, sink);
-                    break;
+                if !is_king_to_centre(m) || a_move {
+                    signal_from = None;
+                } else if signal_from.is_none() {
+                    signal_from = Some((i, seen));
                 }
                 pos.play_unchecked(m);
+            }
+            if let Some((i, seen)) = signal_from {
+                end_time = seen;
+                self.retract_to(i, sink);
             }
         }
         // Plies of an unknown move order are not guessed at the end either: withdrawn, for

@@ -80,6 +80,9 @@ pub struct Sim {
     pub press_step_ms: u64,
     /// Magic pieces on the board (codes no chess piece has), by game square.
     pub magic: Vec<(Square, PieceCode)>,
+    /// Checks every wait against a copy of the tracker ticked every millisecond (see
+    /// `check_nothing_due_before`); also on with `DGT_TICK_CHECK` set.
+    pub check_ticks: bool,
 }
 
 fn code(p: Option<Piece>) -> PieceCode {
@@ -99,6 +102,7 @@ impl Sim {
             dumps_answered: 0,
             press_step_ms: 10,
             magic: Vec::new(),
+            check_ticks: tick_check(),
         }
     }
 
@@ -191,7 +195,7 @@ impl Sim {
         while self.now < end {
             let next = (self.now + 50).min(end);
             let next = self.tracker.poll_at().filter(|&t| t > self.now).map_or(next, |t| t.min(next));
-            if tick_check() {
+            if self.check_ticks {
                 self.check_nothing_due_before(next);
             }
             self.now = next;
@@ -204,9 +208,9 @@ impl Sim {
         }
     }
 
-    /// With `DGT_TICK_CHECK` set: a copy of the tracker ticked at every millisecond up to
-    /// `next` says and does what the tracker ticked only at `next` does (nothing between
-    /// the deadlines [`Tracker::poll_at`] gives).
+    /// A copy of the tracker ticked at every millisecond up to `next` says and does what
+    /// the tracker ticked only at `next` does (nothing between the deadlines
+    /// [`Tracker::poll_at`] gives), with `check_ticks`.
     fn check_nothing_due_before(&self, next: u64) {
         let mut every_ms = self.tracker.clone();
         let mut only_next = self.tracker.clone();
