@@ -1,15 +1,81 @@
 //! The tracker: board and clock messages in, certain moves out.
 //!
-//! The type, its public API (input, operator, queries) and its state live here; the
-//! machinery is split by concern:
-//! - `input`: messages and time in; where each reading goes next.
-//! - `matching`: the physical board against the line (fast and deep search,
-//!   takebacks, mismatches).
-//! - `pressed`: what the clock presses say about how to read the board.
-//! - `line`: the provisional and confirmed plies, and when a ply becomes final.
-//! - `lifecycle`: game start (standard, Chess960, operator position) and end (mate,
-//!   stalemate, kings in the centre, magic pieces, flag fall, operator).
-//! - `record`: the compact per-ply record.
+//! # The model
+//! One model, in five parts, each in its own module:
+//! - **Evidence** (`input`, [`Stamp`], `PlyMeta`, `presses`): what the board and clock
+//!   said, in the stream's order. Every message is numbered where it came in the stream
+//!   (the order things happened, which a link that holds bytes back keeps) beside the time
+//!   it was read (only the latest it can have happened). A dump shows the board after what
+//!   came before its *request*; presses keep what the board, or the first dump asked for
+//!   after them, showed as the presser's last ply.
+//! - **Candidates** (`explain`, [`crate::search`]): lines from the last confirmed ply, some
+//!   provisional plies kept, the rest from one generator (iterative deepening, pruned by
+//!   what the squares left to change allow, over the touched squares for a board far
+//!   ahead, bounded by the presses).
+//! - **One score** (`explain::Basis`, [`crate::search`]'s `Score` and `Rejection`): first
+//!   what a line rests on, then fewer plies, positions the board showed on the way, plies
+//!   in the order the board reported them, landings reported. Lines the evidence forbids
+//!   are rejected by name; two lines that score the same are an order the board never
+//!   showed (the operator is told, the plies wait), never a choice.
+//! - **Presses assigned from the chosen line** (`presses`, [`Tracker::ply_of`]).
+//! - **One finality rule** (`finality`): the prefix every near-best line shares is
+//!   confirmed once it is pressed and stable, timed out, or verified by a dump.
+//!
+//! Every length of time is in [`crate::Timing`]; [`Tracker::poll_at`] (`deadline`) says
+//! when time next matters. `line` edits the line and writes the events, `lifecycle` starts
+//! and ends games, `matching` follows the board a ply at a time and keeps the readings'
+//! bookkeeping, `pressed` reads the board by the presses, `record` is the compact ply.
+//!
+//! # The rules, and where each acts now
+//! Each behaviour the tracker's earlier rules gave, the part of the model that gives it,
+//! and a test that pins it (in `core-nostd/tests/`, or `search`'s unit tests).
+//!
+//! | behaviour | acts as | pinned by |
+//! |---|---|---|
+//! | a dump shows the board after what came before its request, not its arrival (bursts) | evidence: `dumped_since` by stream stamps, one request on its way at a time | `clocks::presses_made_before_a_late_dump_shows_their_plies_take_them_in_turn`; the offline runs with `--bursts` |
+//! | a dump nobody asked for does not verify what it alone shows | evidence: an unasked dump is after what came before it | `model::a_magic_piece_one_garbled_dump_showed_ends_no_game` |
+//! | presses waiting since the last confirmed ply are those after it in the stream | evidence: `waiting_presses` by stamp | `clocks::presses_made_long_before_their_plies_showed_take_them_in_order` |
+//! | reports read in one piece are ordered by the presses between them | evidence: `Change::before` | `lost_updates::plies_read_in_one_piece_keep_the_order_the_presses_between_them_show` |
+//! | a dump overrules the field updates before it | evidence: `plies_a_dump_leaves` caps plies that stood or were pressed | `lost_updates::castling_with_the_kings_reports_lost_is_read_from_a_dump` |
+//! | an unplugged board is not a still board | evidence: `board_away`; no deadline while away | `outage::an_unplugged_board_is_not_a_still_board`, `outage::a_press_waiting_for_the_board_outlasts_an_outage` |
+//! | a reading one ply from the line is followed at once | candidates: `fast_eval` (one ply from the tip or a base) | `scenarios::scenario_table` |
+//! | pressed plies shown with the next move's hands at work are taken | basis `UnderReply` | `lost_updates::a_pressed_ply_a_dump_shows_beside_the_replys_lifted_king_is_taken`, `lost_updates::two_pressed_plies_a_late_dump_shows_are_taken_in_the_order_pressed` |
+//! | the board the players left after pressing comes first | basis `PressedBoard` | `ghosts::a_piece_moved_again_after_both_presses_is_a_new_ply_whenever_its_press_comes`, `ghosts::a_slide_paused_before_the_presses_is_still_one_move` |
+//! | plies that stood are kept | basis `Stood` | `adversarial::two_plies_in_one_scan_after_plies_that_stood_keep_them`, `ghosts::a_scan_read_halfway_does_not_replace_the_ply_that_stood` |
+//! | only the last ply that stood may be given up, for a line no longer | rejection `GivesUpStoodPly` | `ghosts::a_king_knocked_where_it_cannot_go_does_not_replace_the_ply_that_stood`, `ghosts::a_knock_gives_up_no_ply_that_stood_before_the_last` |
+//! | plies a press was bound to are kept | basis `Pressed` (no base before them searched) | `clocks::a_waiting_press_keeps_its_ply_when_the_opponent_replies_after_it` |
+//! | a board run a ply past the search is found once it stands | basis `Deeper`, untied only | `adversarial::a_board_run_a_ply_past_the_search_is_found_once_it_stands` |
+//! | a board far ahead is caught up with from a dump | basis `CatchUp` over touched squares | `lost_updates::a_board_read_six_plies_ahead_after_lost_reports_is_caught_up_with` |
+//! | a line must explain every piece reported set down | rejection `UnexplainedReport` | `lost_updates::a_board_read_six_plies_ahead_after_lost_reports_is_caught_up_with` |
+//! | a piece out and back without a capture is no line | rejection `OutAndBack` | `search::tests::a_piece_out_and_back_is_never_a_line` |
+//! | no ply through a square nothing reported | rejection `Untraced` | `search::tests::a_square_nothing_reported_is_never_moved_through` |
+//! | the fewest plies explain a burst read halfway | score `fewer_plies` | `ghosts::burst_read_halfway_is_explained_with_the_fewest_plies` |
+//! | transpositions told apart by the order the hands went | score `seen`, `order` | `lost_updates::the_lifts_of_plies_whose_landings_were_lost_tell_their_order`, `lost_updates::plies_a_dump_completes_are_ordered_by_the_reports_not_the_dump`, `adversarial::a_transposition_read_through_a_dump_keeps_the_order_the_board_reported` |
+//! | a piece set down, reported and lifted again tells where it went | score `landings` | `lost_updates::a_pressed_ply_whose_landing_was_reported_is_taken_though_its_piece_is_in_the_air_again` |
+//! | an order the board never showed waits, the operator told | rejection `Tied` / a tie: plies hidden, never final | `orders::an_order_the_board_never_showed_waits_for_the_reading_that_tells`, `orders::a_move_both_orders_allow_does_not_settle_the_order` |
+//! | more presses than plies mean a longer line | candidates: `reread_for_press` (traced squares, untied) | `ghosts::three_presses_for_a_board_two_plies_reach_mean_three_plies` |
+//! | hands at work are waited for (a slide on its way, pieces lifted) | candidates: `move_under_way` | `adversarial::a_queen_paused_mid_slide_where_it_cannot_stop_keeps_the_line`, `ghosts::a_capture_read_as_an_exchange_while_held_is_replaced_by_its_landing`, `ghosts::a_capture_under_way_after_a_ply_the_board_never_showed_whole_is_no_line` |
+//! | a takeback only when no line explains the board; short, or standing | choice: takeback after every basis | `adversarial::takeback_of_one_ply_immediately_after_a_press`, `lost_updates::a_position_brought_back_after_the_side_to_move_pressed_is_no_takeback`, `adversarial::a_repetition_read_through_a_dump_is_not_a_takeback_of_plies_that_stood` |
+//! | a press takes the ply the board showed at it | presses: `bound` at the press | `clocks::early_presses_belong_to_the_move_they_completed_in_fast_play`, `adversarial::a_press_made_while_adjusting_the_piece_is_that_moves_not_the_next` |
+//! | not while the slide went on within a scan | presses: unbound at the landing's next change | `adversarial::a_press_before_the_report_of_the_slide_going_on_is_not_bound_to_the_rest`, `lost_updates::a_piece_leaving_after_the_opponent_pressed_is_the_next_move_not_the_slide_going_on` |
+//! | a dump asked after a press shows its ply | presses: `bind_presses_to_dump` | `lost_updates::a_move_a_dump_shows_after_its_press_stands_as_if_the_board_had_shown_it` |
+//! | presses made before any of their plies showed take them in turn | presses: `presses_in_turn` | `clocks::presses_made_long_before_their_plies_showed_take_them_in_order` |
+//! | else by when the board showed the presser's plies | presses: `ply_by_time` | `ghosts::a_press_is_not_for_a_ply_shown_seconds_after_it`, `lost_updates::a_ply_reported_after_a_press_is_not_that_presss_ply`, `ghosts::plies_read_once_the_hands_are_done_keep_the_presses_made_before` |
+//! | the opponent's presses still waiting when a press comes are overtaken | presses: `drop_overtaken_presses` | `clocks::a_late_press_after_a_forgotten_one_does_not_turn_the_displays_round` |
+//! | a press confirms at once when the ply cannot be a passing state | finality: pressed, conclusive | `press_latency::pawn_push_confirms_in_the_feed_call_of_the_press`, `press_latency::queen_move_that_could_go_further_confirms_in_the_feed_call_of_the_press` |
+//! | a ply that may slide on waits for a dump or a slide's rest | finality: pressed, `may_slide_on` | `ghosts::press_while_the_piece_still_slides_confirms_where_it_stops`, `ghosts::press_during_a_rook_slide_waits_for_the_board`, `adversarial::castling_rook_first_pressed_before_the_king_is_reported_is_castling` |
+//! | a pressed ply whose piece stayed where it landed stands | finality: pressed, `pressed_ply_stands` | `adversarial::kings_in_centre_king_step_next_to_the_centre_is_pressed_then_gesture` |
+//! | plies read jointly wait for a dump | finality: `line_verified` | `adversarial::a_lost_landing_report_is_not_read_as_a_capture_and_a_recapture` |
+//! | a press the board cannot explain asks for a dump at once | finality: `dumped_since` at the press | `lost_updates::each_press_the_board_cannot_explain_is_settled_by_a_dump`, `clocks::a_press_with_no_move_on_the_board_asks_for_a_dump` |
+//! | quiet time makes unpressed plies final | finality: quiet | `adversarial::an_entire_game_without_a_clock` |
+//! | without a clock, only with a dump asked at the end of the stillness | finality: quiet and next ply, `fresh_since` | `model::without_a_clock_a_move_with_both_reports_lost_is_found_by_the_dump_quiet_time_asks_for` |
+//! | the plies that followed prove a forgotten press's ply | finality: next ply, `press_to_come` | `clocks::a_late_press_gives_its_move_the_clk` |
+//! | plies of an unknown order are confirmed with their presses once eight wait | finality: capacity (`extend`) | `lost_updates::plies_of_an_unknown_order_confirmed_by_the_plies_after_them_keep_their_presses` |
+//! | unpressed plies undoing the confirmed ones are a takeback | finality: `undone_by_provisional` first | `adversarial::takeback_of_two_plies_in_forward_order_without_presses`, `adversarial::a_repetition_both_players_pressed_for_is_not_a_takeback` |
+//! | a result on the board stands for the quiet time and a dump agrees | lifecycle: `check_board_result` | `board_results::a_magic_piece_that_stands_for_the_quiet_time_ends_the_game`, `model::a_magic_piece_the_board_shows_ends_the_game_once_a_dump_agrees` |
+//! | at a result signal, what the board still shows stands; the king moves ending the line are the signal | lifecycle: `settle_line_at_end` | `adversarial::plies_still_on_the_board_through_the_kings_signal_stand_without_a_clock`, `adversarial::a_king_set_down_briefly_on_its_way_to_the_centre_is_no_move`, `model::a_king_step_onto_the_centre_the_opponent_answered_is_a_move_not_half_of_the_signal` |
+//! | a game found already begun starts with its plies and presses | lifecycle: `start_under_way`, `start_played_into` | `scenarios::a_first_look_at_the_first_move_under_way_starts_the_game`, `scenarios::a_first_look_a_few_plies_into_the_game_starts_it_with_them`, `scenarios::a_press_made_before_the_first_look_is_the_first_moves` |
+//! | time is only needed at the moments `poll_at` gives | deadline | `model::ticking_only_at_poll_at_acts_as_ticking_every_millisecond` (and `DGT_TICK_CHECK=1` on every test) |
 
 mod deadline;
 mod explain;
