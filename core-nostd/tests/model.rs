@@ -117,3 +117,21 @@ fn a_king_step_onto_the_centre_the_opponent_answered_is_a_move_not_half_of_the_s
     assert_eq!(s.confirmed_ucis(), ["e3d4", "c2h2"]);
     assert_eq!(s.result(), Some(GameResult::WhiteWins));
 }
+
+/// Black's queen goes d8-d4 (it could slide on, so its press waits for the board to
+/// settle) and Black presses; White's flag falls at once. The move was completed by its
+/// press before the flag fell: it counts, and the game is Black's.
+#[test]
+fn a_pressed_move_still_settling_when_the_flag_falls_counts() {
+    let (mut s, pos) = from_fen("3qk3/8/8/8/8/8/8/4K3 b - - 0 40", Config::default(), Some(300));
+    s.play_uci(&pos, "d8d4");
+    s.press(2, 0);
+    if let Some(c) = s.clock.as_mut() {
+        c.white = 0;
+        c.white_flag = true;
+    }
+    s.send_clock();
+    s.wait(500);
+    assert_eq!(s.confirmed_ucis(), ["d8d4"]);
+    assert_eq!(s.result(), Some(GameResult::BlackWins));
+}

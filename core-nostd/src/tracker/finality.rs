@@ -46,6 +46,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             if running
                 && still >= u64::from(self.config.timing.chain_confirm_ms)
                 && !self.both_pressed_since(self.meta[0].seen.ms.saturating_sub(self.scan_ms()))
+                && !self.both_pressed_waiting()
                 && let Some(j) = self.undone_by_provisional()
             {
                 // The arbiter's view: the position returned to an earlier one.

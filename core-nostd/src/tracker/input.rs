@@ -147,7 +147,19 @@ impl<const PLIES: usize> Tracker<PLIES> {
             && let Some(loser) = self.clocks.fallen_flag(&self.config, times, self.moves_made())
         {
             self.clocks.flag_reported = true;
-            // A move not completed by a press before the flag fell does not count.
+            // A move completed by a press before the flag fell counts: the winner's press in
+            // this reading (it started the loser's clock), and presses still waiting for the
+            // board to settle; a move not completed by a press does not.
+            let winner_side = self.clocks.side_of(&self.config, !loser);
+            for flip in flips.list.iter().filter(|f| f.side == winner_side) {
+                if self.state == GameState::Active {
+                    self.clock_pressed(flip, flips.list.len() == 1, now_ms, sink);
+                }
+            }
+            if self.state != GameState::Active {
+                return;
+            }
+            self.confirm_waiting_pressed(now_ms, sink);
             self.retract_to(self.confirmed, sink);
             let winner = !loser;
             let result = if self.confirmed_pos.has_insufficient_material(winner) {

@@ -244,6 +244,29 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.waiting_presses().count()
     }
 
+    /// Confirms every ply a waiting press is for, each with its press, whatever the board
+    /// does meanwhile: the game is over (a flag fell) and those moves were completed.
+    pub(super) fn confirm_waiting_pressed<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
+        let mut k = 0;
+        while k < self.pending_press.len() && self.state == GameState::Active {
+            match self.ply_of(k) {
+                Some(upto) if upto > self.confirmed => {
+                    let press = self.pending_press.remove(k).press;
+                    self.confirm_through(upto, Some(&press), now, sink);
+                }
+                _ => k += 1,
+            }
+        }
+    }
+
+    /// True when both players pressed since the last confirmed ply came, in the stream's
+    /// order (presses a chain or a busy relay lets out before the reports of their plies
+    /// count too): the clock says both moved.
+    pub(super) fn both_pressed_waiting(&self) -> bool {
+        let pressed = |color| self.waiting_presses().any(|p| p.press.by == color);
+        pressed(Color::White) && pressed(Color::Black)
+    }
+
     /// True when the side to move at the tip pressed since the last confirmed ply appeared:
     /// by the clock, it made a move the line does not have yet.
     pub(super) fn pressed_since_tip(&self) -> bool {
