@@ -150,35 +150,6 @@ fn replay(games: &[Vec<(Input, u64)>]) -> usize {
     confirmed
 }
 
-/// The same replay through the tracker before its one model (ticked every 100 ms, as it
-/// needed): the oracle it is measured against in the same run.
-#[cfg(feature = "legacy")]
-fn replay_legacy(games: &[Vec<(Input, u64)>]) -> usize {
-    let mut confirmed = 0usize;
-    for g in games {
-        let mut tracker: dgt_core::legacy::Tracker<600> = dgt_core::legacy::Tracker::new(Config::default());
-        let mut sink = |e: Event| {
-            if matches!(e, Event::MoveConfirmed(_)) {
-                confirmed += 1;
-            }
-        };
-        let mut next_tick = 0;
-        for (input, now) in g {
-            match input {
-                Input::Dump(d) => tracker.feed_dump(d, *now, &mut sink),
-                Input::Field(f) => tracker.feed_field(*f, *now, &mut sink),
-                Input::Clock(c) => tracker.feed_clock(c, *now, &mut sink),
-            }
-            if *now >= next_tick {
-                tracker.tick(*now, &mut sink);
-                next_tick = now + 100;
-            }
-        }
-        black_box(&tracker);
-    }
-    confirmed
-}
-
 /// The floor of any tracker: each game's moves played and written as SAN and as a
 /// position, what every confirmed move's event carries (no board to match, no search).
 fn replay_floor(games: &[Vec<SanPlus>]) -> usize {
@@ -311,21 +282,16 @@ fn main() {
     );
     let confirmed = replay(&games);
     println!("one replay: {confirmed} moves confirmed");
-    // Throughput as ratios to what was measured in the same run, interleaved so that the
-    // machine's load falls alike on each: the floor (SAN and position per move, no
-    // tracking) and, with the feature `legacy`, the tracker before its one model.
+    // Throughput as a ratio to the floor measured in the same run (SAN and position per
+    // move, no tracking), interleaved so that the machine's load falls alike on each.
     let rounds = 7;
-    let (mut tracker_rates, mut floor_rates, mut legacy_rates) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut tracker_rates, mut floor_rates) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         tracker_rates.push(rate(events, 1, || {
             black_box(replay(&games));
         }));
         floor_rates.push(rate(events, 1, || {
             black_box(replay_floor(&sans));
-        }));
-        #[cfg(feature = "legacy")]
-        legacy_rates.push(rate(events, 1, || {
-            black_box(replay_legacy(&games));
         }));
     }
     let median = |v: &mut Vec<f64>| {
@@ -340,14 +306,6 @@ fn main() {
         f / 1e6,
         t / f
     );
-    if !legacy_rates.is_empty() {
-        let l = median(&mut legacy_rates);
-        println!(
-            "the tracker before its one model: {:.2} M messages/s; the model is {:.2}x it",
-            l / 1e6,
-            t / l
-        );
-    }
 
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("tracker");

@@ -53,9 +53,6 @@ mod clock;
 pub mod config;
 pub mod event;
 pub mod fen;
-#[cfg(feature = "legacy")]
-#[doc(hidden)]
-pub mod legacy;
 pub mod pgn;
 mod search;
 pub mod timing;

@@ -255,7 +255,7 @@ pub struct ResumePly {
 /// The board tracker for one e-board and clock, with room for `PLIES` plies per game.
 ///
 /// Feed it every decoded message with the caller's monotonic time ([`Tracker::feed`]),
-/// call [`Tracker::tick`] regularly (every 50 to 100 ms is plenty) so that time-based
+/// call [`Tracker::tick`] at [`Tracker::poll_at`] (ticking more often changes nothing) so that time-based
 /// decisions happen without new bytes, and act on the [`Event`](crate::Event)s it emits.
 #[derive(Clone, Debug)]
 pub struct Tracker<const PLIES: usize> {
