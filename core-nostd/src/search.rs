@@ -374,28 +374,6 @@ impl<J: Fn(&[Move]) -> Result<Score, Rejection>> Walk<'_, '_, J> {
                     }
                     return true;
                 }
-                for m in pos.legal_moves() {
-                    if self.allowed(path, m).is_err() {
-                        continue;
-                    }
-                    let mut after = pos.clone();
-                    after.play_unchecked(m);
-                    // The board reached before the last ply, or left one square off with a
-                    // ply to go: no line of this length through here.
-                    let nd = board_diff(after.board(), target).count();
-                    if nd > 4 * (depth - 1) || nd == 0 || (depth == 2 && nd == 1) {
-                        continue;
-                    }
-                    if path.push(m).is_err() {
-                        return true;
-                    }
-                    let within = self.lines(&after, depth - 1, path);
-                    path.pop();
-                    if !within {
-                        return false;
-                    }
-                }
-                true
             }
             Ends::UnderReply(target) => {
                 if depth == 0 {
@@ -406,24 +384,32 @@ impl<J: Fn(&[Move]) -> Result<Score, Rejection>> Walk<'_, '_, J> {
                     }
                     return true;
                 }
-                for m in pos.legal_moves() {
-                    if self.allowed(path, m).is_err() {
-                        continue;
-                    }
-                    let mut after = pos.clone();
-                    after.play_unchecked(m);
-                    if path.push(m).is_err() {
-                        return true;
-                    }
-                    let within = self.lines(&after, depth - 1, path);
-                    path.pop();
-                    if !within {
-                        return false;
-                    }
-                }
-                true
             }
         }
+        for m in pos.legal_moves() {
+            if self.allowed(path, m).is_err() {
+                continue;
+            }
+            let mut after = pos.clone();
+            after.play_unchecked(m);
+            // The board reached before the last ply, or left one square off with a ply to
+            // go: no line of this length to it through here.
+            if let Ends::At(target) = self.search.ends {
+                let nd = board_diff(after.board(), target).count();
+                if nd > 4 * (depth - 1) || nd == 0 || (depth == 2 && nd == 1) {
+                    continue;
+                }
+            }
+            if path.push(m).is_err() {
+                return true;
+            }
+            let within = self.lines(&after, depth - 1, path);
+            path.pop();
+            if !within {
+                return false;
+            }
+        }
+        true
     }
 
     /// True when `m` may follow `path`: over the touched squares (else
