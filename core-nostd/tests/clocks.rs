@@ -5,7 +5,7 @@
 mod common;
 
 use common::Sim;
-use dgt_core::{Config, Event, GameState, MoveInfo};
+use dgt_core::{Config, Event, GameState, MoveInfo, Timing};
 use dgt_protocol::{ClockSide, ClockStatus, ClockTimes, Orientation};
 use shakmaty::{Board, Chess, Color, Position};
 
@@ -212,7 +212,7 @@ fn running_clock_that_goes_silent_stops_giving_clk() {
 #[test]
 fn early_presses_belong_to_the_move_they_completed_in_fast_play() {
     // A board that settles slowly compared with the play (as a fast simulated game).
-    let config = Config { settle_ms: 5000, ..Config::default() };
+    let config = Config { timing: Timing { settle_ms: 5000, ..Timing::default() }, ..Config::default() };
     let mut sim = Sim::started(config, Orientation::Normal).with_clock(180, ClockSide::Left);
     sim.start_clock();
     let mut want = Vec::new();
@@ -573,7 +573,7 @@ fn late_press_after(wait_ms: u64) {
     }
     let got = confirmed(&sim);
     assert_eq!(got[2].0, "g1f3");
-    let unpressed_ms = u64::from(Config::default().unpressed_ms);
+    let unpressed_ms = u64::from(Config::default().timing.unpressed_ms);
     let nf3 = if wait_ms < unpressed_ms { Some(white_late) } else { None };
     assert_eq!(got[2].1, nf3, "{got:?}");
     assert_eq!(got[3].0, "b8c6");

@@ -37,8 +37,8 @@ use crate::reconcile::{self, AfterLoss, Intake, LogNeed, Reconcile};
 
 /// Plies one game can hold (the tracker's capacity).
 pub const PLIES: usize = 600;
-/// How often the tracker is ticked, so that time-based decisions happen without new bytes.
-pub const TICK_MS: u64 = 50;
+/// The longest a session sleeps when nothing waits on time (no link, no game).
+pub const IDLE_POLL_MS: u64 = 60_000;
 
 /// How a session behaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,7 +127,8 @@ pub struct BoardSession {
     /// Added to the caller's time for the tracker, once a replay moved its time forward.
     shift: u64,
     noise: u64,
-    next_tick: u64,
+    /// The latest time the caller gave.
+    latest_ms: u64,
     /// The last clock state of the batch being handled, sent after its moves.
     clock_to_send: Option<ClockState>,
     pub(crate) effects: VecDeque<Effect>,
@@ -154,7 +155,7 @@ impl BoardSession {
             first_run_after_restart: false,
             shift: 0,
             noise: 0,
-            next_tick: 0,
+            latest_ms: 0,
             clock_to_send: None,
             effects: VecDeque::new(),
         }
@@ -217,7 +218,19 @@ impl BoardSession {
     /// whether the caller noticed its timer or its bytes first.
     pub fn next_deadline(&self) -> u64 {
         let link = self.link.as_ref().and_then(Link::next_deadline);
-        link.map_or(self.next_tick, |l| l.min(self.next_tick)) + 1
+        match link.into_iter().chain(self.own_deadline()).min() {
+            Some(at) => at + 1,
+            None => self.latest_ms + IDLE_POLL_MS,
+        }
+    }
+
+    /// The session's own next deadline, beside the link's: the tracker's
+    /// ([`Tracker::poll_at`], in the caller's time), the clock pause alert's, and the
+    /// reconciliation's after an outage.
+    fn own_deadline(&self) -> Option<u64> {
+        let tracker = self.tracker.poll_at().map(|t| t.saturating_sub(self.shift));
+        let away = self.away.as_ref().and_then(Reconcile::deadline).map(|t| t.saturating_sub(self.shift));
+        tracker.into_iter().chain(self.health.pause_deadline()).chain(away).min()
     }
 
     /// The tracker's time for the caller's `now`.
@@ -351,6 +364,7 @@ impl BoardSession {
 
     /// Runs [`BoardSession::poll`] when a deadline is due by `now`.
     fn catch_up(&mut self, now: u64) {
+        self.latest_ms = self.latest_ms.max(now);
         if now >= self.next_deadline() {
             self.poll(now);
         }
@@ -368,16 +382,14 @@ impl BoardSession {
     /// Runs what is due at `now`: the link's timers, the tracker's tick, the reconciliation's
     /// deadlines, the clock pause alert.
     pub fn poll(&mut self, now: u64) {
+        self.latest_ms = self.latest_ms.max(now);
         // Deadlines before `now` only (see `next_deadline`).
         let before = now.saturating_sub(1);
         if let Some(link) = &mut self.link {
             link.poll(before);
             self.drain_link(now);
         }
-        if now > self.next_tick {
-            // On the tick grid; a caller late by more than a period starts a new one.
-            self.next_tick =
-                if self.next_tick + TICK_MS > before { self.next_tick + TICK_MS } else { before + TICK_MS };
+        if self.own_deadline().is_some_and(|at| at < now) {
             self.tick(now);
         }
         self.flush();
@@ -866,7 +878,7 @@ impl BoardSession {
             squares.push(square);
             shown.push(format!("{what} on {square}"));
         }
-        let quiet = self.tracker.config().quiet_ms;
+        let quiet = self.tracker.config().timing.quiet_ms;
         let mut alert = Alert::new(
             AlertCode::ResultFromBoard,
             AlertLevel::Warning,

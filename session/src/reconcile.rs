@@ -210,6 +210,18 @@ impl Reconcile {
         }
     }
 
+    /// When [`Reconcile::overdue`] or [`Reconcile::wants_dump`] next turns true (a held
+    /// clock reading wants a dump at once).
+    pub fn deadline(&self) -> Option<u64> {
+        match self.phase {
+            Phase::Away => None,
+            Phase::Back { until } => Some(until),
+            Phase::ReadingLog { until, dumped, clock, .. } => {
+                Some(until.min(if clock { dumped } else { dumped + DUMP_EVERY_MS }))
+            }
+        }
+    }
+
     /// True when what was awaited (the first reading, the log) is overdue at `now`.
     pub fn overdue(&self, now: u64) -> bool {
         match self.phase {
@@ -282,7 +294,7 @@ pub fn replay<const N: usize>(
     start_ms: u64,
 ) -> (u64, Vec<Event>) {
     let cfg = *tracker.config();
-    let settle = u64::from(cfg.settle_ms);
+    let settle = u64::from(cfg.timing.settle_ms);
     let mut events: Vec<Event> = Vec::new();
     let mut t = start_ms;
     let mut sink = |e: Event| {
@@ -312,7 +324,7 @@ pub fn replay<const N: usize>(
             let gap = match step.gap {
                 Gap::Quick => 40,
                 Gap::Normal => settle + 50,
-                Gap::Press => settle + u64::from(cfg.chain_confirm_ms) + 100,
+                Gap::Press => settle + u64::from(cfg.timing.chain_confirm_ms) + 100,
             };
             let to = t + gap;
             advance(tracker, &mut t, to, &mut sink);

@@ -44,7 +44,7 @@ use dgt_hil_sim::timemap::TimeMap;
 use dgt_hil_sim::transport::{Bursts, BurstyLink};
 use dgt_hil_sim::{BoardConfig, Dgt3000, Firmware, GroundTruth, Scenario};
 use dgt_protocol::{ClockSide, Decoded, Decoder, Message};
-use dgt_session::{BoardSession, Effect, Link, MoveState, SessionConfig, TICK_MS};
+use dgt_session::{BoardSession, Effect, Link, MoveState, SessionConfig};
 
 use crate::acceptance::{EndPath, Job};
 
@@ -403,9 +403,13 @@ pub fn press_unseen(press_at_ms: Option<u64>, outages: &[(u64, u64)]) -> bool {
     press_at_ms.is_some_and(|p| outages.iter().any(|&(a, b)| (a..=b).contains(&p)))
 }
 
-/// The relay's clock at the scenario's start, with a pace: its ticks (every [`TICK_MS`]
-/// from its own start) fall [`Pace::tick_phase_ms`] after the scenario's start, as a relay
-/// started at any moment before the board would tick.
+/// The range of phases of the relay's own timers (keep-alives, polls) against the board's
+/// actions, as the 50 ms period the relay once ticked its tracker at.
+const TICK_MS: u64 = 50;
+
+/// The relay's clock at the scenario's start, with a pace: its timers fall
+/// [`Pace::tick_phase_ms`] after the scenario's start, as a relay started at any moment
+/// before the board.
 fn tick_offset(p: &Pace) -> u64 {
     TICK_MS - p.tick_phase_ms.clamp(1, TICK_MS)
 }

@@ -64,12 +64,18 @@ fn two_round_jobs() -> Vec<Job> {
 #[ignore = "about a minute in a debug build; run with --ignored"]
 fn twelve_chained_boards_offline_play_two_rounds_exactly() {
     let jobs = two_round_jobs();
+    let show = std::env::var("DGT_BUS_SHOW").is_ok();
     let mut failures = Vec::new();
     for seed in 1..=2 {
         let outcomes = replay_chain(&jobs, 12, &ChainOptions { seed, ..ChainOptions::default() });
         assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
         for o in outcomes.iter().filter(|o| !o.why.is_empty()) {
             failures.push(format!("seed {seed} {} (board {}): {}", o.label, o.address, o.why.join("; ")));
+            if show {
+                for (t, e) in &o.effects {
+                    println!("  {t} {e}");
+                }
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -130,9 +136,17 @@ fn frozen_relay_failures(seed: u64, from: u64, len: u64) -> Vec<String> {
     let jobs = chain_jobs();
     let outcomes = replay_chain(&jobs, 12, &opts);
     assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
+    let show = std::env::var("DGT_BUS_SHOW").is_ok();
     outcomes
         .iter()
         .filter(|o| !o.why.is_empty())
+        .inspect(|o| {
+            if show {
+                for (t, e) in &o.effects {
+                    println!("  {t} {e}");
+                }
+            }
+        })
         .map(|o| {
             format!(
                 "seed {seed}, relay frozen {from}+{len} ms: {} (board {}): {}",
@@ -157,15 +171,19 @@ fn twelve_chained_boards_offline_survive_a_relay_frozen_as_games_begin() {
 }
 
 /// The freeze moved through the first twelve seconds in half-second steps, seeds 1 to 1 or
-/// `DGT_BUS_SEEDS=FROM-TO`, freezes of 2,000 ms or `DGT_BUS_FREEZE_MS`.
+/// `DGT_BUS_SEEDS=FROM-TO`, freezes of 2,000 ms or `DGT_BUS_FREEZE_MS`, at every step or
+/// `DGT_BUS_FROZEN_AT`.
 #[test]
 #[ignore = "about a minute and a half in a debug build; run with --ignored"]
 fn twelve_chained_boards_offline_survive_a_relay_frozen_at_any_moment() {
     let (from, to) = seeds_from_env((1, 1));
     let len = std::env::var("DGT_BUS_FREEZE_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(2_000);
+    // `DGT_BUS_FROZEN_AT=MS`: that freeze only (with `DGT_BUS_SHOW=1`, the effects of a
+    // game not exact).
+    let only: Option<u64> = std::env::var("DGT_BUS_FROZEN_AT").ok().and_then(|s| s.parse().ok());
     let mut failures = Vec::new();
     for seed in from..=to {
-        for at in (2_000..=12_000).step_by(500) {
+        for at in (2_000..=12_000).step_by(500).filter(|at| only.is_none_or(|o| o == *at)) {
             failures.extend(frozen_relay_failures(seed, at, len));
         }
     }
