@@ -464,6 +464,7 @@ pub(crate) fn fleet_config(template: &SimConfig, i: usize) -> SimConfig {
     board.version = template.board.version;
     board.scan_period_ms = template.board.scan_period_ms;
     board.ack_delay_ms = template.board.ack_delay_ms;
+    board.clock_poll_ms = template.board.clock_poll_ms;
     board.battery_percent = template.board.battery_percent;
     config.board = board;
     config

@@ -73,6 +73,9 @@ pub struct ChainOutcome {
     pub address: u16,
     /// The confirmed line: (UCI, `%clk`).
     pub confirmed: Vec<(String, Option<u32>)>,
+    /// Plies without `%clk` whose press the board's event log never got (pressed between
+    /// two of its clock readings with another press): rightly left without one.
+    pub clk_unlogged: usize,
     /// Every difference from the truth, readable (empty: exact).
     pub why: Vec<String>,
     /// The session's effects while the job ran, with the real time, readable.
@@ -138,8 +141,9 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
     let mut poller = BusPoller::open(0, opts.timing);
     let config = SessionConfig::default();
     let mut per: BTreeMap<u16, Per> = BTreeMap::new();
-    // (job, address, real start, real end)
-    let mut spans: Vec<(usize, u16, u64, u64)> = Vec::new();
+    // (job, address, real start, real end, presses the log never got: virtual ms from the
+    // job's start)
+    let mut spans: Vec<(usize, u16, u64, u64, Vec<u64>)> = Vec::new();
     let mut now: u64 = 0;
     let mut idle_since: Option<u64> = None;
     loop {
@@ -193,7 +197,9 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
                     }
                 }
                 if *next >= s.actions.len() {
-                    spans.push((*j, opts.first + i as u16, *started, now));
+                    let unlogged: Vec<u64> =
+                        b.fw.unlogged_presses().iter().filter(|t| **t >= *v0).map(|t| t - *v0).collect();
+                    spans.push((*j, opts.first + i as u16, *started, now, unlogged));
                     b.playing = None;
                     b.next_start = now + opts.gap_ms;
                 }
@@ -268,7 +274,8 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
     spans.sort_by_key(|s| s.0);
     spans
         .iter()
-        .map(|&(j, address, from, _)| {
+        .map(|(j, address, from, _, unlogged)| {
+            let (j, address, from) = (*j, *address, *from);
             // From the job's start to the next job's start on the board.
             let next = spans.iter().filter(|s| s.1 == address && s.2 > from).map(|s| s.2).min();
             let effects: Vec<(u64, Effect)> = per
@@ -281,7 +288,7 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
                         .collect()
                 })
                 .unwrap_or_default();
-            outcome(&jobs[j], address, &effects)
+            outcome(&jobs[j], address, &effects, unlogged)
         })
         .collect()
 }
@@ -343,8 +350,9 @@ fn pump(poller: &mut BusPoller, per: &mut BTreeMap<u16, Per>, now: u64) {
 }
 
 /// The confirmed line of the game the effects show, against the job's truth: moves exact,
-/// `%clk` within 1 s of the clock's display after the press.
-fn outcome(job: &Job, address: u16, effects: &[(u64, Effect)]) -> ChainOutcome {
+/// `%clk` within 1 s of the clock's display after the press, or none when the board's event
+/// log never got the press (`unlogged`: virtual ms from the job's start).
+fn outcome(job: &Job, address: u16, effects: &[(u64, Effect)], unlogged: &[u64]) -> ChainOutcome {
     let mut line: Vec<(String, Option<u32>)> = Vec::new();
     let mut shown = Vec::new();
     for (t, e) in effects {
@@ -362,6 +370,7 @@ fn outcome(job: &Job, address: u16, effects: &[(u64, Effect)]) -> ChainOutcome {
         shown.push((*t, format!("{e:?}")));
     }
     let mut why = Vec::new();
+    let mut clk_unlogged = 0;
     let truth = job.truth();
     for (k, m) in truth.moves.iter().enumerate() {
         let want = if m.color == "white" { m.white_clock_s } else { m.black_clock_s };
@@ -375,11 +384,14 @@ fn outcome(job: &Job, address: u16, effects: &[(u64, Effect)]) -> ChainOutcome {
                 break;
             }
             Some((_, clk)) => {
-                if let Some(w) = want
-                    && m.clk_observable
-                    && !clk.is_some_and(|c| c.abs_diff(w) <= 1)
-                {
-                    why.push(format!("ply {} {}: %clk {clk:?}, want {w}", k + 1, m.uci));
+                let logged = m.press_at_ms.is_none_or(|p| !unlogged.contains(&p));
+                match (want, clk) {
+                    (Some(w), Some(c)) if c.abs_diff(w) <= 1 => {}
+                    (Some(_), None) if !logged || !m.clk_observable => clk_unlogged += 1,
+                    (Some(w), clk) if m.clk_observable || clk.is_some() => {
+                        why.push(format!("ply {} {}: %clk {clk:?}, want {w}", k + 1, m.uci))
+                    }
+                    _ => {}
                 }
             }
         }
@@ -387,5 +399,5 @@ fn outcome(job: &Job, address: u16, effects: &[(u64, Effect)]) -> ChainOutcome {
     if line.len() > truth.moves.len() {
         why.push(format!("{} plies confirmed, {} played", line.len(), truth.moves.len()));
     }
-    ChainOutcome { label: job.label.clone(), address, confirmed: line, why, effects: shown }
+    ChainOutcome { label: job.label.clone(), address, confirmed: line, clk_unlogged, why, effects: shown }
 }
