@@ -791,3 +791,40 @@ fn presses_made_long_before_their_plies_showed_take_them_in_order() {
     want.push(("c1f4".to_string(), Some(925)));
     assert_eq!(confirmed(&sim), want);
 }
+
+/// 1. e4 pressed; 1... e5 and 2. Nf3, their presses never seen (two presses between two
+/// readings of the board's event log on a chain); 2... e6 pressed, the press read as a
+/// reading rebuilt from the log: only Black's display in it was measured, White's is the
+/// last one known (e4's). So Nf3 gets no `%clk` (nor e5); read whole from the clock, White's
+/// display at Black's press is Nf3's.
+#[test]
+fn a_ply_without_its_press_takes_no_clock_from_a_rebuilt_reading() {
+    for rebuilt in [true, false] {
+        let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(900, ClockSide::Left);
+        sim.start_clock();
+        sim.wait(500);
+        let after_e4 = sim.play_uci(&Chess::default(), "e2e4");
+        sim.wait(300);
+        sim.press(3, 10);
+        sim.wait(500);
+        let after_e5 = sim.play_uci(&after_e4, "e7e5");
+        sim.wait(500);
+        let after_nf3 = sim.play_uci(&after_e5, "g1f3");
+        sim.wait(500);
+        sim.play_uci(&after_nf3, "b8c6");
+        sim.wait(300);
+        // Black presses at 903: White runs, its display at 912 (Nf3's press) or, rebuilt,
+        // 907 (e4's, the last White display known).
+        let mut r = sim.clock.as_ref().map(|c| c.reading()).expect("a clock");
+        r.left.time = dgt_protocol::ClockTime::from_seconds(if rebuilt { 907 } else { 912 });
+        r.right.time = dgt_protocol::ClockTime::from_seconds(903);
+        r.status = ClockStatus(0x01 | if rebuilt { ClockStatus::REBUILT } else { 0 });
+        let now = sim.now;
+        let events = &mut sim.events;
+        sim.tracker.feed_clock(&r, now, &mut |e| events.push(e));
+        sim.wait(2000);
+        let clks: Vec<Option<u32>> = confirmed(&sim).into_iter().map(|(_, c)| c).collect();
+        let nf3 = if rebuilt { None } else { Some(912) };
+        assert_eq!(clks, [Some(907), None, nf3, Some(903)], "rebuilt: {rebuilt}");
+    }
+}

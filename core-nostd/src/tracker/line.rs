@@ -429,7 +429,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
                         && r.running_side() == Some(side)
                         && press.is_none_or(|p| p.by == color)
                         && (replied || self.clocks.last_ms.abs_diff(seen) > 1000);
-                    if moved_again || ran {
+                    // A reading rebuilt from a board's event log (a chain) measured the
+                    // presser's display only: the mover's is a guess.
+                    if moved_again || ran || !r.status.measured(side) {
                         self.clocks.unknown(color);
                         (None, None)
                     } else {
