@@ -1404,7 +1404,10 @@ mod tests {
             c.start(1100);
         }
         assert!(fw.press_clock(ClockSide::Left, 4_100));
-        assert!(!fw.ee_events().iter().any(|e| matches!(e, EeEvent::Time { .. })), "logged at the next reading");
+        assert!(
+            !fw.ee_events().iter().any(|e| matches!(e, EeEvent::Time { .. })),
+            "logged at the next reading"
+        );
         fw.tick(4_400);
         let time = ClockTime::new(0, 2, 59).unwrap();
         assert_eq!(fw.ee_events().last(), Some(&EeEvent::Time { side: ClockSide::Left, time }));

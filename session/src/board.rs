@@ -323,6 +323,11 @@ impl BoardSession {
         self.port = Some(port.to_owned());
         self.set_state(LinkState::Active);
         let t = self.t(now);
+        if self.away.is_none() && self.game.is_none() {
+            // The first look at a board with no game: one may be under way (see
+            // `Reconcile::join`).
+            self.away = Some(Reconcile::join());
+        }
         if let Some(a) = &mut self.away {
             a.attached(t);
         }
@@ -591,7 +596,7 @@ impl BoardSession {
                 AlertLevel::Info,
                 "the relay took the shortest sequence of moves that leads to the position on the board",
             ),
-            LogNeed::No | LogNeed::Unexplained => return,
+            LogNeed::No | LogNeed::Unexplained | LogNeed::UnderWay => return,
         };
         self.alert(Alert::new(
             AlertCode::MovesReconstructed,

@@ -328,6 +328,13 @@ fn pump(poller: &mut BusPoller, per: &mut BTreeMap<u16, Per>, now: u64) {
             if p.session.link_state() == LinkState::Active {
                 let back = poller.take_line_output(*address);
                 if !back.is_empty() {
+                    // `DGT_BUS_LINE=ADDRESS` prints what that board's session reads, with the time.
+                    if std::env::var("DGT_BUS_LINE").ok().and_then(|a| a.parse::<u16>().ok())
+                        == Some(*address)
+                    {
+                        let mut d: dgt_protocol::Decoder<256> = dgt_protocol::Decoder::new();
+                        d.feed(&back, |m| println!("line {address} {now} {m:?}"));
+                    }
                     p.session.on_bytes(now, &back);
                     moved = true;
                 }

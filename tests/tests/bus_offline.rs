@@ -75,6 +75,18 @@ fn twelve_chained_boards_offline_play_two_rounds_exactly() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Prints the poller's and sessions' logs when `RUST_LOG` is set.
+fn trace_if_asked() {
+    if std::env::var("RUST_LOG").is_ok() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .without_time()
+            .with_ansi(false)
+            .with_target(false)
+            .try_init();
+    }
+}
+
 /// The line seeds `DGT_BUS_SEEDS=FROM-TO` (or one seed) asks for, else `default`.
 fn seeds_from_env(default: (u64, u64)) -> (u64, u64) {
     std::env::var("DGT_BUS_SEEDS")
@@ -91,14 +103,7 @@ fn seeds_from_env(default: (u64, u64)) -> (u64, u64) {
 #[test]
 #[ignore = "about a minute in a debug build; run with --ignored"]
 fn twelve_chained_boards_offline_are_exact_under_many_line_timings() {
-    if std::env::var("RUST_LOG").is_ok() {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .without_time()
-            .with_ansi(false)
-            .with_target(false)
-            .try_init();
-    }
+    trace_if_asked();
     let (from, to) = seeds_from_env((1, 8));
     let show = std::env::var("DGT_BUS_SHOW").is_ok();
     let jobs = chain_jobs();
@@ -124,15 +129,24 @@ fn twelve_chained_boards_offline_are_exact_under_many_line_timings() {
 /// The relay frozen for `len` ms from `from` (a loaded machine): the boards play on, and
 /// the poller reads seconds of their changes at once. Returns what was not exact.
 fn frozen_relay_failures(seed: u64, from: u64, len: u64) -> Vec<String> {
+    trace_if_asked();
     let first_start_ms = if seed % 2 == 1 { (0, 2_000) } else { (4_000, 7_000) };
     let opts =
         ChainOptions { seed, first_start_ms, relay_frozen: Some((from, len)), ..ChainOptions::default() };
     let jobs = chain_jobs();
     let outcomes = replay_chain(&jobs, 12, &opts);
     assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
+    let show = std::env::var("DGT_BUS_SHOW").is_ok();
     outcomes
         .iter()
         .filter(|o| !o.why.is_empty())
+        .inspect(|o| {
+            if show {
+                for (t, e) in &o.effects {
+                    println!("  {t} {e}");
+                }
+            }
+        })
         .map(|o| {
             format!(
                 "seed {seed}, relay frozen {from}+{len} ms: {} (board {}): {}",

@@ -29,7 +29,23 @@ pub(super) struct Board {
     pub(super) repeat: bool,
     /// The last changes packet's bytes (to tell a stale repeat).
     pub(super) last_changes: Vec<u8>,
+    /// A real dump (`SEND_BRD`) is to be read in its next turn.
     pub(super) want_dump: bool,
+    /// Its session asked for a dump (`42`): answered after the next changes are read, from
+    /// [`Board::model`] unless in doubt (see [`super::BusPoller`]`::answer_dump`).
+    pub(super) dump_asked: bool,
+    /// Its session asked for the event log (`49`): answered after the next changes are read.
+    pub(super) log_asked: bool,
+    /// The board as its log has it: a listing (power-up, start tag) or a real dump, and
+    /// every change logged since (`None`: not known yet).
+    pub(super) model: Option<[u8; 64]>,
+    /// The model may be wrong (a changes packet lost, an event garbled): the next dump the
+    /// session asks for is read from the board.
+    pub(super) doubt: bool,
+    /// The model changed since the last dump went out on the line.
+    pub(super) changed_since_dump: bool,
+    /// When the last real dump was read.
+    pub(super) last_real_dump: Option<u64>,
     pub(super) want_clock: bool,
     pub(super) next_clock: u64,
     /// The last reading sent (read, or made from a logged press).
@@ -50,7 +66,7 @@ pub(super) struct Board {
     /// Every EEPROM event the changes brought, for the event log.
     pub(super) log: VecDeque<EeEvent>,
     pub(super) log_bytes: usize,
-    /// The log holds a power-up (or a dump's listing standing for one).
+    /// The log holds a listing (a power-up, a start tag, or a dump standing for one).
     pub(super) anchored: bool,
     pub(super) line: Option<VirtualLine>,
     /// Its line was closed by the caller while the board is still there: offered again
@@ -72,6 +88,12 @@ impl Board {
             repeat: false,
             last_changes: Vec::new(),
             want_dump: false,
+            dump_asked: false,
+            log_asked: false,
+            model: None,
+            doubt: false,
+            changed_since_dump: false,
+            last_real_dump: None,
             want_clock: true,
             next_clock: now,
             last_times: None,
@@ -97,23 +119,36 @@ impl Board {
                 None => self.log_bytes = 0,
             }
         }
-        if matches!(e, EeEvent::PowerUp) {
-            self.anchored = true;
-        }
-    }
-    /// The board as the event log has it: the last power-up's listing of the pieces and
-    /// every change since (`None` when the log holds no power-up).
-    pub(super) fn logged_board(&self) -> Option<[u8; 64]> {
-        let start = self.log.iter().rposition(|e| matches!(e, EeEvent::PowerUp | EeEvent::WatchdogAction))?;
-        let mut raw = [0u8; 64];
-        for e in self.log.iter().skip(start) {
-            if let EeEvent::Field { square, piece, .. } = e {
-                raw[usize::from(square.index())] = piece.code();
+        match e {
+            EeEvent::PowerUp | EeEvent::WatchdogAction | EeEvent::StartTag => {
+                // A listing of every piece follows: the board from scratch.
+                self.anchored = true;
+                self.model = Some([0; 64]);
+                self.changed_since_dump = true;
             }
+            EeEvent::Field { square, piece, .. } => {
+                if let Some(m) = self.model.as_mut() {
+                    let k = usize::from(square.index());
+                    self.changed_since_dump |= m[k] != piece.code();
+                    m[k] = piece.code();
+                }
+            }
+            EeEvent::Malformed { .. } => self.doubt = true,
+            _ => {}
         }
-        Some(raw)
     }
 
+    /// A dump read from the board at `now`: the model from here on. One that differs from
+    /// what the log gave means the log missed a change (or a hand was at work as it was
+    /// read); the next changes go on from it either way.
+    pub(super) fn real_dump(&mut self, now: u64, raw: [u8; 64]) {
+        if self.model.is_some_and(|m| m != raw) {
+            crate::log::debug!(address = self.address, "a dump differs from the board's log");
+        }
+        self.model = Some(raw);
+        self.doubt = false;
+        self.last_real_dump = Some(now);
+    }
     /// The event log as the board's `EE_MOVES` message would carry it.
     pub(super) fn event_log(&self) -> Vec<u8> {
         let mut events: Vec<EeEvent> = self.log.iter().copied().collect();

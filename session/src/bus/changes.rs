@@ -12,11 +12,12 @@ use dgt_protocol::{
 
 use super::BusPoller;
 use super::board::Board;
-use super::press::press_readings;
+use super::press::{game_start_readings, press_readings};
 
 impl Board {
     /// A dump on the virtual line.
     pub(super) fn send_dump(&mut self, d: BoardDump) {
+        self.changed_since_dump = false;
         if let Some(line) = self.line.as_mut() {
             line.send(&Message::BoardDump(d));
             line.dumped = true;
@@ -36,20 +37,49 @@ impl Board {
     /// build on (none yet, or a game may have begun since the last one: its clock may be
     /// new) is deferred with all that follows it until the clock is read; `fresh` is that
     /// reading, taken after the deferred press.
-    pub(super) fn forward(&mut self, now: u64, gap: u64, events: &[EeEvent], mut fresh: Option<ClockTimes>) {
+    pub(super) fn forward(
+        &mut self,
+        now: u64,
+        gaps: Gaps,
+        events: &[EeEvent],
+        mut fresh: Option<ClockTimes>,
+    ) {
         let address = self.address;
         if let Some(line) = self.line.as_mut() {
             line.gap_until = None;
         }
+        if !self.deferred.is_empty() {
+            self.deferred.extend_from_slice(events);
+            return;
+        }
+        let first_press = events.iter().find_map(|e| match e {
+            EeEvent::Time { side, .. } => Some(*side),
+            _ => None,
+        });
+        let Some(line) = self.line.as_mut() else { return };
+        let unready = line.new_game || self.stale || self.last_times.is_none_or(|t| t.status.no_clock());
+        if let (Some(side), true) = (first_press, unready) {
+            match fresh {
+                None => {
+                    // A press with no reading of this game's clock to build on: the packet
+                    // waits whole for the clock to be read, so that the clock's start goes out
+                    // before the moves, as a single board sends it.
+                    crate::log::trace!(address, "changes deferred until the clock is read");
+                    self.deferred.extend_from_slice(events);
+                    return;
+                }
+                Some(r) if !r.status.no_clock() && (line.new_game || self.stale) => {
+                    fresh = Some(game_start_readings(r, side, line));
+                }
+                Some(_) => {}
+            }
+        }
         // In a power-up's listing of the pieces (not changes), and the squares it named.
         let (mut listing, mut listed) = (false, 0u64);
-        // A press went out from this packet; the last event forwarded was a field event.
-        let (mut pressed, mut after_field) = (false, false);
-        for (i, &e) in events.iter().enumerate() {
-            if !self.deferred.is_empty() {
-                self.deferred.push(e);
-                continue;
-            }
+        // A press went out from this packet; the last event forwarded was a field event, on
+        // this square.
+        let (mut pressed, mut after_field) = (false, None::<u8>);
+        for &e in events {
             let Some(line) = self.line.as_mut() else { return };
             match e {
                 EeEvent::Field { square, piece, .. }
@@ -66,14 +96,20 @@ impl Board {
                         // are two plies or more (a burst), in this packet or the next.
                         line.burst |= line.presses_since_field >= 2;
                         line.presses_since_field = 0;
-                        if (pressed || line.burst) && after_field && !quick {
-                            // A later scan's change (the board logged it 250 ms or more after
-                            // the one before), after a press: another ply's, possibly.
-                            line.hold_next(now, gap);
+                        // A later scan's change: the board logged it 250 ms or more after the
+                        // one before, or a scan reports in square order and this one is not
+                        // after the last.
+                        let later_scan = after_field.is_some_and(|last| !quick || square.index() <= last);
+                        if later_scan {
+                            // After a press, another ply's, possibly: held as the press's
+                            // gap; else a scan apart, so that plies a packet brings keep the
+                            // order the board saw them in.
+                            let long = (pressed || line.burst) && !quick;
+                            line.hold_next(now, if long { gaps.press } else { gaps.scan });
                         }
                         line.before_field();
                         line.send(&Message::FieldUpdate(FieldUpdate::new(square, piece)));
-                        after_field = true;
+                        after_field = Some(square.index());
                     }
                 }
                 EeEvent::Time { side, time } => {
@@ -81,28 +117,20 @@ impl Board {
                     crate::log::trace!(address, ?side, ?time, "press in the changes");
                     let replay = fresh.take();
                     let base = replay.or(self.last_times).filter(|t| !t.status.no_clock());
-                    match base {
-                        Some(base) if replay.is_some() || !(line.new_game || self.stale) => {
-                            self.last_times = Some(press_readings(base, side, time, line, replay.is_some()));
-                            line.hold_next(now, gap);
-                            line.presses_since_field = line.presses_since_field.saturating_add(1);
-                            line.burst = false;
-                            pressed = true;
-                            after_field = false;
-                            self.held = false;
-                            self.game_unread = false;
-                        }
-                        _ if replay.is_some() => {
-                            // The clock read after it shows none: no reading to send.
-                        }
-                        _ => {
-                            crate::log::trace!(address, "press deferred until the clock is read");
-                            self.deferred.extend_from_slice(&events[i..]);
-                            return;
-                        }
+                    if let Some(base) = base {
+                        line.before_press(now, gaps.scan);
+                        self.last_times = Some(press_readings(base, side, time, line, replay.is_some()));
+                        line.hold_next(now, gaps.press);
+                        line.presses_since_field = line.presses_since_field.saturating_add(1);
+                        line.burst = false;
+                        pressed = true;
+                        after_field = None;
+                        self.held = false;
+                        self.game_unread = false;
                     }
+                    // Else the clock read after it shows none: no reading to send.
                 }
-                EeEvent::PowerUp | EeEvent::WatchdogAction => {
+                EeEvent::PowerUp | EeEvent::WatchdogAction | EeEvent::StartTag => {
                     listing = true;
                     listed = 0;
                 }
@@ -121,16 +149,27 @@ impl Board {
     }
 }
 
+/// How far apart what one changes packet brings goes out on the virtual line.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Gaps {
+    /// After a press (see [`super::BusTiming::press_gap_ms`]).
+    pub(super) press: u64,
+    /// Between two scans' changes (see [`super::BusTiming::scan_gap_ms`]).
+    pub(super) scan: u64,
+}
+
 impl BusPoller {
     /// A changes packet: recorded for the event log; forwarded as field updates and
     /// readings (see [`super`]).
     pub(super) fn changes(&mut self, now: u64, address: u16, raw: Vec<u8>, repeat: bool) {
-        let gap = self.timing.press_gap_ms;
+        let gaps = self.gaps();
         let Some(b) = self.boards.get_mut(&address) else { return };
         if repeat && raw == b.last_changes && !raw.is_empty() {
             // The board had not sent the lost packet: this is the one before, already had.
             // Unless the two were alike: read the board whole to be sure.
+            b.doubt = true;
             b.want_dump = true;
+            self.add_to_turn(address, BusCommandKind::SendBoard);
             return;
         }
         b.last_changes.clone_from(&raw);
@@ -141,15 +180,12 @@ impl BusPoller {
             b.fresh = false;
         }
         // A line with no dump yet: its session must have the board before these changes (a
-        // single board answers the handshake's dump request at once; here that dump may
-        // have been lost, or come a cycle late). The event log has it.
-        let before =
-            (forward && b.line.as_ref().is_some_and(|l| !l.dumped)).then(|| b.logged_board()).flatten();
-        let mut doubt = false;
+        // single board answers the handshake's dump request at once; here that request may
+        // still wait for its answer). The model has it.
+        let before = (forward && b.line.as_ref().is_some_and(|l| !l.dumped)).then_some(b.model).flatten();
         let mut events = Vec::new();
         for e in dgt_protocol::EeEvents::new(&raw).iter() {
             b.record(e);
-            doubt |= matches!(e, EeEvent::PowerUp | EeEvent::WatchdogAction | EeEvent::Malformed { .. });
             if forward {
                 events.push(e);
             }
@@ -159,14 +195,11 @@ impl BusPoller {
             crate::log::trace!(address, "first dump on the line, from the event log");
             b.send_dump(BoardDump { raw });
         }
-        b.forward(now, gap, &events, None);
-        if !forward {
-            // What it logged while no line was open: the session reads a dump (and, when that
-            // differs from what it kept, this log).
-            doubt = true;
-        }
+        b.forward(now, gaps, &events, None);
+        // A board the log does not tell whole (never listed, a packet lost, an event garbled)
+        // is read whole.
+        b.want_dump |= b.model.is_none() || b.doubt;
         b.want_clock |= press;
-        b.want_dump |= doubt;
         let (want_dump, want_clock) = (b.want_dump, b.want_clock || now >= b.next_clock);
         if want_dump {
             self.add_to_turn(address, BusCommandKind::SendBoard);
@@ -176,6 +209,60 @@ impl BusPoller {
         }
         if self.boards.get(&address).is_some_and(|b| !b.deferred.is_empty()) {
             self.clock_before_dump(address);
+        }
+        self.answer_requests(now, address);
+    }
+
+    /// The gaps that keep a packet's plies apart on a virtual line.
+    pub(super) fn gaps(&self) -> Gaps {
+        Gaps { press: self.timing.press_gap_ms, scan: self.timing.scan_gap_ms }
+    }
+
+    /// Answers what the session of the board at `address` asked for, once the changes are
+    /// read (and any press deferred until the clock is read went out): the event log, and a
+    /// dump. A dump is the board as its log has it (the changes the session has seen, and
+    /// nothing they do not show: a dump read from the board while a backlog of changes is
+    /// still let out on the line would show moves ahead of them). It is read from the board
+    /// when the log is in doubt, or when the session asks again while nothing changed since
+    /// the last (it doubts the board: a change the log missed), at most every
+    /// [`super::BusTiming::doubt_dump_ms`] (DGT's header: "when any mismatch occurs: ask full
+    /// position").
+    pub(super) fn answer_requests(&mut self, now: u64, address: u16) {
+        let doubt_ms = self.timing.doubt_dump_ms;
+        let Some(b) = self.boards.get_mut(&address) else { return };
+        if !b.deferred.is_empty() || b.line.is_none() {
+            return;
+        }
+        if core::mem::take(&mut b.log_asked) {
+            let log = b.event_log();
+            if let Some(line) = b.line.as_mut() {
+                line.send_raw(&log);
+            }
+        }
+        if !b.dump_asked || b.want_dump {
+            return;
+        }
+        if let Some(line) = b.line.as_mut()
+            && !line.later.is_empty()
+            && line.send_shown_now()
+        {
+            // A backlog is being let out: the session is answered at once with the board as
+            // it has seen it so far (it binds the presses it has to the plies it shows), not
+            // behind the backlog, nor with the board ahead of it.
+            b.dump_asked = false;
+            return;
+        }
+        let asked_again = !b.changed_since_dump;
+        let may_read = b.last_real_dump.is_none_or(|t| now >= t + doubt_ms);
+        match b.model {
+            Some(raw) if !b.doubt && !(asked_again && may_read) => {
+                b.dump_asked = false;
+                b.send_dump(BoardDump { raw });
+            }
+            _ => {
+                b.want_dump = true;
+                self.add_to_turn(address, BusCommandKind::SendBoard);
+            }
         }
     }
 
@@ -193,7 +280,14 @@ impl BusPoller {
         }
     }
 
+    /// A clock reading; then what the session asked for, once presses deferred until it
+    /// went out.
     pub(super) fn clock(&mut self, now: u64, address: u16, t: Bwtime) {
+        self.clock_reading(now, address, t);
+        self.answer_requests(now, address);
+    }
+
+    fn clock_reading(&mut self, now: u64, address: u16, t: Bwtime) {
         let timing = self.timing;
         let Some(b) = self.boards.get_mut(&address) else { return };
         b.want_clock = false;
@@ -236,7 +330,8 @@ impl BusPoller {
             // first, built on this reading (the game learns White's side from the set clock
             // and the running reading before the press, not from this one).
             let deferred = core::mem::take(&mut b.deferred);
-            b.forward(now, timing.press_gap_ms, &deferred, Some(t));
+            let gaps = Gaps { press: timing.press_gap_ms, scan: timing.scan_gap_ms };
+            b.forward(now, gaps, &deferred, Some(t));
         }
         if b.line.as_ref().is_some_and(|l| !l.later.is_empty()) {
             // Changes read before this reading are still held back on the line (a backlog
@@ -266,10 +361,11 @@ impl BusPoller {
     }
 
     pub(super) fn dump(&mut self, now: u64, address: u16, d: BoardDump) {
-        let gap = self.timing.press_gap_ms;
+        let gaps = self.gaps();
         crate::log::trace!(address, raw = ?d.raw, "dump");
         let Some(b) = self.boards.get_mut(&address) else { return };
         b.want_dump = false;
+        b.dump_asked = false;
         if !b.anchored {
             // The log starts here: as a power-up listing of this dump.
             b.record(EeEvent::PowerUp);
@@ -280,13 +376,19 @@ impl BusPoller {
                 }
             }
         }
+        b.real_dump(now, d.raw);
         if !b.deferred.is_empty() {
             // The dump shows the board after them: they go first, on the last reading.
             let deferred = core::mem::take(&mut b.deferred);
             let base = b.last_times;
-            b.forward(now, gap, &deferred, base);
+            b.forward(now, gaps, &deferred, base);
         }
-        b.send_dump(d);
+        if b.deferred.is_empty() {
+            b.send_dump(d);
+        } else {
+            // Still waiting for the clock: the dump (the model now) follows them.
+            b.dump_asked = true;
+        }
         b.want_clock = true;
         self.add_to_turn(address, BusCommandKind::SendClock);
     }

@@ -90,7 +90,7 @@ impl BusPoller {
         let held = self
             .boards
             .values()
-            .filter_map(|b| b.line.as_ref()?.later.front().map(|(t, _)| *t))
+            .filter_map(|b| b.line.as_ref()?.later.front().map(|h| h.at))
             .min()
             .unwrap_or(u64::MAX);
         self.line_deadline().min(reoffer).min(held)

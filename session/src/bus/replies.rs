@@ -120,6 +120,7 @@ impl BusPoller {
                 if matches!(kind, BusCommandKind::SendChanges | BusCommandKind::RepeatChanges) {
                     b.repeat = true;
                 }
+                b.doubt = true;
                 b.want_dump = true;
             }
             self.turn = None;
@@ -151,6 +152,7 @@ impl BusPoller {
             // The board may have sent (and forgotten) the changes: ask for them again, and
             // read it whole.
             b.repeat = true;
+            b.doubt = true;
             b.want_dump = true;
             // A board heard on its last command lost one reply (noise, a slow answer): it
             // is asked again at once, so its moves wait a command, not a whole cycle.
