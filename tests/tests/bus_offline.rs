@@ -63,13 +63,21 @@ fn two_round_jobs() -> Vec<Job> {
 #[test]
 #[ignore = "about a minute in a debug build; run with --ignored"]
 fn twelve_chained_boards_offline_play_two_rounds_exactly() {
+    trace_if_asked();
     let jobs = two_round_jobs();
+    let (from, to) = seeds_from_env((1, 2));
+    let show = std::env::var("DGT_BUS_SHOW").is_ok();
     let mut failures = Vec::new();
-    for seed in 1..=2 {
+    for seed in from..=to {
         let outcomes = replay_chain(&jobs, 12, &ChainOptions { seed, ..ChainOptions::default() });
         assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
         for o in outcomes.iter().filter(|o| !o.why.is_empty()) {
             failures.push(format!("seed {seed} {} (board {}): {}", o.label, o.address, o.why.join("; ")));
+            if show {
+                for (t, e) in &o.effects {
+                    println!("  {t} {e}");
+                }
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -292,7 +292,7 @@ impl BusPoller {
         let Some(b) = self.boards.get_mut(&address) else { return };
         b.want_clock = false;
         b.next_clock = now + timing.clock_period_ms;
-        let Bwtime::Times(t) = t else { return };
+        let Bwtime::Times(mut t) = t else { return };
         crate::log::trace!(address, status = t.status.0, left = ?t.left.time, right = ?t.right.time, "clock reading");
         // A running clock whose lever is not where the last reading sent left it was pressed
         // since the changes were read: that press is in the board's log, and comes with the
@@ -321,6 +321,13 @@ impl BusPoller {
                 self.add_to_turn(address, BusCommandKind::SendClock);
             }
             return;
+        }
+        if ahead && b.held {
+            // Held once, and the changes did not bring the press: the log skipped it (two
+            // presses between two of the board's readings of its clock). The reading is not
+            // the press's: the side it started has run since, and only the halted side's
+            // display is that press's (see `ClockStatus::rebuilt`).
+            t.status.0 |= dgt_protocol::ClockStatus::REBUILT;
         }
         b.held = false;
         b.game_unread &= !t.status.running();
