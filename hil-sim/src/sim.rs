@@ -209,6 +209,10 @@ pub struct ScenarioReport {
     pub stats: FirmwareStats,
     /// False when the scenario was abandoned (board shut down first).
     pub completed: bool,
+    /// Presses the board's event log never got (virtual ms from the scenario's start; see
+    /// [`crate::firmware::CLOCK_POLL_MS`]): a relay that reads the log (a chain) cannot
+    /// know their `%clk`.
+    pub unlogged_presses: Vec<u64>,
 }
 
 /// A scenario started on a board; wait for it with [`ScenarioHandle::wait`].
@@ -899,6 +903,13 @@ impl Runner {
             final_board: codes_board(self.fw.physical(), self.orientation).to_string(),
             stats: self.fw.stats(),
             completed,
+            unlogged_presses: self
+                .fw
+                .unlogged_presses()
+                .iter()
+                .filter(|t| **t >= started)
+                .map(|t| t - started)
+                .collect(),
         }
     }
 

@@ -303,13 +303,13 @@ impl Reconcile {
         let stopped = self
             .held
             .iter()
-            .filter_map(|(_, m)| match m {
+            .rev()
+            .find_map(|(_, m)| match m {
                 Message::Bwtime(dgt_protocol::Bwtime::Times(t)) if !t.status.no_clock() => {
                     Some(!t.status.running())
                 }
                 _ => None,
             })
-            .last()
             .unwrap_or(false);
         let best = log.filter(|_| !stopped).and_then(|log| {
             [Orientation::Normal, Orientation::Rotated]

@@ -252,10 +252,10 @@ impl BusPoller {
             b.dump_asked = false;
             return;
         }
-        let asked_again = !b.changed_since_dump;
-        let may_read = b.last_real_dump.is_none_or(|t| now >= t + doubt_ms);
+        // Asked again with nothing changed, and not read from the board too recently.
+        let doubted = !b.changed_since_dump && b.last_real_dump.is_none_or(|t| now >= t + doubt_ms);
         match b.model {
-            Some(raw) if !b.doubt && !(asked_again && may_read) => {
+            Some(raw) if !(b.doubt || doubted) => {
                 b.dump_asked = false;
                 b.send_dump(BoardDump { raw });
             }
