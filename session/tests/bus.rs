@@ -31,7 +31,9 @@ fn twelve_boards_are_found_and_each_gets_its_own_session() {
         );
     }
     let stats = c.poller.stats();
-    assert!(stats.cycles > 10, "{stats:?}");
+    // About 3.5 s of discovery, then a second or so of first turns (each board's power-up
+    // listing, and a start tag a cycle): cycles of under half a second after.
+    assert!(stats.cycles > 8, "{stats:?}");
     // Twelve changes polls (about 15 ms each) and a clock reading per board a second.
     assert!(stats.last_cycle_ms < 600, "{stats:?}");
     assert_eq!(c.events.iter().filter(|(_, e)| matches!(e, BusEvent::Gone { .. })).count(), 0);

@@ -193,3 +193,59 @@ fn twelve_chained_boards_offline_survive_a_relay_frozen_at_any_moment() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The games of the chain test under one line seed with `opts`; what was not exact.
+fn failures_with(seed: u64, opts: ChainOptions, what: &str) -> Vec<String> {
+    trace_if_asked();
+    let jobs = chain_jobs();
+    let outcomes = replay_chain(&jobs, 12, &ChainOptions { seed, ..opts });
+    assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
+    let show = std::env::var("DGT_BUS_SHOW").is_ok();
+    outcomes
+        .iter()
+        .filter(|o| !o.why.is_empty())
+        .inspect(|o| {
+            if show {
+                for (t, e) in &o.effects {
+                    println!("  {t} {e}");
+                }
+            }
+        })
+        .map(|o| format!("seed {seed}, {what}: {} (board {}): {}", o.label, o.address, o.why.join("; ")))
+        .collect()
+}
+
+/// Issue 34: the games began before the relay came up (every board had played for 3 to 5 s,
+/// unread: a few moves): each is relayed from its first move, with the `%clk` of every press its
+/// board logged, from the board's log (its first changes carry everything since it was
+/// powered).
+#[test]
+fn twelve_chained_boards_offline_relay_games_begun_before_the_relay() {
+    let (from, to) = seeds_from_env((1, 1));
+    let opts = ChainOptions { first_start_ms: (0, 2_000), relay_from_ms: 5_000, ..ChainOptions::default() };
+    let mut failures = Vec::new();
+    for seed in from..=to {
+        failures.extend(failures_with(seed, opts, "relay up at 5 s"));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Issue 34: the relay killed during the round (at 15 s, the games under way, thinking time
+/// fast-forwarded 60 times) and started again on its journals 4 s later, the boards playing on: nothing is lost, every `%clk` the
+/// boards logged is kept (the moves made meanwhile come from each board's log since its
+/// start tag, `SEND_FROM_START`).
+#[test]
+fn twelve_chained_boards_offline_lose_nothing_when_the_relay_restarts() {
+    let (from, to) = seeds_from_env((1, 1));
+    let opts = ChainOptions {
+        speed: 60.0,
+        first_start_ms: (0, 2_000),
+        relay_restart: Some((15_000, 4_000)),
+        ..ChainOptions::default()
+    };
+    let mut failures = Vec::new();
+    for seed in from..=to {
+        failures.extend(failures_with(seed, opts, "relay restarted at 15 s"));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

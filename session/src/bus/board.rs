@@ -68,6 +68,11 @@ pub(super) struct Board {
     pub(super) log_bytes: usize,
     /// The log holds a listing (a power-up, a start tag, or a dump standing for one).
     pub(super) anchored: bool,
+    /// `SEND_FROM_START` was asked (once, when its first changes did not start at a listing).
+    pub(super) from_start_asked: bool,
+    /// A start tag is to be written (`SET_START_GAME`): the board shows a game's start
+    /// position, or nothing on it anchors its log for a relay restarted later.
+    pub(super) want_tag: bool,
     pub(super) line: Option<VirtualLine>,
     /// Its line was closed by the caller while the board is still there: offered again
     /// from this time.
@@ -104,6 +109,8 @@ impl Board {
             log: VecDeque::new(),
             log_bytes: 0,
             anchored: false,
+            from_start_asked: false,
+            want_tag: false,
             line: None,
             reoffer: None,
         }
@@ -149,6 +156,18 @@ impl Board {
         self.doubt = false;
         self.last_real_dump = Some(now);
     }
+    /// Starts the log afresh with `events` (a `SEND_FROM_START` answer: from the start tag
+    /// to what the changes have sent, which it holds).
+    pub(super) fn restart_log(&mut self, events: &[EeEvent]) {
+        self.log.clear();
+        self.log_bytes = 0;
+        self.anchored = false;
+        self.model = None;
+        for &e in events {
+            self.record(e);
+        }
+    }
+
     /// The event log as the board's `EE_MOVES` message would carry it.
     pub(super) fn event_log(&self) -> Vec<u8> {
         let mut events: Vec<EeEvent> = self.log.iter().copied().collect();

@@ -74,8 +74,9 @@ impl Board {
                 Some(_) => {}
             }
         }
-        // In a power-up's listing of the pieces (not changes), and the squares it named.
-        let (mut listing, mut listed) = (false, 0u64);
+        // In a listing of the pieces (a power-up's, a start tag's: not changes): the board
+        // the session has, the squares named, and how many of its pieces are left to name.
+        let mut listing: Option<(Option<[u8; 64]>, u64, usize)> = None;
         // A press went out from this packet; the last event forwarded was a field event, on
         // this square.
         let (mut pressed, mut after_field) = (false, None::<u8>);
@@ -83,14 +84,24 @@ impl Board {
             let Some(line) = self.line.as_mut() else { return };
             match e {
                 EeEvent::Field { square, piece, .. }
-                    if listing && !piece.is_empty() && listed & (1u64 << square.index()) == 0 =>
+                    if listing.is_some_and(|(board, listed, left)| {
+                        let k = square.index();
+                        left > 0
+                            && listed & (1u64 << k) == 0
+                            && board.map_or(!piece.is_empty(), |b| b[usize::from(k)] == piece.code())
+                    }) =>
                 {
-                    listed |= 1u64 << square.index();
+                    if let Some((_, listed, left)) = listing.as_mut() {
+                        *listed |= 1u64 << square.index();
+                        *left -= 1;
+                    }
                 }
                 EeEvent::Field { square, piece, quick } => {
-                    // A power-up's listing names each piece once and no empty square: an
-                    // empty square, or one listed already, is a change made after it.
-                    listing = false;
+                    // A listing names each piece of the board once, and no empty square: a
+                    // square the session has otherwise, one named already, or one more than
+                    // the board holds, is a change (made after it, or while the board had no
+                    // power).
+                    listing = None;
                     if line.mode.fields() {
                         // Two presses or more with no change between: the changes that follow
                         // are two plies or more (a burst), in this packet or the next.
@@ -113,7 +124,7 @@ impl Board {
                     }
                 }
                 EeEvent::Time { side, time } => {
-                    listing = false;
+                    listing = None;
                     crate::log::trace!(address, ?side, ?time, "press in the changes");
                     let replay = fresh.take();
                     let base = replay.or(self.last_times).filter(|t| !t.status.no_clock());
@@ -131,16 +142,18 @@ impl Board {
                     // Else the clock read after it shows none: no reading to send.
                 }
                 EeEvent::PowerUp | EeEvent::WatchdogAction | EeEvent::StartTag => {
-                    listing = true;
-                    listed = 0;
+                    // (Before the session has a board, every piece named is the listing's.)
+                    let board = line.latest();
+                    let pieces = board.map_or(64, |b| b.iter().filter(|c| **c != 0).count());
+                    listing = Some((board, 0, pieces));
                 }
                 EeEvent::BeginPos | EeEvent::BeginPosRotated | EeEvent::FourRows => {
                     // A game may begin: its clock is new to the session.
-                    listing = false;
+                    listing = None;
                     line.new_game = true;
                     self.game_unread = true;
                 }
-                _ => listing = false,
+                _ => listing = None,
             }
         }
         if let Some(line) = self.line.as_mut() {
@@ -191,6 +204,20 @@ impl BusPoller {
             }
         }
         let press = events.iter().any(|e| matches!(e, EeEvent::Time { .. }));
+        // A game's start position: a start tag there lets a relay restarted during the game
+        // read it whole from the board (`SEND_FROM_START`, DGT's header, tips B and D).
+        b.want_tag |= dgt_protocol::EeEvents::new(&raw)
+            .iter()
+            .any(|e| matches!(e, EeEvent::BeginPos | EeEvent::BeginPosRotated));
+        // The first changes of a board this poller reads, when they do not begin with a
+        // listing (a board read before by a relay that stopped: what it logged since lacks
+        // the board it started from).
+        let begins_listed = dgt_protocol::EeEvents::new(&raw)
+            .iter()
+            .find(|e| !matches!(e, EeEvent::Nop | EeEvent::Nop2))
+            .is_some_and(|e| matches!(e, EeEvent::PowerUp | EeEvent::WatchdogAction | EeEvent::StartTag));
+        let ask_from_start = !b.from_start_asked && !begins_listed;
+        b.from_start_asked = true;
         if let Some(raw) = before.filter(|_| !events.is_empty()) {
             crate::log::trace!(address, "first dump on the line, from the event log");
             b.send_dump(BoardDump { raw });
@@ -201,6 +228,14 @@ impl BusPoller {
         b.want_dump |= b.model.is_none() || b.doubt;
         b.want_clock |= press;
         let (want_dump, want_clock) = (b.want_dump, b.want_clock || now >= b.next_clock);
+        if ask_from_start {
+            // Its log does not reach back to a listing (the board was read before, by a
+            // relay that stopped): the log from its start tag does, when it has one.
+            self.add_to_turn(address, BusCommandKind::SendFromStart);
+        } else if self.boards.get_mut(&address).is_some_and(|b| core::mem::take(&mut b.want_tag)) {
+            // At once, while the board still shows the start position.
+            self.add_to_turn(address, BusCommandKind::SetStartGame);
+        }
         if want_dump {
             self.add_to_turn(address, BusCommandKind::SendBoard);
         }
@@ -263,6 +298,23 @@ impl BusPoller {
                 b.want_dump = true;
                 self.add_to_turn(address, BusCommandKind::SendBoard);
             }
+        }
+    }
+
+    /// `SEND_FROM_START`'s answer: the log from the board's start tag up to what the changes
+    /// have sent (DGT's header), which takes the place of the poller's log when it reaches
+    /// back to the tag. A board without a tag (the answer holds none) gets one now, so that
+    /// a relay restarted later reads the game from it.
+    pub(super) fn from_start(&mut self, _now: u64, address: u16, raw: &[u8]) {
+        let Some(b) = self.boards.get_mut(&address) else { return };
+        let events: Vec<EeEvent> = dgt_protocol::EeEvents::new(raw).iter().collect();
+        crate::log::debug!(address, events = events.len(), "the board's log from its start tag");
+        match events.iter().position(|e| matches!(e, EeEvent::StartTag)) {
+            Some(tag) => {
+                b.restart_log(&events[tag..]);
+                b.doubt = false;
+            }
+            None => b.want_tag = true,
         }
     }
 

@@ -151,6 +151,15 @@ impl VirtualLine {
         encode_into(out, msg);
     }
 
+    /// The board as everything sent shows it, held back or not (`None` before a dump).
+    pub(super) fn latest(&self) -> Option<[u8; 64]> {
+        let mut board = self.shown;
+        for c in self.later.iter().flat_map(|h| h.board.iter()) {
+            c.apply(&mut board);
+        }
+        board
+    }
+
     /// A dump of the board the session has seen so far, at once, ahead of anything held
     /// back (see `BusPoller::answer_requests`).
     pub(super) fn send_shown_now(&mut self) -> bool {

@@ -70,6 +70,7 @@ impl BusPoller {
             }
             ReplyData::Ping => self.announce(address),
             ReplyData::Changes(raw) => self.changes(now, address, raw, f.repeat),
+            ReplyData::FromStart(raw) => self.from_start(now, address, &raw),
             ReplyData::Times(t) => self.clock(now, address, t),
             ReplyData::Dump(d) => self.dump(now, address, d),
             ReplyData::Other => {}
@@ -202,6 +203,8 @@ pub(super) enum ReplyData {
     Version(Option<(u8, u8)>),
     Ping,
     Changes(Vec<u8>),
+    /// `SEND_FROM_START`'s answer: the log from the start tag to what the changes sent.
+    FromStart(Vec<u8>),
     Times(Bwtime),
     Dump(BoardDump),
     Other,
@@ -215,7 +218,8 @@ impl From<&BusReply<'_>> for OwnedReply {
             BusData::Update(e) => (None, ReplyData::Changes(e.raw().to_vec())),
             BusData::Bwtime(b) => (None, ReplyData::Times(b)),
             BusData::BoardDump(d) => (None, ReplyData::Dump(d)),
-            BusData::FromStart(_) | BusData::BoardDump50B(_) | BusData::Unknown { .. } => {
+            BusData::FromStart(e) => (None, ReplyData::FromStart(e.raw().to_vec())),
+            BusData::BoardDump50B(_) | BusData::Unknown { .. } => {
                 (None, ReplyData::Other)
             }
         };
