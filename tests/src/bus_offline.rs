@@ -20,7 +20,8 @@ use dgt_hil_sim::timemap::TimeMap;
 use dgt_hil_sim::{BoardConfig, Dgt3000, Firmware};
 use dgt_protocol::ClockSide;
 use dgt_session::{
-    BoardSession, BusEvent, BusPoller, BusTiming, Effect, Link, LinkState, MoveState, SavedGame, SessionConfig,
+    BoardSession, BusEvent, BusPoller, BusTiming, Effect, Link, LinkState, MoveState, SavedGame,
+    SessionConfig,
 };
 
 use crate::acceptance::Job;
@@ -208,7 +209,10 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
     loop {
         let span = tracing::trace_span!("t", now).entered();
         let now_us = now * 1_000;
-        if poller.is_none() && now >= opts.relay_from_ms && opts.relay_restart.is_none_or(|(at, down)| now < at || now >= at + down) {
+        if poller.is_none()
+            && now >= opts.relay_from_ms
+            && opts.relay_restart.is_none_or(|(at, down)| now < at || now >= at + down)
+        {
             poller = Some(BusPoller::open(now, opts.timing));
         }
         if let Some((at, _)) = opts.relay_restart

@@ -232,8 +232,18 @@ impl BusPoller {
             // Its log does not reach back to a listing (the board was read before, by a
             // relay that stopped): the log from its start tag does, when it has one.
             self.add_to_turn(address, BusCommandKind::SendFromStart);
-        } else if self.boards.get_mut(&address).is_some_and(|b| core::mem::take(&mut b.want_tag)) {
-            // At once, while the board still shows the start position.
+        } else if self
+            .boards
+            .get_mut(&address)
+            .is_some_and(|b| b.want_tag && b.model.is_some_and(|m| shows_start(&BoardDump { raw: m })))
+        {
+            // At once, while the board still shows the start position; a game already under
+            // way gets its tag with a later turn (see `BusPoller::poll_step`), one board a
+            // cycle, so that a relay coming up in the middle of a round reads every board
+            // first.
+            if let Some(b) = self.boards.get_mut(&address) {
+                b.want_tag = false;
+            }
             self.add_to_turn(address, BusCommandKind::SetStartGame);
         }
         if want_dump {

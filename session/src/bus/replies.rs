@@ -219,9 +219,7 @@ impl From<&BusReply<'_>> for OwnedReply {
             BusData::Bwtime(b) => (None, ReplyData::Times(b)),
             BusData::BoardDump(d) => (None, ReplyData::Dump(d)),
             BusData::FromStart(e) => (None, ReplyData::FromStart(e.raw().to_vec())),
-            BusData::BoardDump50B(_) | BusData::Unknown { .. } => {
-                (None, ReplyData::Other)
-            }
+            BusData::BoardDump50B(_) | BusData::Unknown { .. } => (None, ReplyData::Other),
         };
         OwnedReply { address: r.address, kind: r.kind(), version, data }
     }

@@ -155,11 +155,13 @@ impl BusPoller {
                 self.turn = Some(Turn { address, todo: VecDeque::from([BusCommandKind::Ping]), retries: 0 });
             } else if let Some(address) = self.next_board(now) {
                 let mut turn = self.plan(address, now);
-                // A start tag when due (about 80 ms, and its listing 65 bytes in the next
-                // changes): a relay restarted during the game reads the game from it.
-                if let Some(b) = self.boards.get_mut(&address)
+                // A start tag still due (a game found under way), one board a cycle: each
+                // takes about 80 ms, and its listing 65 bytes in the next changes.
+                if self.tag_this_cycle
+                    && let Some(b) = self.boards.get_mut(&address)
                     && core::mem::take(&mut b.want_tag)
                 {
+                    self.tag_this_cycle = false;
                     turn.todo.push_back(BusCommandKind::SetStartGame);
                 }
                 self.turn = Some(turn);
@@ -213,6 +215,7 @@ impl BusPoller {
     }
 
     pub(super) fn cycle_done(&mut self, now: u64) {
+        self.tag_this_cycle = true;
         let took = now.saturating_sub(self.cycle_start);
         self.cycle_start = now;
         self.stats.cycles += 1;
