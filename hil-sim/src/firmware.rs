@@ -809,7 +809,8 @@ impl Firmware {
         }
     }
 
-    /// The next report of `square` is lost (the dropped-update fault); dumps stay right.
+    /// The next report of `square` is lost (the dropped-update fault); dumps stay right. On
+    /// a board read in bus mode, its log misses the change.
     pub fn drop_next_report(&mut self, square: DgtSquare) {
         self.drop_next[usize::from(square.index())] = true;
     }
@@ -966,8 +967,13 @@ impl Firmware {
                 continue;
             }
             self.reported[i] = piece;
-            self.ee.field(sq, piece, at);
-            if std::mem::take(&mut self.drop_next[i]) {
+            let dropped = std::mem::take(&mut self.drop_next[i]);
+            // A board read in bus mode reports through its log: a lost report is a change
+            // its log missed (its dumps stay right).
+            if !(dropped && self.bus_followed()) {
+                self.ee.field(sq, piece, at);
+            }
+            if dropped {
                 self.stats.dropped_updates += 1;
                 continue;
             }

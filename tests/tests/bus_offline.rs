@@ -32,6 +32,29 @@ fn chain_jobs() -> Vec<Job> {
         .collect()
 }
 
+/// The chain test's games, every one under `profile`.
+fn chain_jobs_with(profile: Profile) -> Vec<Job> {
+    chain_jobs()
+        .into_iter()
+        .zip(worldcup_games())
+        .map(|(j, (label, i))| {
+            let wc = worldcup().expect("the World Cup games");
+            let _ = j;
+            Job::plan(label, &wc[i], profile, 1, EndPath::Board)
+        })
+        .collect()
+}
+
+/// The chain test's games: (label, index in the World Cup games).
+fn worldcup_games() -> Vec<(String, usize)> {
+    let wc = worldcup().expect("the World Cup games");
+    let mut short: Vec<usize> =
+        (0..wc.len()).filter(|&i| wc[i].truncated.is_none() && wc[i].moves.len() >= 20).collect();
+    short.sort_by_key(|&i| wc[i].moves.len());
+    let games: Vec<usize> = short.into_iter().take(4).collect();
+    (0..12).map(|k| (format!("worldcup#{}/{}", games[k % 4] + 1, k + 1), games[k % 4])).collect()
+}
+
 /// The two-round chain test's jobs (`twelve_chained_boards_play_two_rounds_exactly`): the
 /// LiveChess round clean, then the twelve World Cup games of 30 plies or more, ten of them
 /// under mixed handling, two games a board.
@@ -213,6 +236,28 @@ fn failures_with(seed: u64, opts: ChainOptions, what: &str) -> Vec<String> {
         })
         .map(|o| format!("seed {seed}, {what}: {} (board {}): {}", o.label, o.address, o.why.join("; ")))
         .collect()
+}
+
+/// Issue 34: a change the board's log missed (a lost report: the simulator's dropped-update
+/// fault on every board, which on a chain drops the event from the log while dumps stay
+/// right). The session's dump request after a press, and a request repeated with nothing
+/// changed, are read from the board, which puts the log right. Not yet exact: at seed 1, 3
+/// of 12 games stall (one log event lost in the middle of a capture sequence) and 2 publish
+/// a wrong move (see README).
+#[test]
+#[ignore = "not exact yet (see README); about 10 s in a debug build"]
+fn twelve_chained_boards_offline_recover_from_changes_their_logs_missed() {
+    trace_if_asked();
+    let (from, to) = seeds_from_env((1, 1));
+    let jobs = chain_jobs_with(Profile::DroppedUpdates);
+    let mut failures = Vec::new();
+    for seed in from..=to {
+        let outcomes = replay_chain(&jobs, 12, &ChainOptions { seed, ..ChainOptions::default() });
+        for o in outcomes.iter().filter(|o| !o.why.is_empty()) {
+            failures.push(format!("seed {seed} {} (board {}): {}", o.label, o.address, o.why.join("; ")));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Splits failures into those that lost or changed something (a move, a wrong `%clk`) and

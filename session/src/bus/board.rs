@@ -44,6 +44,8 @@ pub(super) struct Board {
     pub(super) doubt: bool,
     /// The model changed since the last dump went out on the line.
     pub(super) changed_since_dump: bool,
+    /// A press came in the changes since the board was last read whole.
+    pub(super) pressed_since_read: bool,
     /// When the last real dump was read.
     pub(super) last_real_dump: Option<u64>,
     pub(super) want_clock: bool,
@@ -98,6 +100,7 @@ impl Board {
             model: None,
             doubt: false,
             changed_since_dump: false,
+            pressed_since_read: false,
             last_real_dump: None,
             want_clock: true,
             next_clock: now,
@@ -145,17 +148,20 @@ impl Board {
         }
     }
 
-    /// A dump read from the board at `now`: the model from here on. One that differs from
-    /// what the log gave means the log missed a change (or a hand was at work as it was
-    /// read); the next changes go on from it either way.
-    pub(super) fn real_dump(&mut self, now: u64, raw: [u8; 64]) {
+    /// A dump read from the board at `now`: the board from here on (the next changes go on
+    /// from it). One that differs from the log shows a change the log missed, or a hand at
+    /// work as it was read, as a single board's dump would.
+    pub(super) fn real_dump(&mut self, now: u64, raw: [u8; 64]) -> bool {
+        self.pressed_since_read = false;
+        self.last_real_dump = Some(now);
         if self.model.is_some_and(|m| m != raw) {
             crate::log::debug!(address = self.address, "a dump differs from the board's log");
         }
         self.model = Some(raw);
         self.doubt = false;
-        self.last_real_dump = Some(now);
+        true
     }
+
     /// Starts the log afresh with `events` (a `SEND_FROM_START` answer: from the start tag
     /// to what the changes have sent, which it holds).
     pub(super) fn restart_log(&mut self, events: &[EeEvent]) {

@@ -196,8 +196,9 @@ impl BusPoller {
         // single board answers the handshake's dump request at once; here that request may
         // still wait for its answer). The model has it.
         let before = (forward && b.line.as_ref().is_some_and(|l| !l.dumped)).then_some(b.model).flatten();
+        let packet: Vec<EeEvent> = dgt_protocol::EeEvents::new(&raw).iter().collect();
         let mut events = Vec::new();
-        for e in dgt_protocol::EeEvents::new(&raw).iter() {
+        for &e in &packet {
             b.record(e);
             if forward {
                 events.push(e);
@@ -227,6 +228,7 @@ impl BusPoller {
         // is read whole.
         b.want_dump |= b.model.is_none() || b.doubt;
         b.want_clock |= press;
+        b.pressed_since_read |= press;
         let (want_dump, want_clock) = (b.want_dump, b.want_clock || now >= b.next_clock);
         if ask_from_start {
             // Its log does not reach back to a listing (the board was read before, by a
@@ -265,15 +267,15 @@ impl BusPoller {
 
     /// Answers what the session of the board at `address` asked for, once the changes are
     /// read (and any press deferred until the clock is read went out): the event log, and a
-    /// dump. A dump is the board as its log has it (the changes the session has seen, and
-    /// nothing they do not show: a dump read from the board while a backlog of changes is
-    /// still let out on the line would show moves ahead of them). It is read from the board
-    /// when the log is in doubt, or when the session asks again while nothing changed since
-    /// the last (it doubts the board: a change the log missed), at most every
-    /// [`super::BusTiming::doubt_dump_ms`] (DGT's header: "when any mismatch occurs: ask full
-    /// position").
+    /// dump. While a backlog is let out, a dump is the board as the session has seen it so
+    /// far (a dump read from the board would show moves ahead of the changes it has). Else
+    /// it is read from the board (DGT's header: "when any mismatch occurs: ask full
+    /// position") when the log is in doubt, when the session asks again while nothing
+    /// changed (it cannot explain the board), and to check the ply a press ends, at most
+    /// every [`super::BusTiming::doubt_dump_ms`]; otherwise it is the board as its log has
+    /// it. A dump read from the board that differs from the log puts the log right.
     pub(super) fn answer_requests(&mut self, now: u64, address: u16) {
-        let doubt_ms = self.timing.doubt_dump_ms;
+        let (doubt_ms, press_gap) = (self.timing.doubt_dump_ms, self.timing.press_gap_ms);
         let Some(b) = self.boards.get_mut(&address) else { return };
         if !b.deferred.is_empty() || b.line.is_none() {
             return;
@@ -288,17 +290,21 @@ impl BusPoller {
             return;
         }
         if let Some(line) = b.line.as_mut()
-            && !line.later.is_empty()
+            && line.later.back().is_some_and(|h| h.at > now + press_gap)
             && line.send_shown_now()
         {
-            // A backlog is being let out: the session is answered at once with the board as
-            // it has seen it so far (it binds the presses it has to the plies it shows), not
+            // A backlog is being let out (more than a press's gap held back): the session is
+            // answered at once with the board as it has seen it so far (it binds the presses it has to the plies it shows), not
             // behind the backlog, nor with the board ahead of it.
             b.dump_asked = false;
             return;
         }
-        // Asked again with nothing changed, and not read from the board too recently.
-        let doubted = !b.changed_since_dump && b.last_real_dump.is_none_or(|t| now >= t + doubt_ms);
+        // Read from the board (at most every `doubt_ms`): when the session asks again with
+        // nothing changed (it cannot explain the board: a change the log missed), and when a
+        // press came since the last read (the session checks the ply it confirms against
+        // the board; a change the log missed would otherwise stand as another move).
+        let may_read = b.last_real_dump.is_none_or(|t| now >= t + doubt_ms);
+        let doubted = may_read && (!b.changed_since_dump || b.pressed_since_read);
         match b.model {
             Some(raw) if !(b.doubt || doubted) => {
                 b.dump_asked = false;
@@ -445,18 +451,20 @@ impl BusPoller {
                 }
             }
         }
-        b.real_dump(now, d.raw);
+        let taken = b.real_dump(now, d.raw);
         if !b.deferred.is_empty() {
             // The dump shows the board after them: they go first, on the last reading.
             let deferred = core::mem::take(&mut b.deferred);
             let base = b.last_times;
             b.forward(now, gaps, &deferred, base);
         }
-        if b.deferred.is_empty() {
-            b.send_dump(d);
-        } else {
-            // Still waiting for the clock: the dump (the model now) follows them.
-            b.dump_asked = true;
+        match (b.deferred.is_empty(), taken, b.model) {
+            (true, true, _) => b.send_dump(d),
+            // The session gets the board as the log has it, consistent with the changes it
+            // has; a change the log missed comes to it with the next changes.
+            (true, false, Some(raw)) => b.send_dump(BoardDump { raw }),
+            // Still waiting for the clock: the dump (the model) follows them.
+            _ => b.dump_asked = true,
         }
         b.want_clock = true;
         self.add_to_turn(address, BusCommandKind::SendClock);

@@ -290,9 +290,8 @@ impl BusPoller {
                     line.clock_asked = true;
                     board.want_clock = true;
                 }
-                // While a backlog is let out, the board as shown so far, at once (see
-                // `BusPoller::answer_requests`); else once the next changes are read.
-                Command::SendBoard => board.dump_asked = line.later.is_empty() || !line.send_shown_now(),
+                // Once the next changes are read (see `BusPoller::answer_requests`).
+                Command::SendBoard => board.dump_asked = true,
                 Command::ReturnSerialNumber => {
                     line.send(&Message::SerialNumber(serial_of(address).as_bytes()));
                 }

@@ -34,8 +34,9 @@ pub struct BusTiming {
     /// out than the one before: the session dates a ply by the reports of its squares, and
     /// tells which of several plies a press was for by which came last before it.
     pub scan_gap_ms: u64,
-    /// The least time between two dumps read from a board because its session asked again
-    /// for one while its log showed no change (see `BusPoller::answer_requests`).
+    /// The least time between two dumps read from a board (see
+    /// `BusPoller::answer_requests`): its session's other dump requests get the board as its
+    /// log has it.
     pub doubt_dump_ms: u64,
 }
 
@@ -53,7 +54,7 @@ impl Default for BusTiming {
             rediscover_ms: 300_000,
             press_gap_ms: 400,
             scan_gap_ms: 60,
-            doubt_dump_ms: 2_000,
+            doubt_dump_ms: 1_000,
         }
     }
 }
