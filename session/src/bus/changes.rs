@@ -321,7 +321,7 @@ impl BusPoller {
     /// have sent (DGT's header), which takes the place of the poller's log when it reaches
     /// back to the tag. A board without a tag (the answer holds none) gets one now, so that
     /// a relay restarted later reads the game from it.
-    pub(super) fn from_start(&mut self, _now: u64, address: u16, raw: &[u8]) {
+    pub(super) fn log_from_start(&mut self, address: u16, raw: &[u8]) {
         let Some(b) = self.boards.get_mut(&address) else { return };
         let events: Vec<EeEvent> = dgt_protocol::EeEvents::new(raw).iter().collect();
         crate::log::debug!(address, events = events.len(), "the board's log from its start tag");

@@ -70,7 +70,7 @@ impl BusPoller {
             }
             ReplyData::Ping => self.announce(address),
             ReplyData::Changes(raw) => self.changes(now, address, raw, f.repeat),
-            ReplyData::FromStart(raw) => self.from_start(now, address, &raw),
+            ReplyData::FromStart(raw) => self.log_from_start(address, &raw),
             ReplyData::Times(t) => self.clock(now, address, t),
             ReplyData::Dump(d) => self.dump(now, address, d),
             ReplyData::Other => {}
