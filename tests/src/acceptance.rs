@@ -266,12 +266,13 @@ pub fn run_chain(
     opts: &RunOptions,
     force_bus: bool,
     unplug: Option<Unplug>,
+    wiring: dgt_hil_sim::chain::Wiring,
 ) -> anyhow::Result<RunResult> {
     let started = Instant::now();
     let _ = std::fs::remove_dir_all(&opts.dir);
     std::fs::create_dir_all(&opts.dir)?;
     let n = opts.boards.clamp(1, jobs.len().max(1));
-    let chain = SimChain::spawn(n, &template(opts), Some(&opts.dir.join("chain")))
+    let chain = SimChain::spawn_wired(n, &template(opts), Some(&opts.dir.join("chain")), wiring)
         .context("spawning the chain of simulated boards")?;
     let flag = if force_bus { "--bus" } else { "--port" };
     let ports = vec![flag.to_owned(), chain.path().display().to_string()];
