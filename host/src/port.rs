@@ -470,8 +470,8 @@ pub async fn run_port<A: AttachTo>(
                             boards.port_status(
                                 &name,
                                 Err(format!(
-                                    "garbled answers to the single-board handshake ({why}), and no board answered \
-                                     in DGT's bus mode"
+                                    "no board answered, neither as one board ({why}) nor as a chain in DGT's bus \
+                                     mode"
                                 )),
                             );
                         }
@@ -663,7 +663,7 @@ async fn run_bus<A: AttachTo>(
             }
             _ = tokio::time::sleep_until(deadline) => poller.poll(epoch.ms()),
         }
-        if !found && !poller.discovering() && poller.present().is_empty() {
+        if !fallback && !found && !poller.discovering() && poller.present().is_empty() {
             return BusEnd::Lost("no board answered in bus mode either".into(), false);
         }
     }
