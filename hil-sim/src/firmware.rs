@@ -1360,6 +1360,29 @@ mod tests {
         assert_eq!(out[3 + 36], PieceCode::WhitePawn.code());
     }
 
+    /// On a chain the host reads the board's log: a lost report is a change the log
+    /// missed, and only a dump shows it.
+    #[test]
+    fn a_dropped_report_of_a_board_read_in_bus_mode_is_missing_from_its_log() {
+        let mut fw = Firmware::new(
+            BoardConfig { scan_period_ms: 0, ..BoardConfig::with_serial(300) },
+            start_position(),
+            0,
+        );
+        changes(&mut fw, 300, 0);
+        fw.drop_next_report(sq(52));
+        fw.set_piece(sq(52), PieceCode::Empty, 10);
+        fw.set_piece(sq(36), PieceCode::WhitePawn, 20);
+        let logged = changes(&mut fw, 300, 30);
+        assert_eq!(logged.len(), 1, "{logged:?}");
+        assert!(
+            matches!(logged[0], EeEvent::Field { square, piece: PieceCode::WhitePawn, .. } if square == sq(36))
+        );
+        let dump = bus(&mut fw, BusCommandKind::SendBoard, 300, 40);
+        assert!(dump[0].1.contains("BoardDump"), "{dump:?}");
+        assert_eq!(fw.physical()[52], PieceCode::Empty);
+    }
+
     #[test]
     fn clock_acks_only_in_update_modes_and_times_by_mode() {
         let mut fw = Firmware::new(BoardConfig::default(), start_position(), 0);

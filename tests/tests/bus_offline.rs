@@ -13,6 +13,22 @@ use dgt_hil_sim::hands::Profile;
 /// in turn, one unplugged now and then (`disconnect`), one with garbage on the line, four
 /// under mixed handling, the rest clean.
 fn chain_jobs() -> Vec<Job> {
+    chain_jobs_as(|k| match k {
+        0 => Profile::Disconnect,
+        1 => Profile::Garbage,
+        k if k < 6 => Profile::Mixed,
+        _ => Profile::Clean,
+    })
+}
+
+/// The chain test's games, every one under `profile`.
+fn chain_jobs_with(profile: Profile) -> Vec<Job> {
+    chain_jobs_as(|_| profile)
+}
+
+/// The chain test's twelve games (the four shortest complete World Cup games of 20 plies or
+/// more, in turn), job `k` under `profile(k)`.
+fn chain_jobs_as(profile: impl Fn(usize) -> Profile) -> Vec<Job> {
     let wc = worldcup().expect("the World Cup games");
     let mut short: Vec<usize> =
         (0..wc.len()).filter(|&i| wc[i].truncated.is_none() && wc[i].moves.len() >= 20).collect();
@@ -21,38 +37,9 @@ fn chain_jobs() -> Vec<Job> {
     (0..12)
         .map(|k| {
             let i = games[k % games.len()];
-            let profile = match k {
-                0 => Profile::Disconnect,
-                1 => Profile::Garbage,
-                k if k < 6 => Profile::Mixed,
-                _ => Profile::Clean,
-            };
-            Job::plan(format!("worldcup#{}/{}", i + 1, k + 1), &wc[i], profile, 1, EndPath::Board)
+            Job::plan(format!("worldcup#{}/{}", i + 1, k + 1), &wc[i], profile(k), 1, EndPath::Board)
         })
         .collect()
-}
-
-/// The chain test's games, every one under `profile`.
-fn chain_jobs_with(profile: Profile) -> Vec<Job> {
-    chain_jobs()
-        .into_iter()
-        .zip(worldcup_games())
-        .map(|(j, (label, i))| {
-            let wc = worldcup().expect("the World Cup games");
-            let _ = j;
-            Job::plan(label, &wc[i], profile, 1, EndPath::Board)
-        })
-        .collect()
-}
-
-/// The chain test's games: (label, index in the World Cup games).
-fn worldcup_games() -> Vec<(String, usize)> {
-    let wc = worldcup().expect("the World Cup games");
-    let mut short: Vec<usize> =
-        (0..wc.len()).filter(|&i| wc[i].truncated.is_none() && wc[i].moves.len() >= 20).collect();
-    short.sort_by_key(|&i| wc[i].moves.len());
-    let games: Vec<usize> = short.into_iter().take(4).collect();
-    (0..12).map(|k| (format!("worldcup#{}/{}", games[k % 4] + 1, k + 1), games[k % 4])).collect()
 }
 
 /// The two-round chain test's jobs (`twelve_chained_boards_play_two_rounds_exactly`): the
