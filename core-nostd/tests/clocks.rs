@@ -792,11 +792,11 @@ fn presses_made_long_before_their_plies_showed_take_them_in_order() {
     assert_eq!(confirmed(&sim), want);
 }
 
-/// 1. e4 pressed; 1... e5 and 2. Nf3, their presses never seen (two presses between two
-/// readings of the board's event log on a chain); 2... e6 pressed, the press read as a
-/// reading rebuilt from the log: only Black's display in it was measured, White's is the
-/// last one known (e4's). So Nf3 gets no `%clk` (nor e5); read whole from the clock, White's
-/// display at Black's press is Nf3's.
+/// A game of 1. e4 pressed, then 1... e5 and 2. Nf3 whose presses were never seen (two
+/// presses between two readings of the board's event log on a chain), then 2... Nc6 pressed,
+/// the press read as a reading rebuilt from the log: only Black's display in it was
+/// measured, White's is the last one known (e4's). So Nf3 gets no `%clk` (nor e5); read
+/// whole from the clock, White's display at Black's press is Nf3's.
 #[test]
 fn a_ply_without_its_press_takes_no_clock_from_a_rebuilt_reading() {
     for rebuilt in [true, false] {
