@@ -216,6 +216,10 @@ pub struct ScenarioReport {
     pub stats: FirmwareStats,
     /// False when the scenario was abandoned (board shut down first).
     pub completed: bool,
+    /// Presses the board's event log never got (virtual ms from the scenario's start; see
+    /// [`crate::firmware::CLOCK_POLL_MS`]): a relay that reads the log (a chain) cannot
+    /// know their `%clk`.
+    pub unlogged_presses: Vec<u64>,
 }
 
 /// A scenario started on a board; wait for it with [`ScenarioHandle::wait`].
@@ -481,6 +485,7 @@ pub(crate) fn fleet_config(template: &SimConfig, i: usize) -> SimConfig {
     board.version = template.board.version;
     board.scan_period_ms = template.board.scan_period_ms;
     board.ack_delay_ms = template.board.ack_delay_ms;
+    board.clock_poll_ms = template.board.clock_poll_ms;
     board.battery_percent = template.board.battery_percent;
     config.board = board;
     config
@@ -950,6 +955,13 @@ impl Runner {
             final_board: codes_board(self.fw.physical(), self.orientation).to_string(),
             stats: self.fw.stats(),
             completed,
+            unlogged_presses: self
+                .fw
+                .unlogged_presses()
+                .iter()
+                .filter(|t| **t >= started)
+                .map(|t| t - started)
+                .collect(),
         }
     }
 

@@ -31,7 +31,7 @@ use shakmaty::{CastlingMode, Position};
 
 use crate::alert::{Alert, AlertCode, AlertLevel};
 use crate::effect::{Effect, LinkState, MoveState};
-use crate::health::{CLOCK_PAUSE_ALERT_MS, Health};
+use crate::health::{BOARD_IDLE_ALERT_MS, CLOCK_PAUSE_ALERT_MS, Health};
 use crate::link::{Link, LinkEvent, LinkTiming};
 use crate::reconcile::{self, AfterLoss, Intake, LogNeed, Reconcile};
 
@@ -49,6 +49,9 @@ pub struct SessionConfig {
     pub link: LinkTiming,
     /// How long the clock of a live game may stay stopped before the operator is alerted.
     pub clock_pause_ms: u64,
+    /// How long the clock of a live game may run with nothing changing on the board before
+    /// the operator is alerted.
+    pub board_idle_ms: u64,
 }
 
 impl Default for SessionConfig {
@@ -57,6 +60,7 @@ impl Default for SessionConfig {
             tracker: dgt_core::Config::default(),
             link: LinkTiming::default(),
             clock_pause_ms: CLOCK_PAUSE_ALERT_MS,
+            board_idle_ms: BOARD_IDLE_ALERT_MS,
         }
     }
 }
@@ -150,7 +154,7 @@ impl BoardSession {
             resuming: false,
             next_start_fen: None,
             flipped: false,
-            health: Health::new(config.clock_pause_ms),
+            health: Health::new(config.clock_pause_ms, config.board_idle_ms),
             away: None,
             first_run_after_restart: false,
             shift: 0,
@@ -336,6 +340,11 @@ impl BoardSession {
         self.port = Some(port.to_owned());
         self.set_state(LinkState::Active);
         let t = self.t(now);
+        if self.away.is_none() && self.game.is_none() {
+            // The first look at a board with no game: one may be under way (see
+            // `Reconcile::join`).
+            self.away = Some(Reconcile::join());
+        }
         if let Some(a) = &mut self.away {
             a.attached(t);
         }
@@ -403,6 +412,7 @@ impl BoardSession {
         let live = self.tracker.state() == GameState::Active;
         let mut alerts = Vec::new();
         self.health.check_pause(self.number, live, now, &mut alerts);
+        self.health.check_idle(self.number, live, self.tracker.clocks().running, now, &mut alerts);
         self.alerts(alerts);
         if self.away.as_ref().is_some_and(|a| a.overdue(t)) {
             self.finish_away(now, None);
@@ -461,11 +471,18 @@ impl BoardSession {
 
     fn board_message(&mut self, now: u64, msg: Message<'static>) {
         let t = self.t(now);
-        if let Message::Bwtime(dgt_protocol::Bwtime::Times(times)) = &msg {
-            let mut alerts = Vec::new();
-            self.health.clock_reading(self.number, times, &mut alerts);
-            self.alerts(alerts);
+        let mut alerts = Vec::new();
+        match &msg {
+            Message::Bwtime(dgt_protocol::Bwtime::Times(times)) => {
+                self.health.clock_reading(self.number, times, &mut alerts);
+            }
+            Message::FieldUpdate(_) => self.health.board_changed(self.number, now, &mut alerts),
+            Message::BoardDump(d) if *d != self.tracker.board() => {
+                self.health.board_changed(self.number, now, &mut alerts)
+            }
+            _ => {}
         }
+        self.alerts(alerts);
         let mut events = Vec::new();
         let tracker = &self.tracker;
         match self.away.as_mut().map(|a| a.intake(msg, t, |d| reconcile::needs_log(tracker, d))) {
@@ -603,7 +620,7 @@ impl BoardSession {
                 AlertLevel::Info,
                 "the relay took the shortest sequence of moves that leads to the position on the board",
             ),
-            LogNeed::No | LogNeed::Unexplained => return,
+            LogNeed::No | LogNeed::Unexplained | LogNeed::UnderWay => return,
         };
         self.alert(Alert::new(
             AlertCode::MovesReconstructed,

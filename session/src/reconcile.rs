@@ -28,7 +28,9 @@
 
 use alloc::{vec, vec::Vec};
 use dgt_core::{Event, EventSink, Reading, Tracker, View};
-use dgt_protocol::{BoardDump, ClockSide, ClockTime, DgtSquare, EeEvent, FieldUpdate, Message, PieceCode};
+use dgt_protocol::{
+    BoardDump, ClockSide, ClockTime, DgtSquare, EeEvent, FieldUpdate, Message, Orientation, PieceCode,
+};
 use shakmaty::{Color, Position};
 
 /// After the port is back, how long the first board reading may take (ms).
@@ -50,9 +52,19 @@ pub struct Reconcile {
     kept: BoardDump,
     phase: Phase,
     held: Vec<(u64, Message<'static>)>,
-    /// The board was kept by a program restarted on its journal (see
-    /// [`Reconcile::after_restart`]).
-    restart: bool,
+    /// Why the board is reconciled.
+    kind: Kind,
+}
+
+/// Why a board is reconciled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Its port was lost and came back.
+    Outage,
+    /// The program was restarted on its journal (see [`Reconcile::after_restart`]).
+    Restart,
+    /// The board is seen for the first time, with no game (see [`Reconcile::join`]).
+    Join,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +90,8 @@ pub enum LogNeed {
     Ambiguous,
     /// Nothing the tracker searches explains it (more plies, or hands still moving).
     Unexplained,
+    /// A board seen for the first time shows a game under way ([`Reconcile::join`]).
+    UnderWay,
 }
 
 /// What becomes of a reconciliation when the port is lost again.
@@ -120,12 +134,14 @@ pub struct Outcome {
     /// the board was away are the tracker's reconstruction from the position: the operator
     /// is told.
     pub need: LogNeed,
+    /// White's clock display, when the replay tells it (a game joined from its start).
+    pub white_side: Option<ClockSide>,
 }
 
 impl Reconcile {
     /// Keeps the board as the tracker saw it when the port was lost.
     pub fn new(kept: BoardDump) -> Reconcile {
-        Reconcile { kept, phase: Phase::Away, held: Vec::new(), restart: false }
+        Reconcile { kept, phase: Phase::Away, held: Vec::new(), kind: Kind::Outage }
     }
 
     /// Keeps `kept`, the journal's last position, for a game resumed after a restart of
@@ -135,7 +151,24 @@ impl Reconcile {
     /// journal had it. An unplugged cable leaves a single ply to the board's readings
     /// instead, sparing the 8 s the log takes at 9600 baud in the middle of a game.
     pub fn after_restart(kept: BoardDump) -> Reconcile {
-        Reconcile { restart: true, ..Reconcile::new(kept) }
+        Reconcile { kind: Kind::Restart, ..Reconcile::new(kept) }
+    }
+
+    /// A board seen for the first time with no game: when its first dump is not a start
+    /// position, a game may be under way, begun before the relay looked (the relay came up
+    /// in the middle of a round, or the board joined it late). Its event log has the game
+    /// from the start position on, with the presses it logged: read and replayed from the
+    /// last start position it shows, the game is relayed from its first move, its plies with
+    /// the `%clk` of their logged presses. A log that shows no start position, or a clock
+    /// read stopped (a game over, or not begun), leaves the board to the tracker as it
+    /// stands.
+    pub fn join() -> Reconcile {
+        Reconcile { kind: Kind::Join, ..Reconcile::new(start_dump(dgt_protocol::Orientation::Normal)) }
+    }
+
+    /// True for a board seen for the first time ([`Reconcile::join`]).
+    pub fn joining(&self) -> bool {
+        self.kind == Kind::Join
     }
 
     /// The port is back at `now`.
@@ -176,8 +209,12 @@ impl Reconcile {
                 let need = match dump {
                     None => return Intake::Held,
                     Some(d) if d == self.kept => LogNeed::No,
+                    Some(d) if self.kind == Kind::Join => {
+                        let start = [Orientation::Normal, Orientation::Rotated].map(start_dump);
+                        if start.contains(&d) || !has_two_kings(&d) { LogNeed::No } else { LogNeed::UnderWay }
+                    }
                     Some(d) => match needs_log(&d) {
-                        LogNeed::No if self.restart => LogNeed::ToConfirm,
+                        LogNeed::No if self.kind == Kind::Restart => LogNeed::ToConfirm,
                         need => need,
                     },
                 };
@@ -259,12 +296,49 @@ impl Reconcile {
 
     /// Ends the reconciliation, with the board's event log when it came.
     pub fn finish(self, log: Option<&[EeEvent]>) -> Outcome {
-        let steps = log.and_then(|log| changes_since(log, &self.kept));
         let need = match self.phase {
             Phase::ReadingLog { need, .. } => need,
             _ => LogNeed::No,
         };
-        Outcome { kept: self.kept, steps, held: self.held, need }
+        if self.kind == Kind::Join {
+            return self.finish_join(log, need);
+        }
+        let steps = log.and_then(|log| changes_since(log, &self.kept));
+        Outcome { kept: self.kept, steps, held: self.held, need, white_side: None }
+    }
+
+    /// A game found under way ([`Reconcile::join`]): replayed from the last start position
+    /// the log shows (either way round), White's display the first press logged after it
+    /// (White's lever is up as the game begins: the first lever move the board logs is
+    /// White's). Without such a start, or with the clock read stopped, nothing is replayed.
+    fn finish_join(self, log: Option<&[EeEvent]>, need: LogNeed) -> Outcome {
+        let stopped = self
+            .held
+            .iter()
+            .rev()
+            .find_map(|(_, m)| match m {
+                Message::Bwtime(dgt_protocol::Bwtime::Times(t)) if !t.status.no_clock() => {
+                    Some(!t.status.running())
+                }
+                _ => None,
+            })
+            .unwrap_or(false);
+        let best = log.filter(|_| !stopped).and_then(|log| {
+            [Orientation::Normal, Orientation::Rotated]
+                .into_iter()
+                .filter_map(|o| Some((start_dump(o), changes_since(log, &start_dump(o))?)))
+                // The later start leaves fewer changes after it.
+                .min_by_key(|(_, c)| c.steps.len())
+        });
+        match best {
+            Some((kept, steps)) => {
+                let white_side = steps.logged.first().map(|p| p.side);
+                Outcome { kept, steps: Some(steps), held: self.held, need, white_side }
+            }
+            None => {
+                Outcome { kept: self.kept, steps: None, held: self.held, need: LogNeed::No, white_side: None }
+            }
+        }
     }
 }
 
@@ -304,6 +378,11 @@ pub fn replay<const N: usize>(
     };
     if let Some(changes) = &outcome.steps {
         tracker.feed_dump(&outcome.kept, t, &mut sink);
+        if let Some(side) = outcome.white_side
+            && tracker.white_clock_side().is_none()
+        {
+            tracker.set_white_clock_side(side);
+        }
         let before = tracker.ply_count(View::Live);
         let mut logged = changes.logged.iter().peekable();
         // A logged press that found no ply of its presser yet, with the plies there were
@@ -488,7 +567,9 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
             matched = Some(i);
         }
         match *e {
-            EeEvent::PowerUp => {
+            // A start tag (bus mode's `SET_START_GAME`) is followed by every piece, as a
+            // power-up is.
+            EeEvent::PowerUp | EeEvent::StartTag => {
                 state = [Some(PieceCode::Empty); 64];
                 differ = DgtSquare::ALL.iter().filter(|sq| !known.piece(**sq).is_empty()).count();
                 if differ == 0 {
@@ -542,7 +623,7 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
             lifted.clear();
         }
         match *e {
-            EeEvent::PowerUp => block = Some(([PieceCode::Empty; 64], None)),
+            EeEvent::PowerUp | EeEvent::StartTag => block = Some(([PieceCode::Empty; 64], None)),
             EeEvent::Time { side, time } => {
                 press = true;
                 logged.push(LoggedPress { after: steps.len(), side, time });
@@ -604,6 +685,21 @@ fn restate(cur: &mut [PieceCode; 64], board: &[PieceCode; 64], steps: &mut Vec<S
     }
 }
 
+/// The standard start position as a board dump, `orientation` round.
+fn start_dump(orientation: Orientation) -> BoardDump {
+    let mut d = BoardDump::EMPTY;
+    for (sq, piece) in shakmaty::Board::new().iter() {
+        d.set(DgtSquare::from_square(sq, orientation), PieceCode::from_piece(piece));
+    }
+    d
+}
+
+/// Both kings are on the board (a board being set up, or emptied, is no game).
+fn has_two_kings(d: &BoardDump) -> bool {
+    let count = |p: PieceCode| DgtSquare::ALL.iter().filter(|sq| d.piece(**sq) == p).count();
+    count(PieceCode::WhiteKing) == 1 && count(PieceCode::BlackKing) == 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -611,7 +707,11 @@ mod tests {
 
     /// A simulated board's firmware (every change scanned at once) with the start position.
     fn firmware() -> dgt_hil_sim::Firmware {
-        let config = dgt_hil_sim::BoardConfig { scan_period_ms: 0, ..dgt_hil_sim::BoardConfig::default() };
+        let config = dgt_hil_sim::BoardConfig {
+            scan_period_ms: 0,
+            clock_poll_ms: 0,
+            ..dgt_hil_sim::BoardConfig::default()
+        };
         dgt_hil_sim::Firmware::new(config, dgt_hil_sim::firmware::start_position(), 0)
     }
 
@@ -868,6 +968,7 @@ mod tests {
             steps: Some(changes),
             held: Vec::new(),
             need: LogNeed::ToConfirm,
+            white_side: None,
         };
         let (end, said) = replay(tracker, &outcome, t);
         events.extend(said);

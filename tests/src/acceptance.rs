@@ -163,6 +163,9 @@ pub struct Outcome {
     /// [`Unplug`], until the relay could have it back: presses then are unseen, as in
     /// [`outage_windows`].
     pub off_chain: Vec<(u64, u64)>,
+    /// Presses (ms from the scenario's start) the board's event log never got: on a chain,
+    /// where the relay reads presses from the log, those plies' `%clk` are rightly left out.
+    pub unlogged_presses: Vec<u64>,
 }
 
 /// A batch's results.
@@ -250,7 +253,13 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
         ports.push("--port".into());
         ports.push(b.path().display().to_string());
     }
-    run_on(jobs, opts, &boards, ports, started)
+    let mut result = run_on(jobs, opts, &boards, ports, started)?;
+    // A board alone on its port shows every press on the line: its event log's gaps do not
+    // excuse a missing `%clk`.
+    for o in &mut result.outcomes {
+        o.unlogged_presses.clear();
+    }
+    Ok(result)
 }
 
 /// Runs `jobs` on `opts.boards` simulated boards daisy-chained on one pty in DGT's bus
@@ -262,12 +271,13 @@ pub fn run_chain(
     opts: &RunOptions,
     force_bus: bool,
     unplug: Option<Unplug>,
+    wiring: dgt_hil_sim::chain::Wiring,
 ) -> anyhow::Result<RunResult> {
     let started = Instant::now();
     let _ = std::fs::remove_dir_all(&opts.dir);
     std::fs::create_dir_all(&opts.dir)?;
     let n = opts.boards.clamp(1, jobs.len().max(1));
-    let chain = SimChain::spawn(n, &template(opts), Some(&opts.dir.join("chain")))
+    let chain = SimChain::spawn_wired(n, &template(opts), Some(&opts.dir.join("chain")), wiring)
         .context("spawning the chain of simulated boards")?;
     let flag = if force_bus { "--bus" } else { "--port" };
     let ports = vec![flag.to_owned(), chain.path().display().to_string()];
@@ -369,11 +379,13 @@ fn run_on(
                     let timeout =
                         job.scenario.real_duration(opts.speed, opts.hand_speed) + Duration::from_secs(60);
                     let mut started_ms = None;
+                    let mut unlogged_presses = Vec::new();
                     let completed =
                         match board.start_scenario(job.scenario.clone(), StartPolicy::WhenHostListens) {
                             Ok(h) => match h.wait(timeout) {
                                 Ok(r) => {
                                     started_ms = Some(r.started_ms);
+                                    unlogged_presses = r.unlogged_presses;
                                     r.completed
                                 }
                                 Err(e) => {
@@ -453,6 +465,7 @@ fn run_on(
                             }),
                             started_ms,
                             off_chain: Vec::new(),
+                            unlogged_presses,
                         });
                     }
                 }
@@ -601,7 +614,9 @@ pub fn check(job: &Job, o: &Outcome) -> GameCheck {
     let mut no_clk_unseen = vec![false; t.moves.len()];
     for (i, m) in t.moves.iter().enumerate() {
         let got = feed.moves.get(i).filter(|f| f.uci == m.uci);
-        let unseen = has_clock && press_unseen(m.press_at_ms, &outages);
+        let unseen = has_clock
+            && (press_unseen(m.press_at_ms, &outages)
+                || m.press_at_ms.is_some_and(|p| o.unlogged_presses.contains(&p)));
         let display = if m.color == "white" { m.white_clock_s } else { m.black_clock_s };
         if m.source_clk_s.is_some() && has_clock {
             c.clk_source += 1;

@@ -174,7 +174,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
                         && (replied
                             || self.clocks.last_ms.abs_diff(seen.ms)
                                 > u64::from(self.config.timing.clock_fresh_ms));
-                    if moved_again || ran {
+                    // A reading rebuilt from a board's event log (a chain) measured the
+                    // presser's display only: the mover's is a guess.
+                    if moved_again || ran || !r.status.measured(side) {
                         self.clocks.unknown(color);
                         (None, None)
                     } else {

@@ -25,6 +25,8 @@ pub struct BusPoller {
     pub(super) last_rx: u64,
     pub(super) next_discovery: u64,
     pub(super) cycle_start: u64,
+    /// A start tag for a game under way may still be written in this cycle.
+    pub(super) tag_this_cycle: bool,
     pub(super) out: Vec<u8>,
     pub(super) events: VecDeque<BusEvent>,
     pub(super) stats: BusStats,
@@ -46,6 +48,7 @@ impl BusPoller {
             last_rx: now,
             next_discovery: now + timing.rediscover_ms,
             cycle_start: now,
+            tag_this_cycle: true,
             out: Vec::new(),
             events: VecDeque::new(),
             stats: BusStats::default(),
@@ -90,7 +93,7 @@ impl BusPoller {
         let held = self
             .boards
             .values()
-            .filter_map(|b| b.line.as_ref()?.later.front().map(|(t, _)| *t))
+            .filter_map(|b| b.line.as_ref()?.later.front().map(|h| h.at))
             .min()
             .unwrap_or(u64::MAX);
         self.line_deadline().min(reoffer).min(held)

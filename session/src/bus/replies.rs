@@ -70,6 +70,7 @@ impl BusPoller {
             }
             ReplyData::Ping => self.announce(address),
             ReplyData::Changes(raw) => self.changes(now, address, raw, f.repeat),
+            ReplyData::FromStart(raw) => self.log_from_start(address, &raw),
             ReplyData::Times(t) => self.clock(now, address, t),
             ReplyData::Dump(d) => self.dump(now, address, d),
             ReplyData::Other => {}
@@ -120,6 +121,7 @@ impl BusPoller {
                 if matches!(kind, BusCommandKind::SendChanges | BusCommandKind::RepeatChanges) {
                     b.repeat = true;
                 }
+                b.doubt = true;
                 b.want_dump = true;
             }
             self.turn = None;
@@ -151,6 +153,7 @@ impl BusPoller {
             // The board may have sent (and forgotten) the changes: ask for them again, and
             // read it whole.
             b.repeat = true;
+            b.doubt = true;
             b.want_dump = true;
             // A board heard on its last command lost one reply (noise, a slow answer): it
             // is asked again at once, so its moves wait a command, not a whole cycle.
@@ -200,6 +203,8 @@ pub(super) enum ReplyData {
     Version(Option<(u8, u8)>),
     Ping,
     Changes(Vec<u8>),
+    /// `SEND_FROM_START`'s answer: the log from the start tag to what the changes sent.
+    FromStart(Vec<u8>),
     Times(Bwtime),
     Dump(BoardDump),
     Other,
@@ -213,9 +218,8 @@ impl From<&BusReply<'_>> for OwnedReply {
             BusData::Update(e) => (None, ReplyData::Changes(e.raw().to_vec())),
             BusData::Bwtime(b) => (None, ReplyData::Times(b)),
             BusData::BoardDump(d) => (None, ReplyData::Dump(d)),
-            BusData::FromStart(_) | BusData::BoardDump50B(_) | BusData::Unknown { .. } => {
-                (None, ReplyData::Other)
-            }
+            BusData::FromStart(e) => (None, ReplyData::FromStart(e.raw().to_vec())),
+            BusData::BoardDump50B(_) | BusData::Unknown { .. } => (None, ReplyData::Other),
         };
         OwnedReply { address: r.address, kind: r.kind(), version, data }
     }

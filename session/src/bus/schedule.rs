@@ -154,7 +154,17 @@ impl BusPoller {
                 let address = b.address;
                 self.turn = Some(Turn { address, todo: VecDeque::from([BusCommandKind::Ping]), retries: 0 });
             } else if let Some(address) = self.next_board(now) {
-                self.turn = Some(self.plan(address, now));
+                let mut turn = self.plan(address, now);
+                // A start tag still due (a game found under way), one board a cycle: each
+                // takes about 80 ms, and its listing 65 bytes in the next changes.
+                if self.tag_this_cycle
+                    && let Some(b) = self.boards.get_mut(&address)
+                    && core::mem::take(&mut b.want_tag)
+                {
+                    self.tag_this_cycle = false;
+                    turn.todo.push_back(BusCommandKind::SetStartGame);
+                }
+                self.turn = Some(turn);
             } else {
                 return false;
             }
@@ -205,6 +215,7 @@ impl BusPoller {
     }
 
     pub(super) fn cycle_done(&mut self, now: u64) {
+        self.tag_this_cycle = true;
         let took = now.saturating_sub(self.cycle_start);
         self.cycle_start = now;
         self.stats.cycles += 1;
@@ -231,15 +242,18 @@ impl BusPoller {
         Turn { address, todo, retries: 0 }
     }
 
-    /// Adds a command to the turn of the board at `address`: a dump before the clock (the
-    /// reading after a dump is the first the session sees of a game that dump starts; it
-    /// tells White's side from the lever), the clock last.
+    /// Adds a command to the turn of the board at `address`: the log from the start tag
+    /// first, a dump before the clock (the reading after a dump is the first the session sees
+    /// of a game that dump starts; it tells White's side from the lever), the clock last.
     pub(super) fn add_to_turn(&mut self, address: u16, kind: BusCommandKind) {
         if let Some(t) = self.turn.as_mut()
             && t.address == address
             && !t.todo.contains(&kind)
         {
             match (kind, t.todo.iter().position(|k| *k == BusCommandKind::SendClock)) {
+                // The log from the start tag before anything else: a dump read first would
+                // start the log itself.
+                (BusCommandKind::SendFromStart | BusCommandKind::SetStartGame, _) => t.todo.push_front(kind),
                 (BusCommandKind::SendBoard, Some(i)) => t.todo.insert(i, kind),
                 _ => t.todo.push_back(kind),
             }
@@ -259,7 +273,10 @@ impl BusPoller {
 
     pub(super) fn send(&mut self, now: u64, cmd: BusCommand) {
         self.write(cmd);
-        self.in_flight = Some(InFlight { cmd, deadline: now + self.timing.reply_timeout_ms, repeat: false });
+        // A board answers `SET_START_GAME` "about 70 msec." after it (DGT's header).
+        let extra = if cmd.kind == BusCommandKind::SetStartGame { 100 } else { 0 };
+        let deadline = now + self.timing.reply_timeout_ms + extra;
+        self.in_flight = Some(InFlight { cmd, deadline, repeat: false });
     }
 
     pub(super) fn send_repeat(&mut self, now: u64, address: u16) {
