@@ -851,6 +851,26 @@ mod tests {
             .collect()
     }
 
+    /// Lets `until` pass on `tracker` at its own deadlines, answering each dump it asks
+    /// for with `board` (the board standing still), as the session does.
+    fn settle(tracker: &mut Tracker<64>, board: &BoardDump, from: u64, until: u64, events: &mut Vec<Event>) {
+        let mut t = from;
+        loop {
+            let mut asked = false;
+            tracker.tick(t, &mut |e| match e {
+                Event::RequestBoardDump => asked = true,
+                e => events.push(e),
+            });
+            if asked {
+                tracker.feed_dump(board, t + 50, &mut |e| events.push(e));
+            }
+            match tracker.poll_at() {
+                Some(next) if next <= until => t = next.max(t + 1),
+                _ => break,
+            }
+        }
+    }
+
     /// A tracker that saw the start position and `ucis` (each confirmed by quiet time),
     /// and the firmware showing the same.
     fn game_after(ucis: &[&str], t: &mut u64) -> (Tracker<64>, dgt_hil_sim::Firmware, Vec<Event>) {
@@ -905,7 +925,7 @@ mod tests {
             let log = fw.ee_events();
             let (end, said) = replay(&mut tracker, &r.finish(Some(&log)), t + 300);
             events.extend(said);
-            tracker.tick(end + 10_000, &mut |e| events.push(e));
+            settle(&mut tracker, &dump_of_codes(fw.physical()), end, end + 10_000, &mut events);
             let mut want = vec!["e2e4", "e7e5"];
             want.extend(line);
             want.push("g8f6");
@@ -1134,7 +1154,7 @@ mod tests {
         assert!(outcome.steps.is_none() && outcome.held.len() == 1);
         let (end, said) = replay(&mut tracker, &outcome, t + 10);
         events.extend(said);
-        tracker.tick(end + 10_000, &mut |e| events.push(e));
+        settle(&mut tracker, &dump_of_codes(fw.physical()), end, end + 10_000, &mut events);
         assert_eq!(confirmed(&events), ["e2e4", "e7e5", "g1f3"]);
     }
 
