@@ -128,6 +128,8 @@ fn feed(tracker: &mut Tracker<600>, input: &Input, now: u64, sink: &mut impl FnM
     }
 }
 
+/// Replays every game through a new tracker, ticking it when it asks
+/// ([`Tracker::poll_at`]); returns the moves confirmed.
 fn replay(games: &[Vec<(Input, u64)>]) -> usize {
     let mut confirmed = 0usize;
     for g in games {
@@ -137,17 +139,43 @@ fn replay(games: &[Vec<(Input, u64)>]) -> usize {
                 confirmed += 1;
             }
         };
-        let mut next_tick = 0;
         for (input, now) in g {
-            feed(&mut tracker, input, *now, &mut sink);
-            if *now >= next_tick {
-                tracker.tick(*now, &mut sink);
-                next_tick = now + 100;
+            while let Some(due) = tracker.poll_at().filter(|&t| t < *now) {
+                tracker.tick(due, &mut sink);
             }
+            feed(&mut tracker, input, *now, &mut sink);
         }
         black_box(&tracker);
     }
     confirmed
+}
+
+/// The floor of any tracker: each game's moves played and written as SAN and as a
+/// position, what every confirmed move's event carries (no board to match, no search).
+fn replay_floor(games: &[Vec<SanPlus>]) -> usize {
+    let mut plies = 0;
+    for sans in games {
+        let mut pos = Chess::default();
+        for san in sans {
+            let Ok(m) = san.san.to_move(&pos) else { break };
+            black_box(shakmaty::san::SanPlus::from_move(pos.clone(), m));
+            pos.play_unchecked(m);
+            black_box(dgt_core::FenText::of(&pos));
+            plies += 1;
+        }
+    }
+    plies
+}
+
+/// Messages a second of `f` over `events` messages: the best of `rounds` runs.
+fn rate(events: usize, rounds: usize, mut f: impl FnMut()) -> f64 {
+    let mut best = Duration::MAX;
+    for _ in 0..rounds {
+        let start = Instant::now();
+        f();
+        best = best.min(start.elapsed());
+    }
+    events as f64 / best.as_secs_f64()
 }
 
 /// A tracker with White's move on the board (provisional) and the press reading to feed.
@@ -202,8 +230,10 @@ fn main() {
     let file = std::fs::File::open(CORPUS).expect("corpus");
     let mut reader = Reader::new(file);
     let mut games = Vec::new();
+    let mut sans = Vec::new();
     while let Some(g) = reader.read_game(&mut Sans).expect("read") {
         games.push(game_inputs(&g));
+        sans.push(g);
     }
     let events: usize = games.iter().map(Vec::len).sum();
     let fields = games.iter().flatten().filter(|(i, _)| matches!(i, Input::Field(_))).count();
@@ -250,10 +280,32 @@ fn main() {
         catch_up.last().copied().unwrap_or(Duration::ZERO),
         median.as_secs_f64() / pct(0.5).as_secs_f64()
     );
-    let start = Instant::now();
     let confirmed = replay(&games);
-    let el = start.elapsed();
-    println!("one replay: {confirmed} moves confirmed, {:.0} messages/s", events as f64 / el.as_secs_f64());
+    println!("one replay: {confirmed} moves confirmed");
+    // Throughput as a ratio to the floor measured in the same run (SAN and position per
+    // move, no tracking), interleaved so that the machine's load falls alike on each.
+    let rounds = 7;
+    let (mut tracker_rates, mut floor_rates) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        tracker_rates.push(rate(events, 1, || {
+            black_box(replay(&games));
+        }));
+        floor_rates.push(rate(events, 1, || {
+            black_box(replay_floor(&sans));
+        }));
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    let (t, f) = (median(&mut tracker_rates), median(&mut floor_rates));
+    println!(
+        "replay: {:.2} M messages/s (median of {rounds} interleaved runs); the floor (SAN and position per move) \
+         {:.2} M/s over the same messages: {:.2}x the floor",
+        t / 1e6,
+        f / 1e6,
+        t / f
+    );
 
     let mut c = Criterion::default().configure_from_args();
     let mut group = c.benchmark_group("tracker");

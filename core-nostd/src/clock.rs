@@ -12,9 +12,6 @@ const MAX_INC: usize = 60;
 pub(crate) const IDLE_PRESSES: usize = 4;
 /// Smallest time a new period adds, seconds (anything less is an increment or jitter).
 const MIN_PERIOD_SECS: u32 = 60;
-/// A running clock reports at least every second; one silent for this long is gone (as
-/// the tracker's `CLOCK_STALE_MS`).
-const STALE_MS: u64 = 5000;
 
 /// A press the clock showed, before it is given a colour: the display whose lever went
 /// down, the clock as it stood right after the press, and what the press added.
@@ -84,6 +81,8 @@ pub(crate) struct Clocks {
     ran: bool,
     /// How often each increment (0..=60 s) was seen at a press.
     inc_hist: [u8; MAX_INC + 1],
+    /// The most frequent increment seen so far, with its count (ties to the larger).
+    inc_best: (u8, u8),
     /// A flag fall was reported in this game.
     pub flag_reported: bool,
     /// Each display showed its flag at zero in the latest reading.
@@ -136,6 +135,7 @@ impl Clocks {
             presses: 0,
             ran: false,
             inc_hist: [0; MAX_INC + 1],
+            inc_best: (0, 0),
             flag_reported: false,
             at_zero: [false; 2],
             expired: [0; 2],
@@ -149,13 +149,14 @@ impl Clocks {
 
     /// Forgets everything that belongs to the previous game. The last reading is kept when
     /// it still describes the clock: a stopped clock (it is silent until touched), or a
-    /// running one that reported within [`STALE_MS`]; a running clock silent for longer is
+    /// running one that reported within [`Timing::clock_stale_ms`](crate::Timing::clock_stale_ms); a running clock silent for longer is
     /// gone. A stopped reading is the clock as set for this game: its lever gives White's
     /// side. A new game (`resumed` false) learns White's side again from the lever at its
     /// start, never from the previous game's last press; a resumed game continues with a
     /// clock that runs.
     pub fn new_game(&mut self, config: &Config, to_move: Color, now: u64, resumed: bool) {
-        let last = self.last.filter(|r| !r.status.running() || now.saturating_sub(self.last_ms) <= STALE_MS);
+        let stale = u64::from(config.timing.clock_stale_ms);
+        let last = self.last.filter(|r| !r.status.running() || now.saturating_sub(self.last_ms) <= stale);
         let (last_ms, unheard) = (self.last_ms, self.unheard);
         let idle_presses = core::mem::take(&mut self.idle_presses);
         *self = Clocks::new();
@@ -197,9 +198,10 @@ impl Clocks {
 
     /// The reading that may give a move's `%clk` at `now`: the latest one, if the clock has
     /// run in this game and has not gone silent while running.
-    pub fn current(&self, now: u64) -> Option<ClockTimes> {
+    pub fn current(&self, config: &Config, now: u64) -> Option<ClockTimes> {
         let r = self.last?;
-        let fresh = !r.status.running() || now.saturating_sub(self.last_ms) <= STALE_MS;
+        let stale = u64::from(config.timing.clock_stale_ms);
+        let fresh = !r.status.running() || now.saturating_sub(self.last_ms) <= stale;
         (self.ran && fresh).then_some(r)
     }
 
@@ -394,6 +396,12 @@ impl Clocks {
         {
             let slot = &mut self.inc_hist[j as usize];
             *slot = slot.saturating_add(1);
+            // The most frequent jump; ties go to the larger value, because a press read a
+            // second late shows one second less.
+            let (count, value) = (*slot, j as u8);
+            if (count, value) >= self.inc_best {
+                self.inc_best = (count, value);
+            }
         }
         self.presses += 1;
         Some(Press { by, side: flip.side, reading: flip.reading, jump: flip.jump })
@@ -456,15 +464,7 @@ impl Clocks {
         if let Some(tc) = config.time_control {
             return tc.period_for_move(move_number).fischer_increment();
         }
-        // The most frequent jump; ties go to the larger value, because a press read a
-        // second late shows one second less.
-        let mut best = (0u8, 0usize);
-        for (v, &n) in self.inc_hist.iter().enumerate() {
-            if n > 0 && n >= best.0 {
-                best = (n, v);
-            }
-        }
-        best.1 as u32
+        u32::from(self.inc_best.1)
     }
 
     /// Time added at this press on top of the increment (a new period), seconds.

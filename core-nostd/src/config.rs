@@ -242,33 +242,8 @@ impl core::str::FromStr for TimeControl {
 pub struct Config {
     /// Plies searched between two explainable readings (1..=4; at least 3 recommended).
     pub search_depth: u8,
-    /// How long the board must be still before a full search (several plies, takebacks)
-    /// runs on a reading that the one-ply fast path did not explain.
-    pub settle_ms: u32,
-    /// Without a running clock: how long a position must stand before its moves are final.
-    pub quiet_ms: u32,
-    /// With a running clock: how long a position must stand before its unpressed moves are
-    /// final anyway (the piece was released, so the move was made; the press was forgotten).
-    pub unpressed_ms: u32,
-    /// With a clock: how long a line of two or more provisional plies must stand before
-    /// all but its last ply are final (a forgotten press, resolved by what followed).
-    pub chain_confirm_ms: u32,
-    /// How long an unexplainable board must stand before it is reported.
-    pub mismatch_ms: u32,
-    /// How long a clock press waits for the board to show the presser's move.
-    pub press_window_ms: u32,
-    /// One board scan period: a press confirms at once when the board has not changed
-    /// for this long before it (the board has already reported where the piece stopped);
-    /// otherwise it waits until the board has been still this long after its last change.
-    pub press_stable_ms: u32,
-    /// The longest a hand is taken to rest a piece on a square it slides through. A press
-    /// finds a piece that could still be sliding on (a pawn that may still make its double
-    /// step, a line piece with room beyond): it confirms at once only when the board has
-    /// been still for `press_stable_ms + slide_pause_ms` (the rest of the slide would have
-    /// been reported by then); otherwise a scan period after the press.
-    pub slide_pause_ms: u32,
-    /// Minimum time between two board-dump requests.
-    pub dump_request_interval_ms: u32,
+    /// Every length of time the tracker judges by.
+    pub timing: crate::Timing,
     /// Clock display to colour mapping.
     pub white_clock: WhiteClockSide,
     /// The time control, when known (otherwise the increment is inferred from the clock).
@@ -282,27 +257,11 @@ pub struct Config {
     pub flag_fall_ends_game: bool,
 }
 
-impl Config {
-    /// How long a board must be still before no slide can still be under way: the longest
-    /// rest of a sliding hand, and a scan period to report what it did next.
-    pub(crate) fn slide_settled_ms(&self) -> u64 {
-        u64::from(self.press_stable_ms) + u64::from(self.slide_pause_ms)
-    }
-}
-
 impl Default for Config {
     fn default() -> Self {
         Config {
             search_depth: 3,
-            settle_ms: 300,
-            quiet_ms: 2000,
-            unpressed_ms: 4000,
-            chain_confirm_ms: 1000,
-            mismatch_ms: 1500,
-            press_window_ms: 3000,
-            press_stable_ms: 250,
-            slide_pause_ms: 350,
-            dump_request_interval_ms: 1000,
+            timing: crate::Timing::default(),
             white_clock: WhiteClockSide::FromLever { fallback: ClockSide::Left },
             time_control: None,
             chess960: false,

@@ -1,17 +1,16 @@
-//! Matching a physical board against legal successors of a position.
+//! Lines of legal plies that explain a physical board: one generator, one score.
 //!
-//! The one-ply fast path derives candidate moves from the squares that differ and checks
-//! them with shakmaty's targeted legality test, so a clean move costs no full move
-//! generation. The deep search (iterative deepening up to [`MAX_DEPTH`] plies) prunes
-//! every branch whose remaining plies cannot possibly change the squares still differing.
+//! The one-ply step derives candidate moves from the squares that differ and checks them
+//! with shakmaty's targeted legality test, so a clean move costs no full move generation.
+//! The generator ([`Search`]) deepens iteratively over the lengths it is asked for, prunes
+//! every branch whose remaining plies cannot possibly change the squares still differing
+//! (or, searching a board far ahead, moves pieces off the squares the board reported), and
+//! keeps the best line by one [`Score`], noting ties instead of breaking them.
 
 use shakmaty::{Bitboard, Board, CastlingSide, Chess, Color, File, Move, Position, Role, Square};
 
 /// The deepest search supported.
 pub const MAX_DEPTH: usize = 4;
-
-/// A sequence of plies found by the search.
-pub(crate) type Path = heapless::Vec<Move, MAX_DEPTH>;
 
 /// The squares whose content differs between two boards.
 pub fn board_diff(a: &Board, b: &Board) -> Bitboard {
@@ -134,192 +133,310 @@ pub(crate) fn undoes_own_last(path: &[Move], m: Move) -> bool {
     }
 }
 
-/// What a walk looks for: lines to `target`, scored by `seen`, then by `order`; with
-/// `first`, the first line found ends the walk.
-struct Walk<'a, F, G> {
-    target: &'a Board,
-    seen: &'a F,
-    order: &'a G,
-    first: bool,
+/// A line of plies from a position: what the search finds and the tracker keeps.
+pub(crate) type Line = heapless::Vec<Move, LONGEST>;
+
+/// The most plies one line holds: a board read late at blitz pace for a few seconds (see
+/// [`Search::touched`]).
+pub const LONGEST: usize = 12;
+
+/// Positions one search over touched squares may visit (a few tens of milliseconds): it
+/// runs while the relay reads the board, so it gives up rather than hold the reading of
+/// the other boards.
+pub const BUDGET: u32 = 300_000;
+
+/// How well a line explains what the board and clock said, part by part: a line is better
+/// than another when its first differing part is greater. Each search fills the parts its
+/// question needs; two different lines with the same score are a tie, which the caller
+/// reports as an order the board never showed, never breaks by chance.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Score {
+    /// Fewer plies from the last confirmed ply: the shortest line that explains the board
+    /// (`u8::MAX` less the plies).
+    pub fewer_plies: u8,
+    /// Positions on the way that the board was seen showing: move orders that reach the
+    /// same board are told apart by what the board showed in passing.
+    pub seen: u8,
+    /// Pairs of plies whose reported changes came in the line's order (see
+    /// `Tracker::plies_in_reported_order`): the order the hands went.
+    pub order: u8,
+    /// Plies whose landing the board reported since it left the line (a piece set down,
+    /// reported, and lifted again for the next move).
+    pub landings: u8,
 }
 
-/// The best line a walk found so far, its score (seen positions, then plies in the order
-/// the board reported them), and whether another line scored the same (the board alone
-/// cannot tell them apart).
-#[derive(Default)]
-struct Best {
-    line: Option<(Path, (u8, u8))>,
-    tied: bool,
+impl Score {
+    /// The part for a line of `plies` plies in all.
+    pub fn plies(plies: usize) -> u8 {
+        u8::MAX.saturating_sub(u8::try_from(plies).unwrap_or(u8::MAX))
+    }
+}
+
+/// Why a line that reaches the board is not what was played. The generator never offers
+/// the first two; the tracker's judges and choice give the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rejection {
+    /// A piece out and back without a capture: the other side moved twice in a row (see
+    /// [`undoes_own_last`]).
+    OutAndBack,
+    /// A ply moves a piece from or to a square the board never reported changing (a search
+    /// over touched squares).
+    Untraced,
+    /// It leaves a piece the board reported set down on a square unexplained: no ply lands
+    /// it there or slides it through (Kd5 Ke6 Kd5 where a knight was reported on d5).
+    UnexplainedReport,
+    /// It gives up plies that stood, beyond a slide that paused and went on (the last of
+    /// them, for a line no longer than it).
+    GivesUpStoodPly,
+    /// Another line explains the board as well, where the evidence needs one line alone.
+    Tied,
+}
+
+/// The best line a search found, and whether another line scored the same.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Best {
+    /// The line and its score.
+    pub line: Option<(Line, Score)>,
+    /// Another, different line scored the same: the board alone cannot tell which.
+    pub tied: bool,
+    /// How many lines were offered (rejected ones not counted).
+    pub lines: u32,
 }
 
 impl Best {
-    /// The line found, if any, with its seen count and tie.
-    fn into_found(self) -> Option<Found> {
-        let tied = self.tied;
-        self.line.map(|(path, (seen, _))| Found { path, seen, tied })
-    }
-
-    fn offer(&mut self, path: &Path, score: (u8, u8)) {
+    /// Keeps `line` when it scores better than the best so far; notes a tie.
+    pub fn offer(&mut self, line: &[Move], score: Score) {
+        self.lines += 1;
         match &self.line {
             Some((_, s)) if score < *s => {}
-            Some((_, s)) if score == *s => self.tied = true,
+            Some((best, s)) if score == *s => self.tied |= best.as_slice() != line,
             _ => {
-                self.line = Some((path.clone(), score));
+                self.line = Line::from_slice(line).ok().map(|l| (l, score));
                 self.tied = false;
             }
         }
     }
+
+    /// The line, when one was found, with its tie.
+    pub fn found(self) -> Option<Found> {
+        let (tied, lines) = (self.tied, self.lines);
+        self.line.map(|(line, score)| Found { line, score, tied, lines })
+    }
 }
 
-/// A line found by [`find_line_seen`].
+/// A line a search found.
 pub(crate) struct Found {
     /// The plies.
-    pub path: Path,
-    /// How many of the positions on the way the board was seen showing.
-    pub seen: u8,
-    /// Another line of the same length through as many seen positions leads to the same
-    /// board: which one was played is a guess.
+    pub line: Line,
+    /// Its score.
+    pub score: Score,
+    /// Another line of the same length scored the same: which one was played is a guess.
     pub tied: bool,
+    /// How many lines of its length were found.
+    pub lines: u32,
 }
 
-/// Walks the lines of exactly `depth` plies from `pos` to the target, keeping in `best` the
-/// one whose positions on the way the board was seen showing most often (the first found
-/// on a tie, noting the tie). `score` counts the seen positions of `path` so far. Returns
-/// true when the walk is to stop (a line found, with `first`).
-fn walk<F: Fn(&Board) -> bool, G: Fn(&[Move]) -> u8>(
-    w: &Walk<'_, F, G>,
-    pos: &Chess,
-    depth: u8,
-    path: &mut Path,
-    score: u8,
-    best: &mut Best,
-) -> bool {
-    let target = w.target;
-    let first = w.first;
-    let diff = board_diff(pos.board(), target);
-    if diff.is_empty() {
-        best.offer(path, (score, (w.order)(path)));
-        return first;
+/// How a line's last position must stand to the board.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ends<'a> {
+    /// It is the board.
+    At(&'a Board),
+    /// It is the board with some pieces of the side to move lifted, at least one (the next
+    /// move's hands at work), nothing else.
+    UnderReply(&'a Board),
+}
+
+/// The one generator of lines: every line of legal plies from a position whose last
+/// position stands to the board as [`Ends`] says, by iterative deepening over the lengths
+/// asked, scored by the caller. Branches that cannot reach the board in the plies left are
+/// cut (each ply changes at most four squares, and captures at most one piece of the side
+/// not moving); a piece out and back without a capture is never a line (see
+/// [`undoes_own_last`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Search<'a> {
+    /// What the lines reach.
+    pub ends: Ends<'a>,
+    /// Every ply moves pieces only from and to these squares (the squares the board
+    /// reported changing, or a dump corrected), when given: a board many plies ahead is
+    /// searched over the moves the board's evidence allows.
+    pub touched: Option<Bitboard>,
+    /// Positions the search may visit before it gives up.
+    pub budget: u32,
+}
+
+impl<'a> Search<'a> {
+    /// Lines to exactly `board`.
+    pub fn to(board: &'a Board) -> Search<'a> {
+        Search { ends: Ends::At(board), touched: None, budget: u32::MAX }
     }
-    if depth == 0 {
-        return false;
+
+    /// Lines to `board` with some of the next mover's pieces lifted.
+    pub fn under_reply(board: &'a Board) -> Search<'a> {
+        Search { ends: Ends::UnderReply(board), touched: None, budget: u32::MAX }
     }
-    if depth == 1 {
-        if let Some(m) = one_ply(pos, target, diff)
-            && !undoes_own_last(path, m)
-            && path.push(m).is_ok()
+
+    /// Only over `touched` squares, within [`BUDGET`] positions.
+    pub fn over(self, touched: Bitboard) -> Search<'a> {
+        Search { touched: Some(touched), budget: BUDGET, ..self }
+    }
+
+    /// The lines of the first length in `lengths` that has any line `judge` accepts (it
+    /// scores a line from `from`, or rejects it with `None`), the best of them kept. `None`
+    /// when no length has one, or when the budget ran out first.
+    pub fn shortest<J: Fn(&[Move]) -> Result<Score, Rejection>>(
+        &self,
+        from: &Chess,
+        lengths: core::ops::RangeInclusive<usize>,
+        judge: &J,
+    ) -> Option<Found> {
+        if let Ends::At(target) = self.ends
+            && (!has_two_kings(target)
+                || self.touched.is_some_and(|t| !board_diff(from.board(), target).is_subset(t)))
         {
-            best.offer(path, (score, (w.order)(path)));
-            path.pop();
-            return first;
+            return None;
         }
-        return false;
+        let mut walk = Walk { search: self, judge, budget: self.budget, best: Best::default() };
+        for depth in lengths.filter(|&d| d <= LONGEST) {
+            if let Ends::At(target) = self.ends
+                && !material_allows(from, target, depth as u8)
+            {
+                continue;
+            }
+            if !walk.lines(from, depth, &mut Line::new()) {
+                return None;
+            }
+            if walk.best.line.is_some() {
+                return core::mem::take(&mut walk.best).found();
+            }
+            walk.best = Best::default();
+        }
+        None
     }
-    if diff.count() > 4 * usize::from(depth) || !material_allows(pos, target, depth) {
-        return false;
+
+    /// Every line of exactly `plies` plies (at least one) that `judge` accepts, the best
+    /// kept, even when a shorter line reaches the board: what the clock presses say can
+    /// need the longer one (a piece that went in two moves with a reply between reaches
+    /// the board one move of it reaches too).
+    pub fn of_length<J: Fn(&[Move]) -> Result<Score, Rejection>>(
+        &self,
+        from: &Chess,
+        plies: usize,
+        judge: &J,
+    ) -> Option<Found> {
+        if let Ends::At(target) = self.ends
+            && board_diff(from.board(), target).is_empty()
+        {
+            return None;
+        }
+        if plies == 0 {
+            return None;
+        }
+        self.shortest(from, plies..=plies, judge)
     }
-    let rest = depth - 1;
-    for m in pos.legal_moves() {
-        if undoes_own_last(path, m) {
-            continue;
-        }
-        let mut p = pos.clone();
-        p.play_unchecked(m);
-        let nd = board_diff(p.board(), target).count();
-        if nd > 4 * usize::from(rest) || (rest == 1 && nd == 1) || nd == 0 {
-            continue;
-        }
-        if path.push(m).is_err() {
+}
+
+/// One search under way.
+struct Walk<'s, 'a, J> {
+    search: &'s Search<'a>,
+    judge: &'s J,
+    budget: u32,
+    best: Best,
+}
+
+impl<J: Fn(&[Move]) -> Result<Score, Rejection>> Walk<'_, '_, J> {
+    /// Offers every line of exactly `depth` more plies from `pos` after `path`; false when
+    /// the budget ran out.
+    fn lines(&mut self, pos: &Chess, depth: usize, path: &mut Line) -> bool {
+        if self.budget == 0 {
             return false;
         }
-        let s = score + u8::from((w.seen)(p.board()));
-        if walk(w, &p, rest, path, s, best) {
-            return true;
+        self.budget -= 1;
+        match self.search.ends {
+            Ends::At(target) => {
+                let diff = board_diff(pos.board(), target);
+                if depth == 0 {
+                    if diff.is_empty() {
+                        self.offer(path);
+                    }
+                    return true;
+                }
+                if diff.count() > 4 * depth || !material_allows(pos, target, depth as u8) {
+                    return true;
+                }
+                if depth == 1 {
+                    // One ply is unique: the board shows the piece that moved and where.
+                    if let Some(m) = one_ply(pos, target, diff)
+                        && self.allowed(path, m).is_ok()
+                        && path.push(m).is_ok()
+                    {
+                        self.offer(path);
+                        path.pop();
+                    }
+                    return true;
+                }
+            }
+            Ends::UnderReply(target) => {
+                if depth == 0 {
+                    let d = board_diff(pos.board(), target);
+                    let next_mover = pos.board().by_color(pos.turn());
+                    if d.any() && (d & target.occupied()).is_empty() && (d & !next_mover).is_empty() {
+                        self.offer(path);
+                    }
+                    return true;
+                }
+            }
         }
-        path.pop();
-    }
-    false
-}
-
-/// The shortest sequence of at most `max_depth` legal plies from `pos` that leaves exactly
-/// `target` on the board (empty when it already does). When several lines of that length
-/// do, the one passing through most positions for which `seen` is true: different move
-/// orders can reach the same board (a burst of plies read at once), and the positions the
-/// board showed on the way tell them apart; then the one whose plies the board reported
-/// in their order (`order` counts them). Returns the line, its seen count, and whether
-/// another line was as good.
-pub(crate) fn find_line_seen<F: Fn(&Board) -> bool, G: Fn(&[Move]) -> u8>(
-    pos: &Chess,
-    target: &Board,
-    max_depth: u8,
-    seen: &F,
-    order: &G,
-) -> Option<Found> {
-    if !has_two_kings(target) {
-        return None;
-    }
-    let max_depth = max_depth.min(MAX_DEPTH as u8);
-    for depth in 0..=max_depth {
-        if !material_allows(pos, target, depth) {
-            continue;
+        for m in pos.legal_moves() {
+            if self.allowed(path, m).is_err() {
+                continue;
+            }
+            let mut after = pos.clone();
+            after.play_unchecked(m);
+            // The board reached before the last ply, or left one square off with a ply to
+            // go: no line of this length to it through here.
+            if let Ends::At(target) = self.search.ends {
+                let nd = board_diff(after.board(), target).count();
+                if nd > 4 * (depth - 1) || nd == 0 || (depth == 2 && nd == 1) {
+                    continue;
+                }
+            }
+            if path.push(m).is_err() {
+                return true;
+            }
+            let within = self.lines(&after, depth - 1, path);
+            path.pop();
+            if !within {
+                return false;
+            }
         }
-        let mut found = Best::default();
-        if !walk(&Walk { target, seen, order, first: true }, pos, depth, &mut Path::new(), 0, &mut found) {
-            continue;
+        true
+    }
+
+    /// True when `m` may follow `path`: over the touched squares (else
+    /// [`Rejection::Untraced`]), and not undoing the same side's previous ply (else
+    /// [`Rejection::OutAndBack`]).
+    fn allowed(&self, path: &[Move], m: Move) -> Result<(), Rejection> {
+        if self.search.touched.is_some_and(|t| !touched(m).is_subset(t)) {
+            return Err(Rejection::Untraced);
         }
-        // The length is known; from two plies on, every line of that length is compared
-        // (one ply is unique: the board shows the piece that moved and where).
-        let best = match depth {
-            0 | 1 => found,
-            _ => Some(all_lines_of(pos, target, depth, seen, order))
-                .filter(|b| b.line.is_some())
-                .unwrap_or(found),
-        };
-        return best.into_found();
+        if undoes_own_last(path, m) {
+            return Err(Rejection::OutAndBack);
+        }
+        Ok(())
     }
-    None
-}
 
-/// The best line of exactly `depth` plies (at least one) from `pos` to `target`, compared
-/// as [`find_line_seen`] compares them, even when a shorter line exists: what the clock
-/// presses say can need the longer one (a piece that went in two moves with a reply between
-/// reaches the board one move of it reaches too).
-pub(crate) fn find_line_of_length<F: Fn(&Board) -> bool, G: Fn(&[Move]) -> u8>(
-    pos: &Chess,
-    target: &Board,
-    depth: u8,
-    seen: &F,
-    order: &G,
-) -> Option<Found> {
-    let reached = board_diff(pos.board(), target).is_empty();
-    if reached || depth == 0 || usize::from(depth) > MAX_DEPTH || !has_two_kings(target) {
-        return None;
+    fn offer(&mut self, path: &[Move]) {
+        if let Ok(score) = (self.judge)(path) {
+            self.best.offer(path, score);
+        }
     }
-    if !material_allows(pos, target, depth) {
-        return None;
-    }
-    all_lines_of(pos, target, depth, seen, order).into_found()
-}
-
-/// Every line of exactly `depth` plies from `pos` to `target` (when `pos` is not already
-/// there), the best kept.
-fn all_lines_of<F: Fn(&Board) -> bool, G: Fn(&[Move]) -> u8>(
-    pos: &Chess,
-    target: &Board,
-    depth: u8,
-    seen: &F,
-    order: &G,
-) -> Best {
-    let mut best = Best::default();
-    walk(&Walk { target, seen, order, first: false }, pos, depth, &mut Path::new(), 0, &mut best);
-    best
 }
 
 /// The shortest sequence of at most `max_depth` legal plies from `pos` that leaves exactly
 /// `target` on the board (empty when it already does).
 #[cfg(test)]
-pub(crate) fn find_line(pos: &Chess, target: &Board, max_depth: u8) -> Option<Path> {
-    find_line_seen(pos, target, max_depth, &|_| false, &|_| 0).map(|f| f.path)
+pub(crate) fn find_line(pos: &Chess, target: &Board, max_depth: u8) -> Option<Line> {
+    Search::to(target).shortest(pos, 0..=usize::from(max_depth), &|_| Ok(Score::default())).map(|f| f.line)
 }
 
 #[cfg(test)]
@@ -366,7 +483,7 @@ mod tests {
         for u in ["e2e4", "e7e5", "g1f3", "g8f6"] {
             pos = play(&pos, u);
         }
-        let mut expected = Path::new();
+        let mut expected = Line::new();
         let mut after = pos.clone();
         for u in ["f3e5", "d7d6", "e5f3"] {
             let m = UciMove::from_ascii(u.as_bytes()).ok().and_then(|u| u.to_move(&after).ok());
@@ -401,5 +518,55 @@ mod tests {
         b.discard_piece_at(Square::E2);
         b.set_piece_at(Square::E5, shakmaty::Piece { color: Color::White, role: Role::Pawn });
         assert!(find_line(&start, &b, 3).is_none());
+    }
+
+    fn play_all(pos: &Chess, ucis: &[&str]) -> Chess {
+        let mut p = pos.clone();
+        for u in ucis {
+            p = play(&p, u);
+        }
+        p
+    }
+
+    #[test]
+    fn ten_plies_ahead_are_found_over_the_touched_squares() {
+        let start = Chess::default();
+        let line = ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "b5a4", "g8f6", "e1g1", "f8e7"];
+        let end = play_all(&start, &line);
+        let mut touched = board_diff(start.board(), end.board());
+        // The squares a piece passed through (b5, the bishop's) were reported too.
+        touched |= Bitboard::from_square(Square::B5);
+        let search = Search::to(end.board()).over(touched);
+        let found = search.shortest(&start, 1..=LONGEST, &|_| Ok(Score::default())).expect("found");
+        // The board alone does not say in which order each side made its moves.
+        assert_eq!(found.line.len(), line.len());
+        assert!(found.tied);
+        // The order the board reported them in does.
+        let mut played = Line::new();
+        let mut p = start.clone();
+        for u in line {
+            let m = UciMove::from_ascii(u.as_bytes()).ok().and_then(|u| u.to_move(&p).ok()).expect("legal");
+            p.play_unchecked(m);
+            played.push(m).expect("room");
+        }
+        let order = |path: &[Move]| {
+            Ok(Score {
+                order: path.iter().zip(&played).filter(|(a, b)| a == b).count() as u8,
+                ..Score::default()
+            })
+        };
+        let found = search.shortest(&start, 10..=10, &order).expect("found");
+        assert!(!found.tied);
+        assert_eq!(found.line, played);
+    }
+
+    #[test]
+    fn a_square_nothing_reported_is_never_moved_through() {
+        let start = Chess::default();
+        let end = play_all(&start, &["e2e4", "e7e5", "f1b5", "a7a6", "b5a4"]);
+        // Without b5, the bishop cannot have got to a4 in the two moves the line has.
+        let touched = board_diff(start.board(), end.board());
+        let search = Search::to(end.board()).over(touched);
+        assert!(search.shortest(&start, 5..=5, &|_| Ok(Score::default())).is_none());
     }
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Sim, clocked, from_fen, parse_uci, piece, play_pressed};
-use dgt_core::{Config, EndReason, Event, GameResult, GameState, Period, TimeControl, View};
+use dgt_core::{Config, EndReason, Event, GameResult, GameState, Period, TimeControl, Timing, View};
 use dgt_protocol::{ClockSide, ClockStatus, ClockTime, ClockTimes, Orientation, SideFlags, SideReading};
 use shakmaty::{Chess, Color, Position, Role, Square};
 
@@ -642,7 +642,7 @@ fn takeback_of_two_plies_in_forward_order_without_presses() {
 /// the game went on: a repetition, not a takeback of 3. Bc4 Bc5.
 #[test]
 fn a_repetition_both_players_pressed_for_is_not_a_takeback() {
-    let cfg = Config { press_window_ms: 100, ..Config::default() };
+    let cfg = Config { timing: Timing { press_window_ms: 100, ..Timing::default() }, ..Config::default() };
     let mut s = Sim::started(cfg, Orientation::Normal).with_clock(300, ClockSide::Left);
     s.start_clock();
     let mut pos = Chess::default();

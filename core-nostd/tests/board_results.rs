@@ -65,6 +65,6 @@ fn a_magic_piece_that_stands_for_the_quiet_time_ends_the_game() {
     assert_eq!(s.tracker.result(), Some((GameResult::BlackWins, EndReason::MagicPiece)));
     let ended = s.count(|e| matches!(e, Event::GameEnded { .. }));
     assert_eq!(ended, 1);
-    assert!(s.now - put_at >= u64::from(s.tracker.config().quiet_ms));
+    assert!(s.now - put_at >= u64::from(s.tracker.config().timing.quiet_ms));
     assert_eq!(s.confirmed_ucis(), ["e2e4"]);
 }

@@ -3,7 +3,8 @@
 //! that were played.
 //!
 //! The captures carry no timestamps, so time is synthesised: each `read()` chunk advances
-//! the clock by a fixed step and the tracker is ticked after each one.
+//! the clock by a fixed step and the tracker is ticked after each one. After the capture,
+//! dumps the tracker asks for show the board as it last reported.
 
 use base64::Engine;
 use dgt_core::{Config, EndReason, Event, GameResult, Tracker, View};
@@ -37,9 +38,16 @@ fn run_with(name: &str, step_ms: u64, config: Config) -> Run {
         });
         tracker.tick(now, &mut |e| events.push(e));
     }
+    // After the capture the board stands as it last reported; a dump the tracker asks for
+    // then shows it, as the board would answer.
     for _ in 0..100 {
         now += 50;
+        let asked = events.len();
         tracker.tick(now, &mut |e| events.push(e));
+        if events[asked..].contains(&Event::RequestBoardDump) {
+            let dump = tracker.board();
+            tracker.feed_dump(&dump, now, &mut |e| events.push(e));
+        }
     }
     Run { tracker, events }
 }

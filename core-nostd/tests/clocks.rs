@@ -5,7 +5,7 @@
 mod common;
 
 use common::Sim;
-use dgt_core::{Config, Event, GameState, MoveInfo};
+use dgt_core::{Config, Event, GameState, MoveInfo, Timing};
 use dgt_protocol::{ClockSide, ClockStatus, ClockTimes, Orientation};
 use shakmaty::{Board, Chess, Color, Position};
 
@@ -212,7 +212,7 @@ fn running_clock_that_goes_silent_stops_giving_clk() {
 #[test]
 fn early_presses_belong_to_the_move_they_completed_in_fast_play() {
     // A board that settles slowly compared with the play (as a fast simulated game).
-    let config = Config { settle_ms: 5000, ..Config::default() };
+    let config = Config { timing: Timing { settle_ms: 5000, ..Timing::default() }, ..Config::default() };
     let mut sim = Sim::started(config, Orientation::Normal).with_clock(180, ClockSide::Left);
     sim.start_clock();
     let mut want = Vec::new();
@@ -573,7 +573,7 @@ fn late_press_after(wait_ms: u64) {
     }
     let got = confirmed(&sim);
     assert_eq!(got[2].0, "g1f3");
-    let unpressed_ms = u64::from(Config::default().unpressed_ms);
+    let unpressed_ms = u64::from(Config::default().timing.unpressed_ms);
     let nf3 = if wait_ms < unpressed_ms { Some(white_late) } else { None };
     assert_eq!(got[2].1, nf3, "{got:?}");
     assert_eq!(got[3].0, "b8c6");
@@ -790,4 +790,107 @@ fn presses_made_long_before_their_plies_showed_take_them_in_order() {
     let mut want = d4_nf6_pressed();
     want.push(("c1f4".to_string(), Some(925)));
     assert_eq!(confirmed(&sim), want);
+}
+
+/// A game of 1. e4 pressed, then 1... e5 and 2. Nf3 whose presses were never seen (two
+/// presses between two readings of the board's event log on a chain), then 2... Nc6 pressed,
+/// the press read as a reading rebuilt from the log: only Black's display in it was
+/// measured, White's is the last one known (e4's). So Nf3 gets no `%clk` (nor e5); read
+/// whole from the clock, White's display at Black's press is Nf3's.
+#[test]
+fn a_ply_without_its_press_takes_no_clock_from_a_rebuilt_reading() {
+    for rebuilt in [true, false] {
+        let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(900, ClockSide::Left);
+        sim.start_clock();
+        sim.wait(500);
+        let after_e4 = sim.play_uci(&Chess::default(), "e2e4");
+        sim.wait(300);
+        sim.press(3, 10);
+        sim.wait(500);
+        let after_e5 = sim.play_uci(&after_e4, "e7e5");
+        sim.wait(500);
+        let after_nf3 = sim.play_uci(&after_e5, "g1f3");
+        sim.wait(500);
+        sim.play_uci(&after_nf3, "b8c6");
+        sim.wait(300);
+        // Black presses at 903: White runs, its display at 912 (Nf3's press) or, rebuilt,
+        // 907 (e4's, the last White display known).
+        let mut r = sim.clock.as_ref().map(|c| c.reading()).expect("a clock");
+        r.left.time = dgt_protocol::ClockTime::from_seconds(if rebuilt { 907 } else { 912 });
+        r.right.time = dgt_protocol::ClockTime::from_seconds(903);
+        r.status = ClockStatus(0x01 | if rebuilt { ClockStatus::REBUILT } else { 0 });
+        let now = sim.now;
+        let events = &mut sim.events;
+        sim.tracker.feed_clock(&r, now, &mut |e| events.push(e));
+        sim.wait(2000);
+        let clks: Vec<Option<u32>> = confirmed(&sim).into_iter().map(|(_, c)| c).collect();
+        let nf3 = if rebuilt { None } else { Some(912) };
+        assert_eq!(clks, [Some(907), None, nf3, Some(903)], "rebuilt: {rebuilt}");
+    }
+}
+
+/// A chain's backlog as its virtual line lets it out: 1. d4 Nf6 in one scan (their presses
+/// never logged), 2. Nf3 in the next two scans, then White's press rebuilt from the log
+/// (925): the press is Nf3's, the last White ply the board showed before it.
+#[test]
+fn a_rebuilt_press_after_plies_whose_presses_were_lost_is_the_last_plys() {
+    let mut sim = Sim::started(Config::default(), Orientation::Normal).with_clock(910, ClockSide::Left);
+    sim.start_clock();
+    sim.wait(2_000);
+    // The clock's start sent again (stopped, then running), read later: 933 and 922.
+    for status in [0x00, 0x01] {
+        let mut r = sim.clock.as_ref().map(|c| c.reading()).expect("a clock");
+        r.left.time = dgt_protocol::ClockTime::from_seconds(933);
+        r.right.time = dgt_protocol::ClockTime::from_seconds(922);
+        r.status = ClockStatus(status);
+        let now = sim.now;
+        let events = &mut sim.events;
+        sim.tracker.feed_clock(&r, now, &mut |e| events.push(e));
+    }
+    sim.step_ms = 0;
+    use shakmaty::Square as S;
+    let (p, n) = (
+        common::piece(Color::White, shakmaty::Role::Pawn),
+        common::piece(Color::Black, shakmaty::Role::Knight),
+    );
+    sim.put(S::G8, None);
+    sim.put(S::F6, n);
+    sim.put(S::D4, p);
+    sim.put(S::D2, None);
+    sim.now += 60;
+    sim.put(S::G1, None);
+    sim.now += 60;
+    sim.put(S::F3, common::piece(Color::White, shakmaty::Role::Knight));
+    sim.now += 60;
+    let mut r = sim.clock.as_ref().map(|c| c.reading()).expect("a clock");
+    r.left.time = dgt_protocol::ClockTime::from_seconds(925);
+    r.right.time = dgt_protocol::ClockTime::from_seconds(910);
+    r.status = ClockStatus(0x03 | ClockStatus::REBUILT);
+    let now = sim.now;
+    let events = &mut sim.events;
+    sim.tracker.feed_clock(&r, now, &mut |e| events.push(e));
+    // 2... e6 and its press, 3. Bf4 lifted, before the dump asked for comes.
+    sim.wait_without_dumps(400);
+    sim.put(S::E7, None);
+    sim.put(S::E6, common::piece(Color::Black, shakmaty::Role::Pawn));
+    sim.now += 60;
+    r.right.time = dgt_protocol::ClockTime::from_seconds(923);
+    r.status = ClockStatus(0x01 | ClockStatus::REBUILT);
+    let now = sim.now;
+    let events = &mut sim.events;
+    sim.tracker.feed_clock(&r, now, &mut |e| events.push(e));
+    sim.wait_without_dumps(400);
+    sim.put(S::C1, None);
+    sim.now += 60;
+    sim.put(S::F4, common::piece(Color::White, shakmaty::Role::Bishop));
+    sim.wait(3_000);
+    assert_eq!(
+        confirmed(&sim)[..4],
+        [
+            ("d2d4".to_string(), None),
+            ("g8f6".to_string(), None),
+            ("g1f3".to_string(), Some(925)),
+            ("e7e6".to_string(), Some(923))
+        ]
+    );
 }

@@ -128,7 +128,7 @@ fn a_board_still_for_the_settle_time_is_searched_when_the_next_change_comes() {
     use shakmaty::{Color, Role, Square};
     let mut s = Sim::started(Config::default(), Orientation::Normal);
     let knight = |c| common::piece(c, Role::Knight);
-    let settle = u64::from(Config::default().settle_ms);
+    let settle = u64::from(Config::default().timing.settle_ms);
     s.step_ms = 30;
     // 1. Nf3 Nc6: both lifts, then both landings.
     s.lift(Square::G1);
@@ -207,7 +207,7 @@ fn a_press_waiting_for_the_board_outlasts_an_outage() {
     let black_after_nc6 = s.clock.as_ref().map(|c| c.black);
     s.wait(100);
     unplug(&mut s);
-    let window = u64::from(Config::default().press_window_ms);
+    let window = u64::from(Config::default().timing.press_window_ms);
     wait_away(&mut s, window + 2_000);
     assert_eq!(s.tracker.ply_count(dgt_core::View::Confirmed), 2);
     s.dumps_answered = s.count(|e| matches!(e, Event::RequestBoardDump));

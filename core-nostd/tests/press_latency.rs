@@ -78,7 +78,7 @@ fn single_pawn_step_that_could_go_on_confirms_at_once_after_a_quiet_board() {
     // period and the longest rest of a sliding hand, it is not.
     let mut s = clocked();
     let cfg = *s.tracker.config();
-    let quiet = u64::from(cfg.press_stable_ms + cfg.slide_pause_ms);
+    let quiet = u64::from(cfg.timing.press_stable_ms + cfg.timing.slide_pause_ms);
     let got = play_with_quiet_presses(&mut s, &["e2e3", "e7e6"], quiet);
     assert_eq!(got, [vec!["e2e3".to_string()], vec!["e7e6".to_string()]], "{:?}", s.events);
 }
@@ -87,7 +87,7 @@ fn single_pawn_step_that_could_go_on_confirms_at_once_after_a_quiet_board() {
 fn queen_move_that_could_go_further_confirms_in_the_feed_call_of_the_press() {
     let mut s = clocked();
     let cfg = *s.tracker.config();
-    let quiet = u64::from(cfg.press_stable_ms + cfg.slide_pause_ms);
+    let quiet = u64::from(cfg.timing.press_stable_ms + cfg.timing.slide_pause_ms);
     // 1. e4 e5 2. Qf3: the queen could have gone on to g4 or h5.
     let got = play_with_quiet_presses(&mut s, &["e2e4", "e7e5", "d1f3"], quiet);
     assert_eq!(got.last(), Some(&vec!["d1f3".to_string()]), "{:?}", s.events);
@@ -108,7 +108,7 @@ fn queen_move_pressed_soon_after_it_landed_waits_one_scan_only() {
     s.wait(100);
     // The board changed a moment ago: the queen may be on her way to g4 or h5.
     assert!(confirmed_in(&press_feed(&mut s, 2)).is_empty());
-    let stable = u64::from(s.tracker.config().press_stable_ms);
+    let stable = u64::from(s.tracker.config().timing.press_stable_ms);
     s.wait(stable);
     assert_eq!(s.confirmed_ucis(), ["e2e4", "e7e5", "d1f3"], "{:?}", s.events);
 }

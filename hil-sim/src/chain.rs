@@ -59,6 +59,17 @@ pub const EEPROM_BUSY_MS: u64 = 20;
 /// How often a response takes [`EEPROM_BUSY_MS`].
 pub const EEPROM_BUSY_ONE_IN: u64 = 20;
 
+/// How the boards' transmissions share the line back to the host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wiring {
+    /// DGT's bus: a wired OR; transmissions that overlap collide (see [`Line::collide`]).
+    #[default]
+    WiredOr,
+    /// Each transmission waits until the line is free (a hub that buffers, as some
+    /// emulators do): answers never collide, they queue.
+    Queued,
+}
+
 /// What happened on the line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LineStats {
@@ -81,13 +92,25 @@ pub struct Line {
     slots: VecDeque<Option<u8>>,
     /// Per board, the slot after its last scheduled byte.
     busy_until: Vec<u64>,
+    wiring: Wiring,
     stats: LineStats,
 }
 
 impl Line {
     /// A quiet line for `boards` boards.
     pub fn new(boards: usize) -> Line {
-        Line { first: 0, slots: VecDeque::new(), busy_until: vec![0; boards], stats: LineStats::default() }
+        Line::wired(boards, Wiring::WiredOr)
+    }
+
+    /// A quiet line for `boards` boards, wired as `wiring` says.
+    pub fn wired(boards: usize, wiring: Wiring) -> Line {
+        Line {
+            first: 0,
+            slots: VecDeque::new(),
+            busy_until: vec![0; boards],
+            wiring,
+            stats: LineStats::default(),
+        }
     }
 
     /// The slot that holds time `us`.
@@ -112,7 +135,12 @@ impl Line {
         if board >= self.busy_until.len() {
             self.busy_until.resize(board + 1, 0);
         }
-        let start = Self::slot_at(at_us).max(self.busy_until[board]).max(self.first);
+        let mut start = Self::slot_at(at_us).max(self.busy_until[board]).max(self.first);
+        if self.wiring == Wiring::Queued {
+            // After everything scheduled so far.
+            let busy = self.slots.iter().rposition(Option::is_some).map_or(0, |k| self.first + k as u64 + 1);
+            start = start.max(busy);
+        }
         let mut collided = false;
         for (i, &b) in bytes.iter().enumerate() {
             let k = (start - self.first) as usize + i;
@@ -245,6 +273,16 @@ impl SimChain {
     /// `count` boards from a template on one new pty (board `i` gets the template's serial
     /// number plus `i`, so its own bus address), behind the stable link `link` if given.
     pub fn spawn(count: usize, template: &SimConfig, link: Option<&Path>) -> Result<SimChain, SimError> {
+        SimChain::spawn_wired(count, template, link, Wiring::WiredOr)
+    }
+
+    /// [`SimChain::spawn`], the boards' transmissions sharing the line as `wiring` says.
+    pub fn spawn_wired(
+        count: usize,
+        template: &SimConfig,
+        link: Option<&Path>,
+        wiring: Wiring,
+    ) -> Result<SimChain, SimError> {
         let pty = Pty::open()?;
         let link = match link {
             Some(path) => Some(Link::create(path, pty.slave_path())?),
@@ -284,7 +322,7 @@ impl SimChain {
             pty,
             link,
             origin: Instant::now(),
-            line: Line::new(count),
+            line: Line::wired(count, wiring),
             rng: Rng::derive(seed, 0xC4A1),
             rx,
             wake_rx,
@@ -515,6 +553,17 @@ mod tests {
         assert_eq!(line.next_due_us(), None);
         // Never in the past: a late reply starts at the next free slot.
         assert_eq!(line.schedule(1, 0, &[9]), Line::slot_at(10_000));
+        assert_eq!(line.stats().collisions, 0);
+    }
+
+    #[test]
+    fn a_queued_line_lets_no_two_boards_overlap() {
+        let mut line = Line::wired(2, Wiring::Queued);
+        assert_eq!(line.schedule(0, 0, &[0x87, 0x00, 0x06]), 0);
+        assert_eq!(line.schedule(1, 1_100, &[0x87, 0x00, 0x07]), 3, "after the first board's bytes");
+        let mut out = Vec::new();
+        line.emit(1_000_000, &mut out);
+        assert_eq!(out, [0x87, 0x00, 0x06, 0x87, 0x00, 0x07]);
         assert_eq!(line.stats().collisions, 0);
     }
 

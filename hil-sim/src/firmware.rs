@@ -40,6 +40,11 @@ pub const BROADCAST_SPREAD_MS: u32 = 1_100;
 /// msec.").
 pub const START_GAME_ANSWER_MS: u32 = 70;
 
+/// How often the board reads its clock, in virtual milliseconds: "2-3 times a second"
+/// (DGT's header, on Bluetooth boards; UNCONFIRMED for others, whose clock data lag the
+/// display by up to a second). A press is logged at the reading after it ([`LeverLog`]).
+pub const CLOCK_POLL_MS: u64 = 400;
+
 /// A bus reply and when it goes on the line: `delay_ms` real milliseconds after the
 /// command was received, on top of the board's usual response time (which the line model
 /// adds, see [`crate::chain`]). Real time, not the board's virtual time: the line's timing
@@ -96,6 +101,9 @@ pub struct BoardConfig {
     pub scan_period_ms: u64,
     /// Virtual milliseconds the clock takes to acknowledge a command.
     pub ack_delay_ms: u64,
+    /// Virtual milliseconds between two of the board's readings of its clock, which is when
+    /// it logs a press ([`LeverLog`]); 0 logs every press at once.
+    pub clock_poll_ms: u64,
 }
 
 impl BoardConfig {
@@ -115,6 +123,7 @@ impl BoardConfig {
             battery_percent: Some(100),
             scan_period_ms: 200,
             ack_delay_ms: 40,
+            clock_poll_ms: CLOCK_POLL_MS,
         }
     }
 
@@ -201,6 +210,45 @@ impl EeMemory {
     }
 }
 
+/// How the board logs clock presses (fact sheet 6.2; DGT's header: the halted clock's
+/// time "is written on tumbler position change", and "when the moves are done very fast,
+/// the storage is skipped"). The board learns of the lever from its readings of the clock,
+/// a few times a second: a reading that finds the lever moved since the last one logs the
+/// halted side's time then. Two presses between two readings leave the lever where it was,
+/// and neither is logged; of three, the last.
+#[derive(Clone, Debug, Default)]
+struct LeverLog {
+    /// The side up at the board's last reading of the clock.
+    seen: Option<ClockSide>,
+    /// The reading grid's origin (the clock attached, the board powered).
+    epoch: u64,
+    /// The next reading that looks at presses made since the last one.
+    due: Option<u64>,
+    /// Virtual times of the presses made since the last reading.
+    pending: Vec<u64>,
+    /// Virtual times of the presses the log never got.
+    skipped: Vec<u64>,
+}
+
+impl LeverLog {
+    /// Starts afresh with the lever at `up` (no event: a game's starting times are lost).
+    fn reset(&mut self, up: Option<ClockSide>, now: u64) {
+        self.seen = up;
+        self.epoch = now;
+        self.due = None;
+        self.pending.clear();
+    }
+
+    /// A press at `at`: the first reading at or after it looks at it.
+    fn pressed(&mut self, at: u64, period: u64) {
+        self.pending.push(at);
+        if self.due.is_none() {
+            let k = at.saturating_sub(self.epoch).div_ceil(period.max(1));
+            self.due = Some(self.epoch + k * period.max(1));
+        }
+    }
+}
+
 /// The normal start position in board-index order (index 0 = a8).
 pub fn start_position() -> [PieceCode; 64] {
     use PieceCode::*;
@@ -250,6 +298,7 @@ pub struct Firmware {
     drop_next: [bool; 64],
     scan_epoch: u64,
     ee: EeMemory,
+    lever: LeverLog,
     begin_armed: bool,
     empty_armed: bool,
     clock: Option<Dgt3000>,
@@ -298,6 +347,7 @@ impl Firmware {
             drop_next: [false; 64],
             scan_epoch: now,
             ee: EeMemory::default(),
+            lever: LeverLog::default(),
             begin_armed: true,
             empty_armed: true,
             clock: None,
@@ -329,6 +379,8 @@ impl Firmware {
         self.reported = self.physical;
         self.dirty_since = None;
         self.check_tags();
+        let up = self.clock.as_ref().map(Dgt3000::high_side);
+        self.lever.reset(up, now);
     }
 
     /// The board loses power and comes back (USB unplugged and replugged): bus mode, the
@@ -396,6 +448,15 @@ impl Firmware {
     pub fn attach_clock(&mut self, clock: Option<Dgt3000>) {
         self.clock = clock;
         self.acks.clear();
+        let up = self.clock.as_ref().map(Dgt3000::high_side);
+        let at = self.lever.epoch.max(self.scan_epoch);
+        self.lever.reset(up, at);
+    }
+
+    /// Virtual times of the clock presses the event log never got: made between two of the
+    /// board's readings of its clock with another press (see [`CLOCK_POLL_MS`]).
+    pub fn unlogged_presses(&self) -> &[u64] {
+        &self.lever.skipped
     }
 
     /// The EEPROM events stored (oldest first, without padding or EOF).
@@ -748,7 +809,8 @@ impl Firmware {
         }
     }
 
-    /// The next report of `square` is lost (the dropped-update fault); dumps stay right.
+    /// The next report of `square` is lost (the dropped-update fault); dumps stay right. On
+    /// a board read in bus mode, its log misses the change.
     pub fn drop_next_report(&mut self, square: DgtSquare) {
         self.drop_next[usize::from(square.index())] = true;
     }
@@ -759,9 +821,12 @@ impl Firmware {
         let Some(clock) = self.clock.as_mut() else { return false };
         let moved = clock.press(side, now);
         if moved {
-            // The board logs the halted side's time when the lever moves.
-            let time = clock.reading().side(side).time;
-            self.ee.push(EeEvent::Time { side, time });
+            // The board logs the halted side's time when it reads the lever moved.
+            let period = self.config.clock_poll_ms;
+            self.lever.pressed(now, period);
+            if period == 0 {
+                self.read_lever(now);
+            }
         }
         self.tick(now);
         moved
@@ -814,6 +879,9 @@ impl Firmware {
             let time = clock.reading().side(side).time;
             self.ee.push(EeEvent::Time { side, time });
         }
+        // A script states its presses' log itself: the lever as read is where it left it.
+        let up = clock.high_side();
+        self.lever.reset(Some(up), now);
         self.last_bwtime = None;
         self.tick(now);
     }
@@ -831,13 +899,44 @@ impl Firmware {
         Some(self.scan_epoch + (t - self.scan_epoch) / p * p)
     }
 
-    /// Runs the scan that sees every change up to and including `t`, if one is due.
+    /// Runs the scan that sees every change up to and including `t`, if one is due, and
+    /// the clock reading that logs a press, in their order.
     fn scan_upto(&mut self, t: u64) {
-        let Some(since) = self.dirty_since else { return };
-        match self.latest_snapshot(t) {
-            Some(s) if s >= since => self.snapshot(s),
-            _ => {}
+        let reading = self.lever.due.filter(|d| *d <= t);
+        let scan = self.dirty_since.and_then(|since| self.latest_snapshot(t).filter(|s| *s >= since));
+        match (reading, scan) {
+            (Some(r), Some(s)) if r < s => {
+                self.read_lever(r);
+                self.snapshot(s);
+            }
+            (r, s) => {
+                if let Some(s) = s {
+                    self.snapshot(s);
+                }
+                if let Some(r) = r {
+                    self.read_lever(r);
+                }
+            }
         }
+    }
+
+    /// The board reads its clock at `at`: a lever moved since its last reading is logged
+    /// with the halted side's time (see [`LeverLog`]).
+    fn read_lever(&mut self, at: u64) {
+        self.lever.due = None;
+        let mut pending = core::mem::take(&mut self.lever.pending);
+        let Some(clock) = self.clock.as_mut() else { return };
+        clock.advance(at);
+        let up = clock.high_side();
+        if self.lever.seen != Some(up) {
+            let halted = up.other();
+            let time = clock.reading().side(halted).time;
+            self.ee.push(EeEvent::Time { side: halted, time });
+            // The last press is the one logged.
+            pending.pop();
+        }
+        self.lever.seen = Some(up);
+        self.lever.skipped.extend(pending);
     }
 
     /// Runs any scan due strictly before `t` (a scan at `t` also sees what happens at `t`).
@@ -868,8 +967,13 @@ impl Firmware {
                 continue;
             }
             self.reported[i] = piece;
-            self.ee.field(sq, piece, at);
-            if std::mem::take(&mut self.drop_next[i]) {
+            let dropped = std::mem::take(&mut self.drop_next[i]);
+            // A board read in bus mode reports through its log: a lost report is a change
+            // its log missed (its dumps stay right).
+            if !(dropped && self.bus_followed()) {
+                self.ee.field(sq, piece, at);
+            }
+            if dropped {
                 self.stats.dropped_updates += 1;
                 continue;
             }
@@ -956,6 +1060,9 @@ impl Firmware {
         let mut consider = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
         if let Some(since) = self.dirty_since {
             consider(self.first_snapshot_from(since));
+        }
+        if let Some(due) = self.lever.due {
+            consider(due);
         }
         if let Some(&(due, _)) = self.acks.front() {
             consider(due);
@@ -1148,6 +1255,54 @@ mod tests {
         assert_eq!(events.iter().filter(|e| matches!(e, EeEvent::Field { .. })).count(), 32);
     }
 
+    /// The board logs a press when its reading of the clock finds the lever moved: two
+    /// presses between two readings leave no trace, three the last one's time.
+    #[test]
+    fn presses_faster_than_the_boards_clock_readings_are_not_logged() {
+        let mut fw =
+            Firmware::new(BoardConfig { scan_period_ms: 0, ..BoardConfig::default() }, start_position(), 0);
+        fw.attach_clock(Some(Dgt3000::new(TimeControl::fischer(180, 2), ClockSide::Left, 0)));
+        if let Some(c) = fw.clock_mut() {
+            c.start(0);
+        }
+        let times = |fw: &Firmware| -> Vec<EeEvent> {
+            fw.ee_events().into_iter().filter(|e| matches!(e, EeEvent::Time { .. })).collect()
+        };
+        // One press, read at the next reading (every 400 ms from 0): White's 2:59 + 2.
+        assert!(fw.press_clock(ClockSide::Left, 1_000));
+        assert_eq!(fw.next_deadline(1_000), Some(1_200));
+        fw.tick(1_200);
+        let t = |m, s| ClockTime::new(0, m, s).unwrap();
+        assert_eq!(times(&fw), [EeEvent::Time { side: ClockSide::Left, time: t(3, 1) }]);
+        // Two presses between two readings: the lever is back where it was, nothing logged.
+        assert!(fw.press_clock(ClockSide::Right, 1_300));
+        assert!(fw.press_clock(ClockSide::Left, 1_500));
+        fw.tick(1_600);
+        assert_eq!(times(&fw).len(), 1);
+        assert_eq!(fw.unlogged_presses(), [1_300, 1_500]);
+        // Three: the last one's, read at its reading.
+        assert!(fw.press_clock(ClockSide::Right, 2_500));
+        assert!(fw.press_clock(ClockSide::Left, 2_600));
+        assert!(fw.press_clock(ClockSide::Right, 2_700));
+        fw.tick(2_800);
+        let right = fw.clock().map(|c| c.reading().right.time);
+        assert_eq!(times(&fw).last(), Some(&EeEvent::Time { side: ClockSide::Right, time: right.unwrap() }));
+        assert_eq!(fw.unlogged_presses(), [1_300, 1_500, 2_500, 2_600]);
+        // A board that reads its clock at every press logs every press.
+        let mut every = Firmware::new(
+            BoardConfig { scan_period_ms: 0, clock_poll_ms: 0, ..BoardConfig::default() },
+            start_position(),
+            0,
+        );
+        every.attach_clock(Some(Dgt3000::new(TimeControl::fischer(180, 2), ClockSide::Left, 0)));
+        if let Some(c) = every.clock_mut() {
+            c.start(0);
+        }
+        assert!(every.press_clock(ClockSide::Left, 1_000));
+        assert!(every.press_clock(ClockSide::Right, 1_010));
+        assert_eq!(times(&every).len(), 2);
+    }
+
     #[test]
     fn scan_reports_a_placement_before_the_lift_when_its_index_comes_first() {
         let mut fw = Firmware::new(BoardConfig::default(), start_position(), 0);
@@ -1205,6 +1360,29 @@ mod tests {
         assert_eq!(out[3 + 36], PieceCode::WhitePawn.code());
     }
 
+    /// On a chain the host reads the board's log: a lost report is a change the log
+    /// missed, and only a dump shows it.
+    #[test]
+    fn a_dropped_report_of_a_board_read_in_bus_mode_is_missing_from_its_log() {
+        let mut fw = Firmware::new(
+            BoardConfig { scan_period_ms: 0, ..BoardConfig::with_serial(300) },
+            start_position(),
+            0,
+        );
+        changes(&mut fw, 300, 0);
+        fw.drop_next_report(sq(52));
+        fw.set_piece(sq(52), PieceCode::Empty, 10);
+        fw.set_piece(sq(36), PieceCode::WhitePawn, 20);
+        let logged = changes(&mut fw, 300, 30);
+        assert_eq!(logged.len(), 1, "{logged:?}");
+        assert!(
+            matches!(logged[0], EeEvent::Field { square, piece: PieceCode::WhitePawn, .. } if square == sq(36))
+        );
+        let dump = bus(&mut fw, BusCommandKind::SendBoard, 300, 40);
+        assert!(dump[0].1.contains("BoardDump"), "{dump:?}");
+        assert_eq!(fw.physical()[52], PieceCode::Empty);
+    }
+
     #[test]
     fn clock_acks_only_in_update_modes_and_times_by_mode() {
         let mut fw = Firmware::new(BoardConfig::default(), start_position(), 0);
@@ -1255,6 +1433,11 @@ mod tests {
             c.start(1100);
         }
         assert!(fw.press_clock(ClockSide::Left, 4_100));
+        assert!(
+            !fw.ee_events().iter().any(|e| matches!(e, EeEvent::Time { .. })),
+            "logged at the next reading"
+        );
+        fw.tick(4_400);
         let time = ClockTime::new(0, 2, 59).unwrap();
         assert_eq!(fw.ee_events().last(), Some(&EeEvent::Time { side: ClockSide::Left, time }));
         fw.receive(&[0x49], 4200);

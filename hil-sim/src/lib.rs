@@ -16,6 +16,8 @@
 //! - [`chain`]: boards daisy-chained on one pty for bus mode ([`SimChain`]): a shared line
 //!   with 9600-baud timing, the boards' response times and collisions.
 //! - [`hostport`]: the host's end (open a path like a serial port, decode what comes back).
+//! - [`transport`]: the link from the board to the host, transparent or bursty (a Bluetooth
+//!   serial link, a USB adapter's latency timer), for ptys and offline replays alike.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -63,6 +65,7 @@ pub mod scenario;
 pub mod script;
 pub mod sim;
 pub mod timemap;
+pub mod transport;
 pub mod truth;
 
 pub use chain::SimChain;

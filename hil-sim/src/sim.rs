@@ -24,6 +24,7 @@ use crate::truth::GroundTruth;
 
 use crate::timemap::TimeMap;
 pub use crate::timemap::rates;
+use crate::transport::{Bursts, BurstyLink};
 
 /// Virtual time on a real clock: an anchor (a real instant and the virtual time then) and
 /// the [`TimeMap`] from there on.
@@ -125,6 +126,11 @@ pub struct SimConfig {
     /// Pace the output like a real serial line, in bytes per real second (960 for 9600
     /// 8N1); `None` sends as fast as the pty takes it.
     pub line_rate: Option<u32>,
+    /// Hold the board's output back and let it out in bursts, as a Bluetooth serial link
+    /// does ([`crate::transport`]), in real milliseconds (what the host's clock sees), after
+    /// the line's rate; each board of a fleet draws its own holds (the stream is its serial
+    /// number). Boards on a chain ignore it.
+    pub bursts: Option<Bursts>,
 }
 
 impl Default for SimConfig {
@@ -138,6 +144,7 @@ impl Default for SimConfig {
             clock: Some((TimeControl::fischer(5400, 30), ClockSide::Left)),
             orientation: Orientation::Normal,
             line_rate: None,
+            bursts: None,
         }
     }
 }
@@ -209,6 +216,10 @@ pub struct ScenarioReport {
     pub stats: FirmwareStats,
     /// False when the scenario was abandoned (board shut down first).
     pub completed: bool,
+    /// Presses the board's event log never got (virtual ms from the scenario's start; see
+    /// [`crate::firmware::CLOCK_POLL_MS`]): a relay that reads the log (a chain) cannot
+    /// know their `%clk`.
+    pub unlogged_presses: Vec<u64>,
 }
 
 /// A scenario started on a board; wait for it with [`ScenarioHandle::wait`].
@@ -274,7 +285,17 @@ impl SimBoard {
             budget: 0.0,
             at: Instant::now(),
         });
-        let wire = Wire::Own(OwnPort { pty: Some(pty), link, pending: Vec::new(), line, timed: Vec::new() });
+        let serial: u64 = config.board.serial.trim().parse().unwrap_or(0);
+        let wire = Wire::Own(Box::new(OwnPort {
+            pty: Some(pty),
+            link,
+            pending: Vec::new(),
+            line,
+            timed: Vec::new(),
+            to_host: BurstyLink::new(config.bursts, serial),
+            outbox: Vec::new(),
+            epoch: Instant::now(),
+        }));
         SimBoard::start(config, wire, slave, name)
     }
 
@@ -464,6 +485,7 @@ pub(crate) fn fleet_config(template: &SimConfig, i: usize) -> SimConfig {
     board.version = template.board.version;
     board.scan_period_ms = template.board.scan_period_ms;
     board.ack_delay_ms = template.board.ack_delay_ms;
+    board.clock_poll_ms = template.board.clock_poll_ms;
     board.battery_percent = template.board.battery_percent;
     config.board = board;
     config
@@ -499,7 +521,7 @@ struct Runner {
 /// Where a board's bytes go.
 enum Wire {
     /// A pty of its own, as a USB board.
-    Own(OwnPort),
+    Own(Box<OwnPort>),
     /// A drop on a chain's shared line (see [`crate::chain`]).
     Chain(ChainDrop),
 }
@@ -513,6 +535,28 @@ struct OwnPort {
     line: Option<LineRate>,
     /// Bus replies waiting for their moment (a broadcast answer's random one).
     timed: Vec<(Instant, Vec<u8>)>,
+    /// What left the board's UART, on its way to the host (in milliseconds since `epoch`):
+    /// at once, or in bursts ([`SimConfig::bursts`]).
+    to_host: BurstyLink,
+    /// What the link let out and the pty has not taken yet.
+    outbox: Vec<u8>,
+    /// The start of `to_host`'s clock.
+    epoch: Instant,
+}
+
+impl OwnPort {
+    /// Milliseconds of `to_host`'s clock at `at`.
+    fn link_ms(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_millis() as u64
+    }
+
+    /// Drops every byte on its way (the host went away, the cable was pulled).
+    fn drop_output(&mut self) {
+        self.pending.clear();
+        self.timed.clear();
+        self.to_host.clear();
+        self.outbox.clear();
+    }
 }
 
 /// A token bucket pacing output at a serial line's rate.
@@ -583,7 +627,9 @@ impl Runner {
         if let Some(s) = self.scenario.take() {
             let _ = s.done.send(self.report(&s, false));
         }
-        if let Wire::Own(OwnPort { link: Some(link), .. }) = &self.wire {
+        if let Wire::Own(p) = &self.wire
+            && let Some(link) = &p.link
+        {
             link.remove();
         }
     }
@@ -635,8 +681,7 @@ impl Runner {
         match &mut self.wire {
             Wire::Own(p) => {
                 p.pty = None;
-                p.pending.clear();
-                p.timed.clear();
+                p.drop_output();
                 if let Some(link) = &p.link {
                     link.remove();
                 }
@@ -832,11 +877,12 @@ impl Runner {
             }
             Wire::Own(p) => p,
         };
-        let Some(pty) = &p.pty else { return };
+        if p.pty.is_none() {
+            return;
+        }
         if !self.host {
             // Nobody listens: the bytes are lost, as on a real line.
-            p.pending.clear();
-            p.timed.clear();
+            p.drop_output();
             return;
         }
         p.pending.extend_from_slice(&out);
@@ -851,29 +897,40 @@ impl Runner {
             let (_, bytes) = p.timed.remove(0);
             p.pending.extend_from_slice(&bytes);
         }
-        while !p.pending.is_empty() {
-            let allowed = p.line.as_mut().map_or(p.pending.len(), |l| l.allowance().min(p.pending.len()));
-            if allowed == 0 {
-                break;
+        // The board's UART: bytes leave at the line's rate (all at once without one) into
+        // the link to the host, which lets them out at once or in bursts.
+        let allowed = p.line.as_mut().map_or(p.pending.len(), |l| l.allowance().min(p.pending.len()));
+        if allowed > 0 {
+            let leaving: Vec<u8> = p.pending.drain(..allowed).collect();
+            if let Some(l) = p.line.as_mut() {
+                l.spend(allowed);
             }
-            match pty.write(&p.pending[..allowed]) {
+            let at = p.link_ms(now);
+            p.to_host.push(at, leaving);
+        }
+        let now_ms = p.link_ms(Instant::now());
+        while let Some(bytes) = p.to_host.pop_due(now_ms) {
+            p.outbox.extend_from_slice(&bytes);
+        }
+        let Some(pty) = &p.pty else { return };
+        while !p.outbox.is_empty() {
+            match pty.write(&p.outbox) {
                 Ok(n) => {
-                    p.pending.drain(..n);
-                    if let Some(l) = p.line.as_mut() {
-                        l.spend(n);
-                    }
+                    p.outbox.drain(..n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(_) => {
                     self.host = false;
-                    p.pending.clear();
+                    p.drop_output();
                     break;
                 }
             }
         }
-        if p.pending.len() > MAX_PENDING {
-            let excess = p.pending.len() - MAX_PENDING;
-            p.pending.drain(..excess);
+        for buf in [&mut p.pending, &mut p.outbox] {
+            if buf.len() > MAX_PENDING {
+                let excess = buf.len() - MAX_PENDING;
+                buf.drain(..excess);
+            }
         }
     }
 
@@ -898,6 +955,13 @@ impl Runner {
             final_board: codes_board(self.fw.physical(), self.orientation).to_string(),
             stats: self.fw.stats(),
             completed,
+            unlogged_presses: self
+                .fw
+                .unlogged_presses()
+                .iter()
+                .filter(|t| **t >= started)
+                .map(|t| t - started)
+                .collect(),
         }
     }
 
@@ -964,6 +1028,12 @@ impl Runner {
             if let Some((t, _)) = p.timed.first() {
                 consider(*t);
             }
+            if !p.outbox.is_empty() {
+                consider(Instant::now() + Duration::from_millis(2));
+            }
+            if let Some(ms) = p.to_host.next_release() {
+                consider(p.epoch + Duration::from_millis(ms));
+            }
         }
         let timeout = match wake {
             Some(t) => {
@@ -974,7 +1044,7 @@ impl Runner {
         };
         let wake_fd = self.wake_rx.as_fd();
         let master = match &self.wire {
-            Wire::Own(OwnPort { pty: Some(pty), .. }) if watch_master => Some(pty.master().as_fd()),
+            Wire::Own(p) if watch_master => p.pty.as_ref().map(|pty| pty.master().as_fd()),
             _ => None,
         };
         let hup = match master {
@@ -993,8 +1063,7 @@ impl Runner {
         if hup {
             self.host = false;
             if let Wire::Own(p) = &mut self.wire {
-                p.pending.clear();
-                p.timed.clear();
+                p.drop_output();
             }
         }
     }

@@ -321,3 +321,33 @@ fn a_paced_line_runs_at_9600_baud() {
     assert!(took >= Duration::from_millis(600) && took < Duration::from_millis(2_500), "{took:?}");
     board.shutdown().expect("shutdown");
 }
+
+#[test]
+fn a_bursty_link_holds_the_boards_output_back_and_keeps_it_whole() {
+    use dgt_hil_sim::transport::Bursts;
+    // Every burst held exactly 300 ms: nothing can come sooner, however loaded the machine.
+    let config = SimConfig {
+        link: Some(temp_link("bursts")),
+        bursts: Some(Bursts { min_ms: 300, max_ms: 300, seed: 1 }),
+        ..SimConfig::default()
+    };
+    let board = SimBoard::spawn(config).expect("spawn");
+    let mut port = HostPort::open(&board.path()).expect("open");
+    port.keep_raw(true);
+    let start = std::time::Instant::now();
+    for _ in 0..10 {
+        port.send(Command::SendBoard).expect("send");
+    }
+    port.send(Command::ReturnSerialNumber).expect("send");
+    let got =
+        port.read_until(LONG, |g| g.iter().any(|r| matches!(r, Received::SerialNumber(_)))).expect("io");
+    assert!(start.elapsed() >= Duration::from_millis(300), "{:?}", start.elapsed());
+    // Every answer, in order, none cut: ten dumps of the start position, then the serial.
+    let dumps: Vec<_> =
+        got.iter().filter_map(|r| if let Received::BoardDump(d) = r { Some(*d) } else { None }).collect();
+    assert_eq!(dumps.len(), 10, "{got:?}");
+    assert!(dumps.iter().all(|d| *d == start_position().map(PieceCode::code)), "{dumps:?}");
+    assert!(matches!(got.last(), Some(Received::SerialNumber(_))), "{got:?}");
+    assert_eq!(port.raw_log().len(), 10 * 67 + 8, "no byte lost or added");
+    board.shutdown().expect("shutdown");
+}

@@ -517,6 +517,23 @@ impl AttachTo for Relay {
         tracing::info!(%serial, board = number, "board identified");
         tx.send(BoardInput::Attach(port)).await.is_ok()
     }
+
+    fn port_status(&self, path: &str, status: Result<String, String>) {
+        let (code, level, message) = match status {
+            Ok(what) => (AlertCode::PortIdentified, AlertLevel::Info, format!("Port {path}: {what} found.")),
+            Err(why) => (
+                AlertCode::PortUnidentified,
+                AlertLevel::Warning,
+                format!(
+                    "Port {path}: {why}. Check the cable and the boards' power (on a chain, every connector); the \
+                     relay keeps trying."
+                ),
+            ),
+        };
+        tracing::warn!(port = path, %message, "port status");
+        let alert = AlertView { code, level, message, squares: Vec::new() };
+        self.hub.publish_condition(&format!("port {path}"), alert);
+    }
 }
 
 /// Sleeps until `t`; forever without one.

@@ -178,3 +178,42 @@ async fn a_clock_stopped_during_a_live_game_alerts_the_operator() {
     let v = relay.json("/api/boards");
     assert_eq!((count(&v, "clock_paused"), count(&v, "clock_running")), (1, 1), "{:?}", codes(&v));
 }
+
+/// Issue 34: a port where nothing answers (neither one board nor a chain in bus mode) raises
+/// a relay-wide `port_unidentified` alert naming the port, once while nothing changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_nothing_answers_on_is_told_to_the_operator() {
+    let dir = tmpdir("port-unidentified");
+    let silent = dgt_hil_sim::pty::Pty::open().unwrap();
+    let path = silent.slave_path().display().to_string();
+    let relay = Relay::start(&dir, &["run", "--port", &path]);
+    let (mut ws, _) = ws_connect(&relay).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let alert = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "no port_unidentified alert\n{}", relay.logs());
+        let f = ws_next(&mut ws, left).await;
+        if f["type"] == "alert" && f["alert"]["code"] == "port_unidentified" {
+            break f;
+        }
+    };
+    assert!(alert["board"].is_null(), "{alert}");
+    assert_eq!(alert["alert"]["level"], "warning");
+    // The port's path is the operator's (spectators see `<port>`).
+    let message = alert["alert"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no board answered") && message.contains("bus mode"), "{message}");
+    // Raised once while nothing changes (the port is tried again meanwhile).
+    let quiet_until = Instant::now() + Duration::from_secs(8);
+    while let Some(left) = quiet_until.checked_duration_since(Instant::now()) {
+        match tokio::time::timeout(left, futures_util::StreamExt::next(&mut ws)).await {
+            Ok(Some(Ok(Message::Text(t)))) => {
+                let f: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+                assert!(f["alert"]["code"] != "port_unidentified", "raised again: {f}");
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    drop(silent);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -133,6 +133,23 @@ impl ClockStatus {
     pub const fn no_clock(self) -> bool {
         self.0 & 0x20 != 0
     }
+    /// D6 (a clock leaves it 0): the reading was not read from the clock whole but rebuilt
+    /// from a press in a board's event log (DGT's bus mode): only the display of the side
+    /// whose lever is down was measured, at the press; the other display is a guess.
+    pub const fn rebuilt(self) -> bool {
+        self.0 & Self::REBUILT != 0
+    }
+    /// The bit of [`ClockStatus::rebuilt`].
+    pub const REBUILT: u8 = 0x40;
+    /// True when `side`'s display is a measurement: always, but in a
+    /// [rebuilt](ClockStatus::rebuilt) reading only the side whose lever is down.
+    pub const fn measured(self, side: ClockSide) -> bool {
+        if !self.rebuilt() {
+            return true;
+        }
+        let right_down = !self.right_high();
+        matches!(side, ClockSide::Right) == right_down
+    }
 }
 
 /// Which display of the clock, seen from its front.

@@ -65,8 +65,15 @@ fn exchange_bytes(data: usize) -> usize {
     4 + BusReply::new(FIRST, BusData::Update(EeEvents::new(&raw))).encoded_len()
 }
 
-/// Press-to-confirmation latencies (ms) of every ply on every board of a chain of `n`.
+/// Press-to-confirmation latencies (ms) of every ply on every board of a chain of `n`,
+/// each board playing a ply every [`PLY_MS`].
 fn measure(n: usize) -> Vec<u64> {
+    measure_at(n, PLY_MS, PLIES.len())
+}
+
+/// Press-to-confirmation latencies (ms), in press order per board, of a chain of `n`
+/// boards each playing `plies` plies, one every `ply_ms` (the shuffle repeated).
+fn measure_at(n: usize, ply_ms: u64, plies: usize) -> Vec<u64> {
     let mut c = Chain::new(n);
     let boards: Vec<u16> = (0..n).map(|i| FIRST + i as u16).collect();
     for &a in &boards {
@@ -76,11 +83,14 @@ fn measure(n: usize) -> Vec<u64> {
     let base = c.now();
     // The timeline: (ms, board, act); presses remembered per board and ply.
     let mut acts = Vec::new();
+    // Hands within a ply: at most a third of it each.
+    let hand = HAND_MS.min(ply_ms / 3);
     for (i, &a) in boards.iter().enumerate() {
         let mut pieces: Vec<(Square, PieceCode)> = Vec::new();
-        for (k, &(from, to)) in PLIES.iter().enumerate() {
-            let shift = (i as u64 * PLY_MS) / n as u64 + (k as u64 * 137) % 500;
-            let at = base + k as u64 * PLY_MS + shift;
+        for k in 0..plies {
+            let (from, to) = PLIES[k % PLIES.len()];
+            let shift = (i as u64 * ply_ms) / n as u64 + (k as u64 * 137) % (ply_ms / 6).max(1);
+            let at = base + k as u64 * ply_ms + shift;
             let piece =
                 pieces.iter().find(|(s, _)| *s == from).map(|(_, p)| *p).unwrap_or_else(|| {
                     if k % 2 == 0 { PieceCode::WhiteKnight } else { PieceCode::BlackKnight }
@@ -89,12 +99,12 @@ fn measure(n: usize) -> Vec<u64> {
             pieces.push((to, piece));
             let side = if k % 2 == 0 { ClockSide::Left } else { ClockSide::Right };
             acts.push((at, a, Act::Lift(from)));
-            acts.push((at + HAND_MS, a, Act::Put(to, piece)));
-            acts.push((at + 2 * HAND_MS, a, Act::Press(side)));
+            acts.push((at + hand, a, Act::Put(to, piece)));
+            acts.push((at + 2 * hand, a, Act::Press(side)));
         }
     }
     acts.sort_by_key(|(at, _, _)| *at);
-    let end = acts.last().map_or(base, |(at, _, _)| *at) + 3 * PLY_MS;
+    let end = acts.last().map_or(base, |(at, _, _)| *at) + 3 * PLY_MS + 10_000;
     let mut presses: Vec<(u16, u64)> = Vec::new();
     let mut next = 0;
     while c.now() < end {
@@ -162,6 +172,39 @@ fn main() {
             percentile(&l, 0.9),
             l.last().copied().unwrap_or(0),
             median as f64 / mean_bound
+        );
+    }
+    capacity();
+}
+
+/// The chain's capacity: 12 boards, every board a ply every `ply_ms` for 40 plies (the
+/// whole chain `12 000 / ply_ms` plies a second), press to confirmed move per ply. Kept up
+/// with while the last plies wait no longer than the first (the backlog does not grow).
+fn capacity() {
+    const N: usize = 12;
+    const PLIES_PER_BOARD: usize = 40;
+    println!();
+    println!(
+        "| plies/s on the line | ply every ms, a board | median ms | p90 ms | max ms | last 10 % of plies: median ms |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for ply_ms in [3_000u64, 2_000, 1_500, 1_000, 750, 600, 500, 400] {
+        let l = measure_at(N, ply_ms, PLIES_PER_BOARD);
+        let mut late: Vec<u64> = Vec::new();
+        for b in 0..N {
+            let per = &l[b * PLIES_PER_BOARD..((b + 1) * PLIES_PER_BOARD).min(l.len())];
+            late.extend(&per[per.len().saturating_sub(PLIES_PER_BOARD / 10)..]);
+        }
+        late.sort_unstable();
+        let mut all = l.clone();
+        all.sort_unstable();
+        println!(
+            "| {:.1} | {ply_ms} | {} | {} | {} | {} |",
+            N as f64 * 1_000.0 / ply_ms as f64,
+            percentile(&all, 0.5),
+            percentile(&all, 0.9),
+            all.last().copied().unwrap_or(0),
+            percentile(&late, 0.5)
         );
     }
 }

@@ -1,5 +1,6 @@
 //! What an operator may do to a board's game, checked by the core before anything changes.
 
+use alloc::{boxed::Box, format, string::String, string::ToString, vec::Vec};
 use dgt_core::{
     FenError, GameResult, MoveInfo, ResumeError, ResumePly, StartKind, Tracker, View, position_from_fen,
 };

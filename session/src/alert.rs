@@ -1,5 +1,6 @@
 //! What the operator is told: typed codes, levels and a message that says what to do.
 
+use alloc::{string::String, vec::Vec};
 use serde::{Deserialize, Serialize};
 use shakmaty::Square;
 
@@ -67,12 +68,22 @@ pub enum AlertCode {
     Nats,
     /// Two venue relays claim the same board of the same round (raised by an edge).
     BoardConflict,
+    /// Nothing on a port could be identified: no board answered as one board, nor as a
+    /// chain in DGT's bus mode (raised by the host; relay-wide).
+    PortUnidentified,
+    /// A port that could not be identified carries one board or a chain now.
+    PortIdentified,
+    /// A live game's clock runs and nothing on its board has changed for minutes: a long
+    /// think, players away, or a board that does not report its moves.
+    BoardIdle,
+    /// The board of an idle game changes again.
+    BoardActive,
 }
 
 impl AlertCode {
     /// Every code, in declaration order: for the feed's schema check and the clients' docs.
     /// A test keeps it whole (its match stops compiling when a code is added).
-    pub const ALL: [AlertCode; 22] = [
+    pub const ALL: [AlertCode; 26] = [
         AlertCode::NotResponding,
         AlertCode::BoardBack,
         AlertCode::PositionMismatch,
@@ -95,6 +106,10 @@ impl AlertCode {
         AlertCode::Push,
         AlertCode::Nats,
         AlertCode::BoardConflict,
+        AlertCode::PortUnidentified,
+        AlertCode::PortIdentified,
+        AlertCode::BoardIdle,
+        AlertCode::BoardActive,
     ];
 
     /// The stable string (`not_responding`, ...), as serialised.
@@ -122,12 +137,16 @@ impl AlertCode {
             AlertCode::Push => "push",
             AlertCode::Nats => "nats",
             AlertCode::BoardConflict => "board_conflict",
+            AlertCode::PortUnidentified => "port_unidentified",
+            AlertCode::PortIdentified => "port_identified",
+            AlertCode::BoardIdle => "board_idle",
+            AlertCode::BoardActive => "board_active",
         }
     }
 }
 
-impl std::fmt::Display for AlertCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Display for AlertCode {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(self.as_str())
     }
 }
@@ -184,6 +203,10 @@ mod tests {
                 AlertCode::Push => 19,
                 AlertCode::Nats => 20,
                 AlertCode::BoardConflict => 21,
+                AlertCode::PortUnidentified => 22,
+                AlertCode::PortIdentified => 23,
+                AlertCode::BoardIdle => 24,
+                AlertCode::BoardActive => 25,
             };
             assert_eq!(place, i, "{code}");
         }

@@ -17,7 +17,8 @@
 //! their clocks, result): restarting the tracker (a flip, a cleared result, a correction)
 //! resumes it from that line, exactly as a restarted program resumes from its journal.
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
+use alloc::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, vec::Vec};
 
 use dgt_core::{
     ClockState, EndReason, Event, GameResult, GameState, MoveInfo, ResumePly, StartKind, Tracker, View,
@@ -30,14 +31,14 @@ use shakmaty::{CastlingMode, Position};
 
 use crate::alert::{Alert, AlertCode, AlertLevel};
 use crate::effect::{Effect, LinkState, MoveState};
-use crate::health::{CLOCK_PAUSE_ALERT_MS, Health};
+use crate::health::{BOARD_IDLE_ALERT_MS, CLOCK_PAUSE_ALERT_MS, Health};
 use crate::link::{Link, LinkEvent, LinkTiming};
 use crate::reconcile::{self, AfterLoss, Intake, LogNeed, Reconcile};
 
 /// Plies one game can hold (the tracker's capacity).
 pub const PLIES: usize = 600;
-/// How often the tracker is ticked, so that time-based decisions happen without new bytes.
-pub const TICK_MS: u64 = 50;
+/// The longest a session sleeps when nothing waits on time (no link, no game).
+pub const IDLE_POLL_MS: u64 = 60_000;
 
 /// How a session behaves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +49,9 @@ pub struct SessionConfig {
     pub link: LinkTiming,
     /// How long the clock of a live game may stay stopped before the operator is alerted.
     pub clock_pause_ms: u64,
+    /// How long the clock of a live game may run with nothing changing on the board before
+    /// the operator is alerted.
+    pub board_idle_ms: u64,
 }
 
 impl Default for SessionConfig {
@@ -56,6 +60,7 @@ impl Default for SessionConfig {
             tracker: dgt_core::Config::default(),
             link: LinkTiming::default(),
             clock_pause_ms: CLOCK_PAUSE_ALERT_MS,
+            board_idle_ms: BOARD_IDLE_ALERT_MS,
         }
     }
 }
@@ -126,7 +131,8 @@ pub struct BoardSession {
     /// Added to the caller's time for the tracker, once a replay moved its time forward.
     shift: u64,
     noise: u64,
-    next_tick: u64,
+    /// The latest time the caller gave.
+    latest_ms: u64,
     /// The last clock state of the batch being handled, sent after its moves.
     clock_to_send: Option<ClockState>,
     pub(crate) effects: VecDeque<Effect>,
@@ -148,12 +154,12 @@ impl BoardSession {
             resuming: false,
             next_start_fen: None,
             flipped: false,
-            health: Health::new(config.clock_pause_ms),
+            health: Health::new(config.clock_pause_ms, config.board_idle_ms),
             away: None,
             first_run_after_restart: false,
             shift: 0,
             noise: 0,
-            next_tick: 0,
+            latest_ms: 0,
             clock_to_send: None,
             effects: VecDeque::new(),
         }
@@ -216,7 +222,19 @@ impl BoardSession {
     /// whether the caller noticed its timer or its bytes first.
     pub fn next_deadline(&self) -> u64 {
         let link = self.link.as_ref().and_then(Link::next_deadline);
-        link.map_or(self.next_tick, |l| l.min(self.next_tick)) + 1
+        match link.into_iter().chain(self.own_deadline()).min() {
+            Some(at) => at + 1,
+            None => self.latest_ms + IDLE_POLL_MS,
+        }
+    }
+
+    /// The session's own next deadline, beside the link's: the tracker's
+    /// ([`Tracker::poll_at`], in the caller's time), the clock pause alert's, and the
+    /// reconciliation's after an outage.
+    fn own_deadline(&self) -> Option<u64> {
+        let tracker = self.tracker.poll_at().map(|t| t.saturating_sub(self.shift));
+        let away = self.away.as_ref().and_then(Reconcile::deadline).map(|t| t.saturating_sub(self.shift));
+        tracker.into_iter().chain(self.health.pause_deadline()).chain(away).min()
     }
 
     /// The tracker's time for the caller's `now`.
@@ -297,7 +315,7 @@ impl BoardSession {
         let live = self.tracker.ply_count(View::Live);
         let last_mover = !self.tracker.position(View::Live).turn();
         if live > self.tracker.ply_count(View::Confirmed) && running != last_mover {
-            tracing::debug!(
+            crate::log::debug!(
                 board = self.number,
                 plies = live,
                 "the last ply was pressed before the first reading"
@@ -314,7 +332,7 @@ impl BoardSession {
     pub fn attach(&mut self, now: u64, link: Link, port: &str) {
         self.catch_up(now);
         let back = self.state == LinkState::NotResponding;
-        tracing::info!(board = self.number, port, "board attached");
+        crate::log::info!(board = self.number, port, "board attached");
         if self.serial.is_none() {
             self.serial = link.serial().map(str::to_owned);
         }
@@ -322,6 +340,11 @@ impl BoardSession {
         self.port = Some(port.to_owned());
         self.set_state(LinkState::Active);
         let t = self.t(now);
+        if self.away.is_none() && self.game.is_none() {
+            // The first look at a board with no game: one may be under way (see
+            // `Reconcile::join`).
+            self.away = Some(Reconcile::join());
+        }
         if let Some(a) = &mut self.away {
             a.attached(t);
         }
@@ -350,6 +373,7 @@ impl BoardSession {
 
     /// Runs [`BoardSession::poll`] when a deadline is due by `now`.
     fn catch_up(&mut self, now: u64) {
+        self.latest_ms = self.latest_ms.max(now);
         if now >= self.next_deadline() {
             self.poll(now);
         }
@@ -367,16 +391,14 @@ impl BoardSession {
     /// Runs what is due at `now`: the link's timers, the tracker's tick, the reconciliation's
     /// deadlines, the clock pause alert.
     pub fn poll(&mut self, now: u64) {
+        self.latest_ms = self.latest_ms.max(now);
         // Deadlines before `now` only (see `next_deadline`).
         let before = now.saturating_sub(1);
         if let Some(link) = &mut self.link {
             link.poll(before);
             self.drain_link(now);
         }
-        if now > self.next_tick {
-            // On the tick grid; a caller late by more than a period starts a new one.
-            self.next_tick =
-                if self.next_tick + TICK_MS > before { self.next_tick + TICK_MS } else { before + TICK_MS };
+        if self.own_deadline().is_some_and(|at| at < now) {
             self.tick(now);
         }
         self.flush();
@@ -390,6 +412,7 @@ impl BoardSession {
         let live = self.tracker.state() == GameState::Active;
         let mut alerts = Vec::new();
         self.health.check_pause(self.number, live, now, &mut alerts);
+        self.health.check_idle(self.number, live, self.tracker.clocks().running, now, &mut alerts);
         self.alerts(alerts);
         if self.away.as_ref().is_some_and(|a| a.overdue(t)) {
             self.finish_away(now, None);
@@ -408,11 +431,11 @@ impl BoardSession {
     fn link_event(&mut self, now: u64, ev: LinkEvent) {
         match ev {
             LinkEvent::Identified { serial, version } => {
-                tracing::debug!(board = self.number, %serial, ?version, "identified");
+                crate::log::debug!(board = self.number, %serial, ?version, "identified");
             }
             LinkEvent::Board(msg) => self.board_message(now, msg),
             LinkEvent::ClockFound { version } => {
-                tracing::info!(board = self.number, ?version, "clock found");
+                crate::log::info!(board = self.number, ?version, "clock found");
                 self.health.clock_found();
             }
             LinkEvent::ClockCommandFailed(cmd) => self.alert(Alert::new(
@@ -421,7 +444,7 @@ impl BoardSession {
                 format!("Board {}: the clock did not acknowledge {cmd:?}.", self.number),
             )),
             LinkEvent::Battery { percent, charging } => {
-                tracing::debug!(board = self.number, percent, charging, "battery");
+                crate::log::debug!(board = self.number, percent, charging, "battery");
                 let mut alerts = Vec::new();
                 if self.health.battery(self.number, percent, charging, &mut alerts) {
                     self.effects.push_back(Effect::Battery(percent));
@@ -432,12 +455,12 @@ impl BoardSession {
                 if self.away.as_ref().is_some_and(Reconcile::reading_log) {
                     self.finish_away(now, Some(&log));
                 } else {
-                    tracing::debug!(board = self.number, "event log not asked for; ignored");
+                    crate::log::debug!(board = self.number, "event log not asked for; ignored");
                 }
             }
             LinkEvent::Noise(n) => {
                 self.noise += n as u64;
-                tracing::debug!(board = self.number, bytes = n, total = self.noise, "line noise");
+                crate::log::debug!(board = self.number, bytes = n, total = self.noise, "line noise");
             }
             LinkEvent::Lost { reason } => {
                 self.link = None;
@@ -448,17 +471,24 @@ impl BoardSession {
 
     fn board_message(&mut self, now: u64, msg: Message<'static>) {
         let t = self.t(now);
-        if let Message::Bwtime(dgt_protocol::Bwtime::Times(times)) = &msg {
-            let mut alerts = Vec::new();
-            self.health.clock_reading(self.number, times, &mut alerts);
-            self.alerts(alerts);
+        let mut alerts = Vec::new();
+        match &msg {
+            Message::Bwtime(dgt_protocol::Bwtime::Times(times)) => {
+                self.health.clock_reading(self.number, times, &mut alerts);
+            }
+            Message::FieldUpdate(_) => self.health.board_changed(self.number, now, &mut alerts),
+            Message::BoardDump(d) if *d != self.tracker.board() => {
+                self.health.board_changed(self.number, now, &mut alerts)
+            }
+            _ => {}
         }
+        self.alerts(alerts);
         let mut events = Vec::new();
         let tracker = &self.tracker;
         match self.away.as_mut().map(|a| a.intake(msg, t, |d| reconcile::needs_log(tracker, d))) {
             None => self.tracker.feed(&msg, t, &mut |e| events.push(e)),
             Some(Intake::Feed(msgs)) => {
-                tracing::debug!(board = self.number, "the board is as it was before the port was lost");
+                crate::log::debug!(board = self.number, "the board is as it was before the port was lost");
                 self.away = None;
                 for (at, m) in msgs {
                     self.tracker.feed(&m, at, &mut |e| events.push(e));
@@ -494,7 +524,7 @@ impl BoardSession {
     fn keep_board_while_away(&mut self, now: u64) {
         match self.away.take().map(Reconcile::lost) {
             Some(AfterLoss::Wait(a)) => {
-                tracing::info!(
+                crate::log::info!(
                     board = self.number,
                     "lost again before it was reconciled; keeping the older board"
                 );
@@ -515,7 +545,10 @@ impl BoardSession {
     /// The board changed while it was away: ask for its event log.
     fn ask_event_log(&mut self, now: u64) {
         if self.link.as_mut().is_some_and(Link::request_event_log) {
-            tracing::info!(board = self.number, "the board changed while it was away: reading its event log");
+            crate::log::info!(
+                board = self.number,
+                "the board changed while it was away: reading its event log"
+            );
         } else {
             self.finish_away(now, None);
         }
@@ -535,22 +568,22 @@ impl BoardSession {
     fn replay_away(&mut self, now: u64, outcome: &reconcile::Outcome, log: Option<&[EeEvent]>) {
         let n = self.number;
         if let Some(changes) = &outcome.steps {
-            tracing::trace!(board = n, steps = ?changes.steps, presses = ?changes.logged, "the log's changes");
+            crate::log::trace!(board = n, steps = ?changes.steps, presses = ?changes.logged, "the log's changes");
         }
         match (&outcome.steps, log) {
-            (Some(changes), _) => tracing::info!(
+            (Some(changes), _) => crate::log::info!(
                 board = n,
                 changes = changes.steps.len(),
                 "replayed the square changes from the board's event log"
             ),
-            (None, Some(log)) => tracing::warn!(
+            (None, Some(log)) => crate::log::warn!(
                 board = n,
                 events = log.len(),
                 "the board's event log does not show the moves made while it was away"
             ),
             (None, None) if outcome.held.is_empty() => {}
             (None, None) => {
-                tracing::warn!(board = n, "no event log from the board; going on from its position")
+                crate::log::warn!(board = n, "no event log from the board; going on from its position")
             }
         }
         let start = self.t(now);
@@ -587,7 +620,7 @@ impl BoardSession {
                 AlertLevel::Info,
                 "the relay took the shortest sequence of moves that leads to the position on the board",
             ),
-            LogNeed::No | LogNeed::Unexplained => return,
+            LogNeed::No | LogNeed::Unexplained | LogNeed::UnderWay => return,
         };
         self.alert(Alert::new(
             AlertCode::MovesReconstructed,
@@ -616,9 +649,9 @@ impl BoardSession {
         let n = self.number;
         let code = alert.code.as_str();
         match alert.level {
-            AlertLevel::Error => tracing::error!(board = n, code, "{}", alert.message),
-            AlertLevel::Warning => tracing::warn!(board = n, code, "{}", alert.message),
-            AlertLevel::Info => tracing::info!(board = n, code, "{}", alert.message),
+            AlertLevel::Error => crate::log::error!(board = n, code, "{}", alert.message),
+            AlertLevel::Warning => crate::log::warn!(board = n, code, "{}", alert.message),
+            AlertLevel::Info => crate::log::info!(board = n, code, "{}", alert.message),
         }
         self.effects.push_back(Effect::Alert(alert));
     }
@@ -710,7 +743,7 @@ impl BoardSession {
                 self.flipped = orientation == Orientation::Rotated;
                 if self.resuming {
                     self.resuming = false;
-                    tracing::info!(board = self.number, "game resumed");
+                    crate::log::info!(board = self.number, "game resumed");
                     let start_fen = self.game.as_ref().and_then(|g| g.start_fen.clone());
                     self.effects.push_back(Effect::GameStarted {
                         orientation,
@@ -757,7 +790,7 @@ impl BoardSession {
                     g.plies.truncate(usize::from(info.ply).saturating_sub(1));
                     g.plies.push(ResumePly { uci: info.uci, clk: info.clk, emt: info.emt });
                 }
-                tracing::debug!(board = self.number, ply = info.ply, san = %info.san, "move confirmed");
+                crate::log::debug!(board = self.number, ply = info.ply, san = %info.san, "move confirmed");
                 self.effects.push_back(Effect::Move { state: MoveState::Confirmed, info });
             }
             Event::MoveRetracted { ply, fen } => self.effects.push_back(Effect::Retracted { ply, fen }),
@@ -862,7 +895,7 @@ impl BoardSession {
             squares.push(square);
             shown.push(format!("{what} on {square}"));
         }
-        let quiet = self.tracker.config().quiet_ms;
+        let quiet = self.tracker.config().timing.quiet_ms;
         let mut alert = Alert::new(
             AlertCode::ResultFromBoard,
             AlertLevel::Warning,

@@ -1,6 +1,7 @@
 //! What a board session asks its caller to do, in order: write bytes, record and publish
 //! what happened to the game, tell the operator.
 
+use alloc::{string::String, vec::Vec};
 use dgt_core::{ClockState, EndReason, FenText, GameResult, MoveInfo, StartKind};
 use dgt_protocol::{ClockSide, Orientation};
 

@@ -1,12 +1,16 @@
 //! The board's battery and its clock: connected, battery sign, paused. Each alert is raised
 //! once per change and cleared by its counterpart, never repeated while nothing changes.
 
+use alloc::{format, vec::Vec};
 use dgt_protocol::ClockTimes;
 
 use crate::alert::{Alert, AlertCode, AlertLevel};
 
 /// How long the clock of a live game may stay stopped before the operator is alerted (ms).
 pub const CLOCK_PAUSE_ALERT_MS: u64 = 3_000;
+/// How long the clock of a live game may run with nothing changing on its board before
+/// the operator is alerted (ms).
+pub const BOARD_IDLE_ALERT_MS: u64 = 120_000;
 /// Below this battery charge (percent, not charging) the operator is alerted.
 pub const BATTERY_LOW_BELOW: u8 = 20;
 /// Above this charge (or when charging) a battery alert is cleared; the gap to
@@ -33,11 +37,17 @@ pub struct Health {
     clock_paused: bool,
     /// How long a stop lasts before `clock_paused` (ms).
     pause_after_ms: u64,
+    /// Since when a live game's clock has run with nothing changing on the board.
+    idle_from: Option<u64>,
+    idle_alerted: bool,
+    /// How long before `board_idle` (ms).
+    idle_after_ms: u64,
 }
 
 impl Health {
-    /// Nothing known yet; a stopped clock alerts after `pause_after_ms`.
-    pub fn new(pause_after_ms: u64) -> Health {
+    /// Nothing known yet; a stopped clock alerts after `pause_after_ms`, a board still while
+    /// its clock runs after `idle_after_ms`.
+    pub fn new(pause_after_ms: u64, idle_after_ms: u64) -> Health {
         Health {
             battery: None,
             battery_low: false,
@@ -49,7 +59,57 @@ impl Health {
             clock_stopped_at: None,
             clock_paused: false,
             pause_after_ms,
+            idle_from: None,
+            idle_alerted: false,
+            idle_after_ms,
         }
+    }
+
+    /// Something changed on the board at `now`: an idle stretch ends (`board_active` when it
+    /// was alerted).
+    pub fn board_changed(&mut self, n: u32, now: u64, out: &mut Vec<Alert>) {
+        self.idle_from = self.idle_from.map(|_| now);
+        if core::mem::take(&mut self.idle_alerted) {
+            out.push(Alert::new(
+                AlertCode::BoardActive,
+                AlertLevel::Info,
+                format!("Board {n}: the board changes again."),
+            ));
+        }
+    }
+
+    /// Raises `board_idle` when a live game's clock has run for [`BOARD_IDLE_ALERT_MS`] (as
+    /// configured) with nothing changing on the board: a long think or players away, but
+    /// also a board that does not report its moves (a loose cable, a chain connector), which
+    /// nothing else would show. `running` names the colour whose clock runs.
+    pub fn check_idle(
+        &mut self,
+        n: u32,
+        live: bool,
+        running: Option<shakmaty::Color>,
+        now: u64,
+        out: &mut Vec<Alert>,
+    ) {
+        let Some(color) = running.filter(|_| live) else {
+            self.idle_from = None;
+            return;
+        };
+        let from = *self.idle_from.get_or_insert(now);
+        if self.idle_alerted || now.saturating_sub(from) < self.idle_after_ms {
+            return;
+        }
+        self.idle_alerted = true;
+        let who = if color == shakmaty::Color::White { "White" } else { "Black" };
+        let minutes = now.saturating_sub(from) / 60_000;
+        out.push(Alert::new(
+            AlertCode::BoardIdle,
+            AlertLevel::Warning,
+            format!(
+                "Board {n}: nothing on the board has changed for {minutes} minutes while {who}'s clock runs. A long \
+                 think or players away; or the board does not report its moves: check its cable (on a chain, its \
+                 connectors)."
+            ),
+        ));
     }
 
     /// A battery report. Returns true when the charge changed.
@@ -136,7 +196,7 @@ impl Health {
     /// A stop during a live game starts the pause timer ([`Health::check_pause`]), a restart
     /// clears it.
     pub fn clock_run_state(&mut self, n: u32, running: bool, live: bool, now: u64, out: &mut Vec<Alert>) {
-        let was_running = std::mem::replace(&mut self.clock_running, running);
+        let was_running = core::mem::replace(&mut self.clock_running, running);
         if running {
             self.clock_stopped_at = None;
             if live && !was_running {

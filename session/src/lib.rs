@@ -35,6 +35,21 @@
 //!     }
 //! }
 //! ```
+//!
+//! # Without std
+//! The crate is `no_std` with `alloc` when its default `std` feature is off: the firmware
+//! runs the same sessions on a microcontroller. `std` adds std's error trait and logging
+//! through `tracing` (see the `tracing` feature); nothing else differs.
+
+#![cfg_attr(not(feature = "std"), no_std)]
+// Without `tracing` the log macros compile nothing: what only a log line reads is unused
+// there, and a match arm that only logs is empty. The host's build (with `tracing`) still
+// finds every truly unused value.
+#![cfg_attr(not(feature = "tracing"), allow(unused_variables, clippy::single_match))]
+
+extern crate alloc;
+
+mod log;
 
 mod admin;
 pub mod alert;
@@ -47,7 +62,7 @@ pub mod reconcile;
 
 pub use admin::AdminError;
 pub use alert::{Alert, AlertCode, AlertLevel};
-pub use board::{BoardSession, PLIES, SavedGame, SessionConfig, TICK_MS};
+pub use board::{BoardSession, IDLE_POLL_MS, PLIES, SavedGame, SessionConfig};
 pub use bus::{BusEvent, BusPoller, BusStats, BusTiming};
 pub use effect::{Effect, LinkState, MoveState};
 pub use link::{Link, LinkEvent, LinkTiming};

@@ -29,7 +29,8 @@
 //! The EEPROM dump arrives as a stream of events; they are gathered until the payload's
 //! length is reached (or its end marker) and handed over as one [`LinkEvent::EventLog`].
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
+use alloc::{borrow::ToOwned, boxed::Box, format, string::String, vec::Vec};
 
 use dgt_protocol::{AckKind, Bwtime, ClockAck, ClockCommand, Command, Decoded, Decoder, EeEvent, Message};
 
@@ -240,7 +241,7 @@ impl Link {
 
     /// The bytes to write to the port since the last call.
     pub fn take_output(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.out)
+        core::mem::take(&mut self.out)
     }
 
     /// True when bytes wait to be written.
@@ -273,7 +274,7 @@ impl Link {
     /// Queues a clock command (sent after the ack of the one in flight).
     pub fn queue_clock(&mut self, cmd: ClockCommand, now: u64) {
         if self.clock_queue.len() >= MAX_CLOCK_QUEUE {
-            tracing::warn!("clock command queue full; oldest dropped");
+            crate::log::warn!("clock command queue full; oldest dropped");
             self.clock_queue.pop_front();
         }
         self.clock_queue.push_back(cmd);
@@ -315,7 +316,7 @@ impl Link {
             }
             self.handshake_attempts += 1;
             self.next_handshake_ms = now + self.timing.handshake_retry_ms;
-            tracing::debug!(attempts = self.handshake_attempts, "handshake retry");
+            crate::log::debug!(attempts = self.handshake_attempts, "handshake retry");
             self.send(&HANDSHAKE);
         }
         if self.identified && now >= self.next_keepalive_ms {
@@ -354,7 +355,7 @@ impl Link {
             Decoded::Message(m) => match m {
                 Message::Unknown { payload, .. } => {
                     junk += payload.len() as u64 + 3;
-                    tracing::trace!(?m, "unknown or malformed message");
+                    crate::log::trace!(?m, "unknown or malformed message");
                 }
                 Message::None | Message::Bwtime(Bwtime::Invalid(_)) => junk += m.encoded_len() as u64,
                 m => {
@@ -368,12 +369,12 @@ impl Link {
             }
             Decoded::Skipped { id, total_len } => {
                 junk += u64::from(total_len);
-                tracing::debug!(id, total_len, "oversized message skipped");
+                crate::log::debug!(id, total_len, "oversized message skipped");
             }
             Decoded::EeMovesStart { total_len } => {
                 heard = true;
                 if ee.is_some() {
-                    tracing::debug!("event log cut short by another");
+                    crate::log::debug!("event log cut short by another");
                 }
                 let payload = usize::from(total_len).saturating_sub(3);
                 if payload == 0 {
@@ -419,9 +420,9 @@ impl Link {
                     percent: percent.min(100),
                     charging: b.charging().unwrap_or(false),
                 }),
-                None => tracing::debug!("empty battery status ignored"),
+                None => crate::log::debug!("empty battery status ignored"),
             },
-            other => tracing::trace!(?other, "message ignored"),
+            other => crate::log::trace!(?other, "message ignored"),
         }
     }
 
@@ -432,7 +433,7 @@ impl Link {
                 Got::Version(major, minor) => self.version = Some((major, minor)),
                 Got::Serial(serial) => {
                     if self.identified && self.serial.as_ref() != Some(&serial) {
-                        tracing::warn!(%serial, "serial number changed on an open port");
+                        crate::log::warn!(%serial, "serial number changed on an open port");
                     }
                     self.serial = Some(serial);
                 }
@@ -499,7 +500,7 @@ impl Link {
         for c in cmds {
             match c.encode(&mut buf) {
                 Ok(n) => self.out.extend_from_slice(&buf[..n]),
-                Err(e) => tracing::error!(?c, error = %e, "command not encodable; not sent"),
+                Err(e) => crate::log::error!(?c, error = %e, "command not encodable; not sent"),
             }
         }
     }
@@ -528,7 +529,7 @@ impl Link {
         if self.battery_outstanding {
             self.battery_misses += 1;
             if !self.battery_polling() {
-                tracing::debug!(misses = self.battery_misses, "no battery status: not polled again");
+                crate::log::debug!(misses = self.battery_misses, "no battery status: not polled again");
                 return;
             }
         }
@@ -541,7 +542,7 @@ impl Link {
         if f.attempts >= self.timing.clock_attempts {
             let cmd = f.cmd;
             self.in_flight = None;
-            tracing::warn!(?cmd, "clock command not acknowledged; given up");
+            crate::log::warn!(?cmd, "clock command not acknowledged; given up");
             self.events.push_back(LinkEvent::ClockCommandFailed(cmd));
             self.pump_clock(now);
             return;

@@ -26,8 +26,11 @@
 //! listing as one reading, and the tracker reconstructs them from the position as before.
 //! Pure and synchronous, so the offline harness replays a game exactly as the relay does.
 
+use alloc::{vec, vec::Vec};
 use dgt_core::{Event, EventSink, Reading, Tracker, View};
-use dgt_protocol::{BoardDump, ClockSide, ClockTime, DgtSquare, EeEvent, FieldUpdate, Message, PieceCode};
+use dgt_protocol::{
+    BoardDump, ClockSide, ClockTime, DgtSquare, EeEvent, FieldUpdate, Message, Orientation, PieceCode,
+};
 use shakmaty::{Color, Position};
 
 /// After the port is back, how long the first board reading may take (ms).
@@ -49,9 +52,19 @@ pub struct Reconcile {
     kept: BoardDump,
     phase: Phase,
     held: Vec<(u64, Message<'static>)>,
-    /// The board was kept by a program restarted on its journal (see
-    /// [`Reconcile::after_restart`]).
-    restart: bool,
+    /// Why the board is reconciled.
+    kind: Kind,
+}
+
+/// Why a board is reconciled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Its port was lost and came back.
+    Outage,
+    /// The program was restarted on its journal (see [`Reconcile::after_restart`]).
+    Restart,
+    /// The board is seen for the first time, with no game (see [`Reconcile::join`]).
+    Join,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +90,8 @@ pub enum LogNeed {
     Ambiguous,
     /// Nothing the tracker searches explains it (more plies, or hands still moving).
     Unexplained,
+    /// A board seen for the first time shows a game under way ([`Reconcile::join`]).
+    UnderWay,
 }
 
 /// What becomes of a reconciliation when the port is lost again.
@@ -119,12 +134,14 @@ pub struct Outcome {
     /// the board was away are the tracker's reconstruction from the position: the operator
     /// is told.
     pub need: LogNeed,
+    /// White's clock display, when the replay tells it (a game joined from its start).
+    pub white_side: Option<ClockSide>,
 }
 
 impl Reconcile {
     /// Keeps the board as the tracker saw it when the port was lost.
     pub fn new(kept: BoardDump) -> Reconcile {
-        Reconcile { kept, phase: Phase::Away, held: Vec::new(), restart: false }
+        Reconcile { kept, phase: Phase::Away, held: Vec::new(), kind: Kind::Outage }
     }
 
     /// Keeps `kept`, the journal's last position, for a game resumed after a restart of
@@ -134,7 +151,24 @@ impl Reconcile {
     /// journal had it. An unplugged cable leaves a single ply to the board's readings
     /// instead, sparing the 8 s the log takes at 9600 baud in the middle of a game.
     pub fn after_restart(kept: BoardDump) -> Reconcile {
-        Reconcile { restart: true, ..Reconcile::new(kept) }
+        Reconcile { kind: Kind::Restart, ..Reconcile::new(kept) }
+    }
+
+    /// A board seen for the first time with no game: when its first dump is not a start
+    /// position, a game may be under way, begun before the relay looked (the relay came up
+    /// in the middle of a round, or the board joined it late). Its event log has the game
+    /// from the start position on, with the presses it logged: read and replayed from the
+    /// last start position it shows, the game is relayed from its first move, its plies with
+    /// the `%clk` of their logged presses. A log that shows no start position, or a clock
+    /// read stopped (a game over, or not begun), leaves the board to the tracker as it
+    /// stands.
+    pub fn join() -> Reconcile {
+        Reconcile { kind: Kind::Join, ..Reconcile::new(start_dump(dgt_protocol::Orientation::Normal)) }
+    }
+
+    /// True for a board seen for the first time ([`Reconcile::join`]).
+    pub fn joining(&self) -> bool {
+        self.kind == Kind::Join
     }
 
     /// The port is back at `now`.
@@ -175,13 +209,17 @@ impl Reconcile {
                 let need = match dump {
                     None => return Intake::Held,
                     Some(d) if d == self.kept => LogNeed::No,
+                    Some(d) if self.kind == Kind::Join => {
+                        let start = [Orientation::Normal, Orientation::Rotated].map(start_dump);
+                        if start.contains(&d) || !has_two_kings(&d) { LogNeed::No } else { LogNeed::UnderWay }
+                    }
                     Some(d) => match needs_log(&d) {
-                        LogNeed::No if self.restart => LogNeed::ToConfirm,
+                        LogNeed::No if self.kind == Kind::Restart => LogNeed::ToConfirm,
                         need => need,
                     },
                 };
                 if need == LogNeed::No {
-                    return Intake::Feed(std::mem::take(&mut self.held));
+                    return Intake::Feed(core::mem::take(&mut self.held));
                 }
                 self.phase =
                     Phase::ReadingLog { need, until: now + LOG_ANSWER_MS, dumped: now, clock: false };
@@ -205,6 +243,18 @@ impl Reconcile {
                 }
                 self.held.push((now, msg));
                 Intake::Held
+            }
+        }
+    }
+
+    /// When [`Reconcile::overdue`] or [`Reconcile::wants_dump`] next turns true (a held
+    /// clock reading wants a dump at once).
+    pub fn deadline(&self) -> Option<u64> {
+        match self.phase {
+            Phase::Away => None,
+            Phase::Back { until } => Some(until),
+            Phase::ReadingLog { until, dumped, clock, .. } => {
+                Some(until.min(if clock { dumped } else { dumped + DUMP_EVERY_MS }))
             }
         }
     }
@@ -246,12 +296,49 @@ impl Reconcile {
 
     /// Ends the reconciliation, with the board's event log when it came.
     pub fn finish(self, log: Option<&[EeEvent]>) -> Outcome {
-        let steps = log.and_then(|log| changes_since(log, &self.kept));
         let need = match self.phase {
             Phase::ReadingLog { need, .. } => need,
             _ => LogNeed::No,
         };
-        Outcome { kept: self.kept, steps, held: self.held, need }
+        if self.kind == Kind::Join {
+            return self.finish_join(log, need);
+        }
+        let steps = log.and_then(|log| changes_since(log, &self.kept));
+        Outcome { kept: self.kept, steps, held: self.held, need, white_side: None }
+    }
+
+    /// A game found under way ([`Reconcile::join`]): replayed from the last start position
+    /// the log shows (either way round), White's display the first press logged after it
+    /// (White's lever is up as the game begins: the first lever move the board logs is
+    /// White's). Without such a start, or with the clock read stopped, nothing is replayed.
+    fn finish_join(self, log: Option<&[EeEvent]>, need: LogNeed) -> Outcome {
+        let stopped = self
+            .held
+            .iter()
+            .rev()
+            .find_map(|(_, m)| match m {
+                Message::Bwtime(dgt_protocol::Bwtime::Times(t)) if !t.status.no_clock() => {
+                    Some(!t.status.running())
+                }
+                _ => None,
+            })
+            .unwrap_or(false);
+        let best = log.filter(|_| !stopped).and_then(|log| {
+            [Orientation::Normal, Orientation::Rotated]
+                .into_iter()
+                .filter_map(|o| Some((start_dump(o), changes_since(log, &start_dump(o))?)))
+                // The later start leaves fewer changes after it.
+                .min_by_key(|(_, c)| c.steps.len())
+        });
+        match best {
+            Some((kept, steps)) => {
+                let white_side = steps.logged.first().map(|p| p.side);
+                Outcome { kept, steps: Some(steps), held: self.held, need, white_side }
+            }
+            None => {
+                Outcome { kept: self.kept, steps: None, held: self.held, need: LogNeed::No, white_side: None }
+            }
+        }
     }
 }
 
@@ -281,7 +368,7 @@ pub fn replay<const N: usize>(
     start_ms: u64,
 ) -> (u64, Vec<Event>) {
     let cfg = *tracker.config();
-    let settle = u64::from(cfg.settle_ms);
+    let settle = u64::from(cfg.timing.settle_ms);
     let mut events: Vec<Event> = Vec::new();
     let mut t = start_ms;
     let mut sink = |e: Event| {
@@ -291,6 +378,11 @@ pub fn replay<const N: usize>(
     };
     if let Some(changes) = &outcome.steps {
         tracker.feed_dump(&outcome.kept, t, &mut sink);
+        if let Some(side) = outcome.white_side
+            && tracker.white_clock_side().is_none()
+        {
+            tracker.set_white_clock_side(side);
+        }
         let before = tracker.ply_count(View::Live);
         let mut logged = changes.logged.iter().peekable();
         // A logged press that found no ply of its presser yet, with the plies there were
@@ -311,7 +403,7 @@ pub fn replay<const N: usize>(
             let gap = match step.gap {
                 Gap::Quick => 40,
                 Gap::Normal => settle + 50,
-                Gap::Press => settle + u64::from(cfg.chain_confirm_ms) + 100,
+                Gap::Press => settle + u64::from(cfg.timing.chain_confirm_ms) + 100,
             };
             let to = t + gap;
             advance(tracker, &mut t, to, &mut sink);
@@ -475,7 +567,9 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
             matched = Some(i);
         }
         match *e {
-            EeEvent::PowerUp => {
+            // A start tag (bus mode's `SET_START_GAME`) is followed by every piece, as a
+            // power-up is.
+            EeEvent::PowerUp | EeEvent::StartTag => {
                 state = [Some(PieceCode::Empty); 64];
                 differ = DgtSquare::ALL.iter().filter(|sq| !known.piece(**sq).is_empty()).count();
                 if differ == 0 {
@@ -529,7 +623,7 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
             lifted.clear();
         }
         match *e {
-            EeEvent::PowerUp => block = Some(([PieceCode::Empty; 64], None)),
+            EeEvent::PowerUp | EeEvent::StartTag => block = Some(([PieceCode::Empty; 64], None)),
             EeEvent::Time { side, time } => {
                 press = true;
                 logged.push(LoggedPress { after: steps.len(), side, time });
@@ -537,7 +631,7 @@ pub fn changes_since(log: &[EeEvent], known: &BoardDump) -> Option<LogChanges> {
             EeEvent::Field { square, piece, quick } => {
                 let k = usize::from(square.index());
                 let mut gap = || {
-                    if std::mem::take(&mut press) {
+                    if core::mem::take(&mut press) {
                         Gap::Press
                     } else if quick {
                         Gap::Quick
@@ -584,11 +678,26 @@ fn restate(cur: &mut [PieceCode; 64], board: &[PieceCode; 64], steps: &mut Vec<S
             let k = usize::from(sq.index());
             if cur[k] != board[k] && board[k].is_empty() == lifts {
                 cur[k] = board[k];
-                let gap = if std::mem::take(&mut first) { Gap::Press } else { Gap::Quick };
+                let gap = if core::mem::take(&mut first) { Gap::Press } else { Gap::Quick };
                 steps.push(Step { square: sq, piece: board[k], gap });
             }
         }
     }
+}
+
+/// The standard start position as a board dump, `orientation` round.
+fn start_dump(orientation: Orientation) -> BoardDump {
+    let mut d = BoardDump::EMPTY;
+    for (sq, piece) in shakmaty::Board::new().iter() {
+        d.set(DgtSquare::from_square(sq, orientation), PieceCode::from_piece(piece));
+    }
+    d
+}
+
+/// Both kings are on the board (a board being set up, or emptied, is no game).
+fn has_two_kings(d: &BoardDump) -> bool {
+    let count = |p: PieceCode| DgtSquare::ALL.iter().filter(|sq| d.piece(**sq) == p).count();
+    count(PieceCode::WhiteKing) == 1 && count(PieceCode::BlackKing) == 1
 }
 
 #[cfg(test)]
@@ -598,7 +707,11 @@ mod tests {
 
     /// A simulated board's firmware (every change scanned at once) with the start position.
     fn firmware() -> dgt_hil_sim::Firmware {
-        let config = dgt_hil_sim::BoardConfig { scan_period_ms: 0, ..dgt_hil_sim::BoardConfig::default() };
+        let config = dgt_hil_sim::BoardConfig {
+            scan_period_ms: 0,
+            clock_poll_ms: 0,
+            ..dgt_hil_sim::BoardConfig::default()
+        };
         dgt_hil_sim::Firmware::new(config, dgt_hil_sim::firmware::start_position(), 0)
     }
 
@@ -738,6 +851,26 @@ mod tests {
             .collect()
     }
 
+    /// Lets `until` pass on `tracker` at its own deadlines, answering each dump it asks
+    /// for with `board` (the board standing still), as the session does.
+    fn settle(tracker: &mut Tracker<64>, board: &BoardDump, from: u64, until: u64, events: &mut Vec<Event>) {
+        let mut t = from;
+        loop {
+            let mut asked = false;
+            tracker.tick(t, &mut |e| match e {
+                Event::RequestBoardDump => asked = true,
+                e => events.push(e),
+            });
+            if asked {
+                tracker.feed_dump(board, t + 50, &mut |e| events.push(e));
+            }
+            match tracker.poll_at() {
+                Some(next) if next <= until => t = next.max(t + 1),
+                _ => break,
+            }
+        }
+    }
+
     /// A tracker that saw the start position and `ucis` (each confirmed by quiet time),
     /// and the firmware showing the same.
     fn game_after(ucis: &[&str], t: &mut u64) -> (Tracker<64>, dgt_hil_sim::Firmware, Vec<Event>) {
@@ -792,7 +925,7 @@ mod tests {
             let log = fw.ee_events();
             let (end, said) = replay(&mut tracker, &r.finish(Some(&log)), t + 300);
             events.extend(said);
-            tracker.tick(end + 10_000, &mut |e| events.push(e));
+            settle(&mut tracker, &dump_of_codes(fw.physical()), end, end + 10_000, &mut events);
             let mut want = vec!["e2e4", "e7e5"];
             want.extend(line);
             want.push("g8f6");
@@ -855,6 +988,7 @@ mod tests {
             steps: Some(changes),
             held: Vec::new(),
             need: LogNeed::ToConfirm,
+            white_side: None,
         };
         let (end, said) = replay(tracker, &outcome, t);
         events.extend(said);
@@ -1020,7 +1154,7 @@ mod tests {
         assert!(outcome.steps.is_none() && outcome.held.len() == 1);
         let (end, said) = replay(&mut tracker, &outcome, t + 10);
         events.extend(said);
-        tracker.tick(end + 10_000, &mut |e| events.push(e));
+        settle(&mut tracker, &dump_of_codes(fw.physical()), end, end + 10_000, &mut events);
         assert_eq!(confirmed(&events), ["e2e4", "e7e5", "g1f3"]);
     }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use dgt_hil_sim::hands::{GameEnd, PlanOptions, Profile, plan_game};
 use dgt_hil_sim::pgn::SourceGame;
+use dgt_hil_sim::transport::Bursts;
 use dgt_hil_sim::{
     BoardConfig, GroundTruth, Scenario, SimBoard, SimChain, SimConfig, StartPolicy, spawn_fleet,
 };
@@ -129,6 +130,9 @@ pub struct RunOptions {
     pub progress: Option<Duration>,
     /// First serial number of the simulated boards.
     pub first_serial: u32,
+    /// Deliver each board's output late and in bursts, as a Bluetooth serial link does
+    /// ([`SimConfig::bursts`], real milliseconds).
+    pub bursts: Option<Bursts>,
 }
 
 /// What one replayed game produced.
@@ -159,6 +163,9 @@ pub struct Outcome {
     /// [`Unplug`], until the relay could have it back: presses then are unseen, as in
     /// [`outage_windows`].
     pub off_chain: Vec<(u64, u64)>,
+    /// Presses (ms from the scenario's start) the board's event log never got: on a chain,
+    /// where the relay reads presses from the log, those plies' `%clk` are rightly left out.
+    pub unlogged_presses: Vec<u64>,
 }
 
 /// A batch's results.
@@ -227,6 +234,7 @@ fn template(opts: &RunOptions) -> SimConfig {
         board: BoardConfig::with_serial(opts.first_serial),
         speed: opts.speed,
         hand_speed: opts.hand_speed,
+        bursts: opts.bursts,
         ..SimConfig::default()
     }
 }
@@ -245,7 +253,13 @@ pub fn run(jobs: Vec<Job>, opts: &RunOptions) -> anyhow::Result<RunResult> {
         ports.push("--port".into());
         ports.push(b.path().display().to_string());
     }
-    run_on(jobs, opts, &boards, ports, started)
+    let mut result = run_on(jobs, opts, &boards, ports, started)?;
+    // A board alone on its port shows every press on the line: its event log's gaps do not
+    // excuse a missing `%clk`.
+    for o in &mut result.outcomes {
+        o.unlogged_presses.clear();
+    }
+    Ok(result)
 }
 
 /// Runs `jobs` on `opts.boards` simulated boards daisy-chained on one pty in DGT's bus
@@ -257,12 +271,13 @@ pub fn run_chain(
     opts: &RunOptions,
     force_bus: bool,
     unplug: Option<Unplug>,
+    wiring: dgt_hil_sim::chain::Wiring,
 ) -> anyhow::Result<RunResult> {
     let started = Instant::now();
     let _ = std::fs::remove_dir_all(&opts.dir);
     std::fs::create_dir_all(&opts.dir)?;
     let n = opts.boards.clamp(1, jobs.len().max(1));
-    let chain = SimChain::spawn(n, &template(opts), Some(&opts.dir.join("chain")))
+    let chain = SimChain::spawn_wired(n, &template(opts), Some(&opts.dir.join("chain")), wiring)
         .context("spawning the chain of simulated boards")?;
     let flag = if force_bus { "--bus" } else { "--port" };
     let ports = vec![flag.to_owned(), chain.path().display().to_string()];
@@ -364,11 +379,13 @@ fn run_on(
                     let timeout =
                         job.scenario.real_duration(opts.speed, opts.hand_speed) + Duration::from_secs(60);
                     let mut started_ms = None;
+                    let mut unlogged_presses = Vec::new();
                     let completed =
                         match board.start_scenario(job.scenario.clone(), StartPolicy::WhenHostListens) {
                             Ok(h) => match h.wait(timeout) {
                                 Ok(r) => {
                                     started_ms = Some(r.started_ms);
+                                    unlogged_presses = r.unlogged_presses;
                                     r.completed
                                 }
                                 Err(e) => {
@@ -448,6 +465,7 @@ fn run_on(
                             }),
                             started_ms,
                             off_chain: Vec::new(),
+                            unlogged_presses,
                         });
                     }
                 }
@@ -528,7 +546,8 @@ pub struct GameCheck {
     pub plies: usize,
     /// Plies with a clock press whose `%clk` was checked.
     pub clk_checked: usize,
-    /// `%clk` missing or more than 1 s off the simulated clock's display after the press.
+    /// `%clk` missing or more than 1 s off the simulated clock's display after the press,
+    /// on plies confirmed right (a ply never confirmed counts in `missing` only).
     pub clk_misses: usize,
     /// `%clk` and `%emt` left out, rightly, for a press the relay could not see: made while
     /// the board was unplugged, before the relay had it back (see [`outage_windows`]), or
@@ -595,7 +614,9 @@ pub fn check(job: &Job, o: &Outcome) -> GameCheck {
     let mut no_clk_unseen = vec![false; t.moves.len()];
     for (i, m) in t.moves.iter().enumerate() {
         let got = feed.moves.get(i).filter(|f| f.uci == m.uci);
-        let unseen = has_clock && press_unseen(m.press_at_ms, &outages);
+        let unseen = has_clock
+            && (press_unseen(m.press_at_ms, &outages)
+                || m.press_at_ms.is_some_and(|p| o.unlogged_presses.contains(&p)));
         let display = if m.color == "white" { m.white_clock_s } else { m.black_clock_s };
         if m.source_clk_s.is_some() && has_clock {
             c.clk_source += 1;
@@ -621,7 +642,8 @@ pub fn check(job: &Job, o: &Outcome) -> GameCheck {
                     c.clk_misses += 1;
                     c.why.push(format!("ply {} {}: %clk {g:?}, the clock showed {d}", i + 1, m.san));
                 }
-                None => c.clk_misses += 1,
+                // Never confirmed: counted in `missing`.
+                None => {}
             }
         }
         if !has_clock && let Some(Some(g)) = got.map(|g| g.clk) {
@@ -725,8 +747,12 @@ pub struct Row {
     pub clk_source: usize,
     /// Missing `%emt`.
     pub emt_missing: usize,
+    /// Games with a ghost move.
+    pub wrong_games: usize,
     /// Ghost moves.
     pub ghosts: usize,
+    /// Games without a ghost but with moves never confirmed.
+    pub stalled_games: usize,
     /// Missing moves.
     pub missing: usize,
     /// Confirmed moves withdrawn.
@@ -746,7 +772,9 @@ impl Row {
         self.clk_match_source += c.clk_match_source;
         self.clk_source += c.clk_source;
         self.emt_missing += c.emt_missing;
+        self.wrong_games += usize::from(c.ghosts > 0);
         self.ghosts += c.ghosts;
+        self.stalled_games += usize::from(c.ghosts == 0 && c.missing > 0);
         self.missing += c.missing;
         self.retracted += c.retracted;
         self.results_wrong += usize::from(c.result_wrong);
@@ -813,7 +841,7 @@ pub struct KnownBug {
 /// The table as text.
 pub fn format_table(rows: &BTreeMap<String, Row>) -> String {
     let mut s = format!(
-        "{:<34} {:>6} {:>7} {:>6} {:>8} {:>7} {:>7} {:>9} {:>7} {:>6} {:>7} {:>8} {:>7}\n",
+        "{:<34} {:>6} {:>7} {:>6} {:>8} {:>7} {:>7} {:>9} {:>7} {:>6} {:>6} {:>7} {:>7} {:>8} {:>7}\n",
         "profile",
         "games",
         "plies",
@@ -823,7 +851,9 @@ pub fn format_table(rows: &BTreeMap<String, Row>) -> String {
         "unseen",
         "src clk%",
         "no emt",
+        "wrong",
         "ghost",
+        "stalled",
         "missing",
         "retract",
         "result✗"
@@ -832,7 +862,7 @@ pub fn format_table(rows: &BTreeMap<String, Row>) -> String {
         let src =
             if r.clk_source == 0 { 0.0 } else { 100.0 * r.clk_match_source as f64 / r.clk_source as f64 };
         s.push_str(&format!(
-            "{:<34} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8.1}% {:>7} {:>6} {:>7} {:>8} {:>7}\n",
+            "{:<34} {:>6} {:>7} {:>6} {:>8} {:>8} {:>7} {:>8.1}% {:>7} {:>6} {:>6} {:>7} {:>7} {:>8} {:>7}\n",
             name,
             r.games,
             r.plies,
@@ -842,7 +872,9 @@ pub fn format_table(rows: &BTreeMap<String, Row>) -> String {
             r.clk_unseen,
             src,
             r.emt_missing,
+            r.wrong_games,
             r.ghosts,
+            r.stalled_games,
             r.missing,
             r.retracted,
             r.results_wrong

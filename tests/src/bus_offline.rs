@@ -20,7 +20,8 @@ use dgt_hil_sim::timemap::TimeMap;
 use dgt_hil_sim::{BoardConfig, Dgt3000, Firmware};
 use dgt_protocol::ClockSide;
 use dgt_session::{
-    BoardSession, BusEvent, BusPoller, BusTiming, Effect, Link, LinkState, MoveState, SessionConfig,
+    BoardSession, BusEvent, BusPoller, BusTiming, Effect, Link, LinkState, MoveState, SavedGame,
+    SessionConfig,
 };
 
 use crate::acceptance::Job;
@@ -47,6 +48,15 @@ pub struct ChainOptions {
     /// boards play on and answer nothing (nothing is asked), the line keeps what they sent,
     /// and the poller and sessions read it all at once when they run again.
     pub relay_frozen: Option<(u64, u64)>,
+    /// Real ms at which the relay comes up: before it, the boards start their games as
+    /// `first_start_ms` says and play with nobody reading them (games begun before the
+    /// relay). 0: the relay is there first, and each board starts its first game once the
+    /// relay reads it.
+    pub relay_from_ms: u64,
+    /// Real ms (at, down) at which the relay is stopped (killed: nothing is flushed but
+    /// what its journal had, its confirmed moves) and started again on its journals `down`
+    /// ms later, the boards playing on meanwhile.
+    pub relay_restart: Option<(u64, u64)>,
 }
 
 impl Default for ChainOptions {
@@ -60,6 +70,8 @@ impl Default for ChainOptions {
             timing: BusTiming::default(),
             first_start_ms: (4_000, 7_000),
             relay_frozen: None,
+            relay_from_ms: 0,
+            relay_restart: None,
         }
     }
 }
@@ -73,6 +85,9 @@ pub struct ChainOutcome {
     pub address: u16,
     /// The confirmed line: (UCI, `%clk`).
     pub confirmed: Vec<(String, Option<u32>)>,
+    /// Plies without `%clk` whose press the board's event log never got (pressed between
+    /// two of its clock readings with another press): rightly left without one.
+    pub clk_unlogged: usize,
     /// Every difference from the truth, readable (empty: exact).
     pub why: Vec<String>,
     /// The session's effects while the job ran, with the real time, readable.
@@ -107,6 +122,51 @@ struct Per {
     effects: Vec<(u64, Effect)>,
 }
 
+/// The game a relay's journal holds from `effects` (what a session told it): the current
+/// game's confirmed plies with their clocks, White's display, orientation and result.
+fn journal_of(effects: &[(u64, Effect)]) -> Option<SavedGame> {
+    let mut saved: Option<SavedGame> = None;
+    for (_, e) in effects {
+        match e {
+            Effect::GameStarted { new_record: true, orientation, start_fen, .. } => {
+                saved = Some(SavedGame {
+                    start_fen: start_fen.clone(),
+                    flipped: *orientation == dgt_protocol::Orientation::Rotated,
+                    ..SavedGame::default()
+                });
+            }
+            Effect::Move { state: MoveState::Confirmed, info } => {
+                if let Some(g) = saved.as_mut() {
+                    g.plies.truncate(usize::from(info.ply).saturating_sub(1));
+                    g.plies.push((info.uci.to_string(), info.clk, info.emt));
+                }
+            }
+            Effect::TakenBack { to_ply, .. } => {
+                if let Some(g) = saved.as_mut() {
+                    g.plies.truncate(usize::from(*to_ply));
+                }
+            }
+            Effect::ClockSide(side) => {
+                if let Some(g) = saved.as_mut() {
+                    g.white_clock = Some(*side);
+                }
+            }
+            Effect::GameEnded { result, .. } => {
+                if let Some(g) = saved.as_mut() {
+                    g.result = Some(*result);
+                }
+            }
+            Effect::ResultCleared => {
+                if let Some(g) = saved.as_mut() {
+                    g.result = None;
+                }
+            }
+            _ => {}
+        }
+    }
+    saved
+}
+
 /// Plays `jobs` on a chain of `boards` boards (job `k` on board `k % boards`, in turn) and
 /// compares each with its truth.
 pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<ChainOutcome> {
@@ -135,17 +195,40 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
         })
         .collect();
     let mut line = Line::new(n + 1);
-    let mut poller = BusPoller::open(0, opts.timing);
+    let mut poller = (opts.relay_from_ms == 0).then(|| BusPoller::open(0, opts.timing));
     let config = SessionConfig::default();
     let mut per: BTreeMap<u16, Per> = BTreeMap::new();
-    // (job, address, real start, real end)
-    let mut spans: Vec<(usize, u16, u64, u64)> = Vec::new();
+    // Each board's effects across relay restarts, and what the relay's journal held.
+    let mut told: BTreeMap<u16, Vec<(u64, Effect)>> = BTreeMap::new();
+    let mut journals: BTreeMap<u16, SavedGame> = BTreeMap::new();
+    // (job, address, real start, real end, presses the log never got: virtual ms from the
+    // job's start)
+    let mut spans: Vec<(usize, u16, u64, u64, Vec<u64>)> = Vec::new();
     let mut now: u64 = 0;
     let mut idle_since: Option<u64> = None;
     loop {
         let span = tracing::trace_span!("t", now).entered();
         let now_us = now * 1_000;
-        let out = poller.take_output();
+        if poller.is_none()
+            && now >= opts.relay_from_ms
+            && opts.relay_restart.is_none_or(|(at, down)| now < at || now >= at + down)
+        {
+            poller = Some(BusPoller::open(now, opts.timing));
+        }
+        if let Some((at, _)) = opts.relay_restart
+            && now == at
+        {
+            // Killed: its journals keep the confirmed moves; everything else is gone.
+            poller = None;
+            for (address, p) in std::mem::take(&mut per) {
+                let all = told.entry(address).or_default();
+                all.extend(p.effects);
+                if let Some(saved) = journal_of(all) {
+                    journals.insert(address, saved);
+                }
+            }
+        }
+        let out = poller.as_mut().map(BusPoller::take_output).unwrap_or_default();
         for (i, b) in bs.iter_mut().enumerate() {
             let v = b.virtual_now(now);
             if b.back_at.is_some_and(|t| t <= now) {
@@ -153,10 +236,11 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
                 b.plugged = true;
                 b.fw.power_cycle(v);
             }
-            // The job's start, once the host reads this board's changes.
+            // The job's start, once the host reads this board's changes (or at once when the
+            // relay comes later).
             if b.playing.is_none()
                 && now >= b.next_start
-                && b.fw.bus_followed()
+                && (b.fw.bus_followed() || opts.relay_from_ms > 0)
                 && let Some(&j) = b.jobs.first()
             {
                 b.jobs.remove(0);
@@ -193,7 +277,9 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
                     }
                 }
                 if *next >= s.actions.len() {
-                    spans.push((*j, opts.first + i as u16, *started, now));
+                    let unlogged: Vec<u64> =
+                        b.fw.unlogged_presses().iter().filter(|t| **t >= *v0).map(|t| t - *v0).collect();
+                    spans.push((*j, opts.first + i as u16, *started, now, unlogged));
                     b.playing = None;
                     b.next_start = now + opts.gap_ms;
                 }
@@ -226,6 +312,12 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
         }
         let mut bytes = Vec::new();
         line.emit(now_us, &mut bytes);
+        let Some(poller) = poller.as_mut() else {
+            // Nobody reads the line.
+            drop(span);
+            now += 1;
+            continue;
+        };
         if !bytes.is_empty() {
             poller.on_bytes(now, &bytes);
         }
@@ -236,10 +328,13 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
             match &e {
                 BusEvent::Found { address, .. } => {
                     let number = u32::from(address - opts.first + 1);
-                    let p = per.entry(*address).or_insert_with(|| Per {
-                        session: BoardSession::new(number, None, config),
-                        link: None,
-                        effects: Vec::new(),
+                    let p = per.entry(*address).or_insert_with(|| {
+                        let mut session = BoardSession::new(number, None, config);
+                        // A restarted relay goes on with the games its journals hold.
+                        if let Some(saved) = journals.get(address) {
+                            session.resume(now, saved);
+                        }
+                        Per { session, link: None, effects: Vec::new() }
                     });
                     p.link = Some(Link::open(now, config.link));
                 }
@@ -251,7 +346,7 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
                 }
             }
         }
-        pump(&mut poller, &mut per, now);
+        pump(poller, &mut per, now);
         let all_done = bs.iter().all(|b| b.playing.is_none() && b.jobs.is_empty());
         if all_done {
             let since = *idle_since.get_or_insert(now);
@@ -268,20 +363,19 @@ pub fn replay_chain(jobs: &[Job], boards: usize, opts: &ChainOptions) -> Vec<Cha
     spans.sort_by_key(|s| s.0);
     spans
         .iter()
-        .map(|&(j, address, from, _)| {
+        .map(|(j, address, from, _, unlogged)| {
+            let (j, address, from) = (*j, *address, *from);
             // From the job's start to the next job's start on the board.
             let next = spans.iter().filter(|s| s.1 == address && s.2 > from).map(|s| s.2).min();
-            let effects: Vec<(u64, Effect)> = per
+            let effects: Vec<(u64, Effect)> = told
                 .get(&address)
-                .map(|p| {
-                    p.effects
-                        .iter()
-                        .filter(|(t, _)| *t >= from && next.is_none_or(|n| *t < n))
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default();
-            outcome(&jobs[j], address, &effects)
+                .into_iter()
+                .flatten()
+                .chain(per.get(&address).into_iter().flat_map(|p| p.effects.iter()))
+                .filter(|(t, _)| *t >= from && next.is_none_or(|n| *t < n))
+                .cloned()
+                .collect();
+            outcome(&jobs[j], address, &effects, unlogged)
         })
         .collect()
 }
@@ -321,6 +415,13 @@ fn pump(poller: &mut BusPoller, per: &mut BTreeMap<u16, Per>, now: u64) {
             if p.session.link_state() == LinkState::Active {
                 let back = poller.take_line_output(*address);
                 if !back.is_empty() {
+                    // `DGT_BUS_LINE=ADDRESS` prints what that board's session reads, with the time.
+                    if std::env::var("DGT_BUS_LINE").ok().and_then(|a| a.parse::<u16>().ok())
+                        == Some(*address)
+                    {
+                        let mut d: dgt_protocol::Decoder<256> = dgt_protocol::Decoder::new();
+                        d.feed(&back, |m| println!("line {address} {now} {m:?}"));
+                    }
                     p.session.on_bytes(now, &back);
                     moved = true;
                 }
@@ -343,8 +444,9 @@ fn pump(poller: &mut BusPoller, per: &mut BTreeMap<u16, Per>, now: u64) {
 }
 
 /// The confirmed line of the game the effects show, against the job's truth: moves exact,
-/// `%clk` within 1 s of the clock's display after the press.
-fn outcome(job: &Job, address: u16, effects: &[(u64, Effect)]) -> ChainOutcome {
+/// `%clk` within 1 s of the clock's display after the press, or none when the board's event
+/// log never got the press (`unlogged`: virtual ms from the job's start).
+fn outcome(job: &Job, address: u16, effects: &[(u64, Effect)], unlogged: &[u64]) -> ChainOutcome {
     let mut line: Vec<(String, Option<u32>)> = Vec::new();
     let mut shown = Vec::new();
     for (t, e) in effects {
@@ -362,6 +464,7 @@ fn outcome(job: &Job, address: u16, effects: &[(u64, Effect)]) -> ChainOutcome {
         shown.push((*t, format!("{e:?}")));
     }
     let mut why = Vec::new();
+    let mut clk_unlogged = 0;
     let truth = job.truth();
     for (k, m) in truth.moves.iter().enumerate() {
         let want = if m.color == "white" { m.white_clock_s } else { m.black_clock_s };
@@ -375,11 +478,14 @@ fn outcome(job: &Job, address: u16, effects: &[(u64, Effect)]) -> ChainOutcome {
                 break;
             }
             Some((_, clk)) => {
-                if let Some(w) = want
-                    && m.clk_observable
-                    && !clk.is_some_and(|c| c.abs_diff(w) <= 1)
-                {
-                    why.push(format!("ply {} {}: %clk {clk:?}, want {w}", k + 1, m.uci));
+                let logged = m.press_at_ms.is_none_or(|p| !unlogged.contains(&p));
+                match (want, clk) {
+                    (Some(w), Some(c)) if c.abs_diff(w) <= 1 => {}
+                    (Some(_), None) if !logged || !m.clk_observable => clk_unlogged += 1,
+                    (Some(w), clk) if m.clk_observable || clk.is_some() => {
+                        why.push(format!("ply {} {}: %clk {clk:?}, want {w}", k + 1, m.uci))
+                    }
+                    _ => {}
                 }
             }
         }
@@ -387,5 +493,5 @@ fn outcome(job: &Job, address: u16, effects: &[(u64, Effect)]) -> ChainOutcome {
     if line.len() > truth.moves.len() {
         why.push(format!("{} plies confirmed, {} played", line.len(), truth.moves.len()));
     }
-    ChainOutcome { label: job.label.clone(), address, confirmed: line, why, effects: shown }
+    ChainOutcome { label: job.label.clone(), address, confirmed: line, clk_unlogged, why, effects: shown }
 }

@@ -334,6 +334,7 @@ pub fn kill_run(jobs: Vec<Job>, opts: &KillRunOptions) -> anyhow::Result<KillRun
             pace: Some(Pace { speed: opts.speed, hand_speed: opts.hand_speed, ..Pace::RELAY_SUITE }),
             started_ms: None,
             off_chain: Vec::new(),
+            unlogged_presses: Vec::new(),
         };
         let c = acceptance::check(job, &outcome);
         if !c.exact() {

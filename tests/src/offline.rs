@@ -22,6 +22,11 @@
 //! milliseconds, as the relay sees them. Still deterministic: what the end-to-end suite
 //! does by the clock, reproduced in milliseconds, without its machine's noise.
 //!
+//! With [`Bursts`] ([`OfflineOptions::bursts`]) the board's bytes cross a link that holds
+//! them back and lets them out in bursts ([`dgt_hil_sim::transport`]), as a Bluetooth
+//! serial link does: the relay keeps running and reads each burst when it arrives, stamped
+//! with that time. Unlike [`Stalls`] (the relay frozen) its deadlines are not held up.
+//!
 //! ```no_run
 //! use dgt_e2e_tests::offline::{replay_through_tracker, OfflineOptions};
 //! use dgt_hil_sim::hands::Profile;
@@ -36,9 +41,10 @@ use dgt_hil_sim::offline::apply_action;
 use dgt_hil_sim::pgn::SourceGame;
 use dgt_hil_sim::scenario::Action;
 use dgt_hil_sim::timemap::TimeMap;
+use dgt_hil_sim::transport::{Bursts, BurstyLink};
 use dgt_hil_sim::{BoardConfig, Dgt3000, Firmware, GroundTruth, Scenario};
 use dgt_protocol::{ClockSide, Decoded, Decoder, Message};
-use dgt_session::{BoardSession, Effect, Link, MoveState, SessionConfig, TICK_MS};
+use dgt_session::{BoardSession, Effect, Link, MoveState, SessionConfig};
 
 use crate::acceptance::{EndPath, Job};
 
@@ -60,6 +66,9 @@ pub struct OfflineOptions {
     pub pace: Option<Pace>,
     /// Freeze the relay now and then, as a loaded machine does (see [`Stalls`]).
     pub stalls: Option<Stalls>,
+    /// Deliver the board's output late and in bursts, as a Bluetooth serial link does
+    /// ([`Bursts`]; holds in the relay's milliseconds).
+    pub bursts: Option<Bursts>,
 }
 
 impl Default for OfflineOptions {
@@ -70,6 +79,7 @@ impl Default for OfflineOptions {
             keep_events: false,
             pace: None,
             stalls: None,
+            bursts: None,
         }
     }
 }
@@ -206,8 +216,13 @@ pub struct OfflineOutcome {
     pub missing: usize,
     /// `%clk` checked (plies with a press and a clock).
     pub clk_checked: usize,
-    /// `%clk` missing or more than 1 s off the clock's display after the press.
+    /// `%clk` absent or wrong on plies confirmed with the right move: `clk_absent` +
+    /// `clk_off` (a ply never confirmed counts in `missing` only).
     pub clk_misses: usize,
+    /// `%clk` absent on a ply confirmed with the right move, though the clock showed it.
+    pub clk_absent: usize,
+    /// `%clk` more than 1 s off the clock's display after the press.
+    pub clk_off: usize,
     /// `%clk` left out, rightly, for a press made while the board was unplugged (nobody
     /// saw it, and the clock had moved on when the board came back), or hidden by a second
     /// press in the same clock poll (a hand script's unobservable `%clk`).
@@ -248,8 +263,36 @@ impl OfflineOutcome {
 
     /// Moves exact, no ghost, nothing missing, every `%clk` right, the right result.
     pub fn passed(&self) -> bool {
-        self.ghosts.is_empty() && self.missing == 0 && self.clk_misses == 0 && !self.result_wrong()
+        self.failure().is_none()
     }
+
+    /// What is wrong with the game, the worst first; `None` when it is exact.
+    pub fn failure(&self) -> Option<Failure> {
+        if !self.ghosts.is_empty() {
+            Some(Failure::WrongMove)
+        } else if self.missing > 0 {
+            Some(Failure::Stalled)
+        } else if self.clk_misses > 0 {
+            Some(Failure::Clock)
+        } else if self.result_wrong() {
+            Some(Failure::Result)
+        } else {
+            None
+        }
+    }
+}
+
+/// What is wrong with a game that is not exact, the worst that applies: one class per game.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Failure {
+    /// A move published as confirmed that was not played at its ply (even if taken back).
+    WrongMove,
+    /// No wrong move, but plies played were never confirmed.
+    Stalled,
+    /// Every move right, but a `%clk` absent or wrong.
+    Clock,
+    /// Moves and clocks right, the result wrong.
+    Result,
 }
 
 /// Plans `game` under `profile` with `seed` (as the end-to-end suite does) and replays it
@@ -268,7 +311,7 @@ pub fn replay_through_tracker(
 pub fn replay_job(job: &Job, opts: &OfflineOptions) -> OfflineOutcome {
     let truth = job.truth();
     let timeline = opts.pace.map(|p| (p, Timeline::new(&job.scenario, p.speed, p.hand_speed)));
-    let mut run = Run::new(&job.scenario, opts.config, timeline);
+    let mut run = Run::new(&job.scenario, opts.config, timeline, opts.bursts);
     run.keep_fed = opts.keep_events;
     if let Some(s) = opts.stalls {
         run.stalls = s.windows(job.scenario.duration_ms() + 600_000);
@@ -360,11 +403,24 @@ pub fn press_unseen(press_at_ms: Option<u64>, outages: &[(u64, u64)]) -> bool {
     press_at_ms.is_some_and(|p| outages.iter().any(|&(a, b)| (a..=b).contains(&p)))
 }
 
-/// The relay's clock at the scenario's start, with a pace: its ticks (every [`TICK_MS`]
-/// from its own start) fall [`Pace::tick_phase_ms`] after the scenario's start, as a relay
-/// started at any moment before the board would tick.
+/// The range of phases of the relay's own timers (keep-alives, polls) against the board's
+/// actions, as the 50 ms period the relay once ticked its tracker at.
+const TICK_MS: u64 = 50;
+
+/// The relay's clock at the scenario's start, with a pace: its timers fall
+/// [`Pace::tick_phase_ms`] after the scenario's start, as a relay started at any moment
+/// before the board.
 fn tick_offset(p: &Pace) -> u64 {
     TICK_MS - p.tick_phase_ms.clamp(1, TICK_MS)
+}
+
+/// The first virtual time at which the relay's clock reads `ms` more than at `v` (and at
+/// least one virtual millisecond after `v`), on `timeline` (the identity without a pace).
+fn later_on(timeline: &Option<(Pace, Timeline)>, v: u64, ms: u64) -> u64 {
+    match timeline {
+        None => v + ms,
+        Some((_, t)) => t.virtual_at((t.real_ms(v).floor() as u64 + ms) as f64).max(v + 1),
+    }
 }
 
 /// What happened on the relay's side of the serial line, with the relay's time: what a
@@ -401,8 +457,9 @@ struct Run {
     stop_clock_at_end: bool,
     /// Bytes on their way to the board: (virtual time due, bytes).
     to_board: Vec<(u64, Vec<u8>)>,
-    /// Bytes on their way to the relay: (virtual time due, bytes), in order.
-    to_relay: std::collections::VecDeque<(u64, Vec<u8>)>,
+    /// Bytes on their way to the relay, let out at their virtual time, in order: as they
+    /// leave the board's line, or in bursts ([`OfflineOptions::bursts`]).
+    to_relay: BurstyLink,
     /// The pace and the scenario's timeline, when the session is given real time.
     timeline: Option<(Pace, Timeline)>,
     /// When the board is back after each unplugging (virtual ms), in order.
@@ -424,7 +481,12 @@ struct Run {
 }
 
 impl Run {
-    fn new(scenario: &Scenario, config: Config, timeline: Option<(Pace, Timeline)>) -> Run {
+    fn new(
+        scenario: &Scenario,
+        config: Config,
+        timeline: Option<(Pace, Timeline)>,
+        bursts: Option<Bursts>,
+    ) -> Run {
         let setup = &scenario.setup;
         let codes = dgt_hil_sim::scenario::board_codes(&setup.position, setup.orientation);
         let mut fw = Firmware::new(BoardConfig::default(), codes, 0);
@@ -444,7 +506,7 @@ impl Run {
             games_started: 0,
             stop_clock_at_end: false,
             to_board: Vec::new(),
-            to_relay: std::collections::VecDeque::new(),
+            to_relay: BurstyLink::new(bursts, 0),
             outage_ends: outage_windows(scenario, timeline.as_ref().map(|t| t.0))
                 .into_iter()
                 .map(|w| w.1)
@@ -483,10 +545,7 @@ impl Run {
     /// The first virtual time at which the relay's clock reads `ms` more than at `v` (and
     /// at least one virtual millisecond after `v`).
     fn later(&self, v: u64, ms: u64) -> u64 {
-        match &self.timeline {
-            None => v + ms,
-            Some((p, t)) => t.virtual_at((self.tracker_ms(v) + ms - tick_offset(p)) as f64).max(v + 1),
-        }
+        later_on(&self.timeline, v, ms)
     }
 
     /// The relay's time now.
@@ -525,6 +584,10 @@ impl Run {
             match &e {
                 Effect::Write(bytes) => {
                     let bytes = bytes.clone();
+                    if self.keep_fed {
+                        // What the relay asked of the board (a dump, a mode), for `--events`.
+                        self.events.push((at, format!("Write {bytes:02x?}")));
+                    }
                     self.write(bytes);
                     continue;
                 }
@@ -556,15 +619,22 @@ impl Run {
         if !online || out.is_empty() {
             return;
         }
-        let mut at = self.to_relay.back().map_or(self.now, |(t, _)| (*t).max(self.now));
+        let mut at = self.to_relay.last_in().map_or(self.now, |t| t.max(self.now));
         if out.len() <= LONG_OUTPUT {
-            self.to_relay.push_back((at, out));
+            self.send_to_relay(at, out);
             return;
         }
         for chunk in out.chunks(96) {
             at = self.later(at, 100);
-            self.to_relay.push_back((at, chunk.to_vec()));
+            self.send_to_relay(at, chunk.to_vec());
         }
+    }
+
+    /// Bytes that leave the board's line at virtual time `at` into the link to the relay
+    /// (a burst's hold is in the relay's milliseconds).
+    fn send_to_relay(&mut self, at: u64, bytes: Vec<u8>) {
+        let timeline = &self.timeline;
+        self.to_relay.push_with(at, bytes, |t, ms| later_on(timeline, t, ms));
     }
 
     /// Bytes that reached the relay: to the port's handshake, or to the session.
@@ -619,7 +689,7 @@ impl Run {
             let board_at = self.to_board.iter().map(|(t, _)| *t).min().filter(|_| offline_until.is_none());
             // What reached the port, read when the relay runs; after a freeze, before its
             // deadlines (as the relay's biased select reads a ready port first).
-            let arrived_at = self.to_relay.front().map(|(t, _)| *t);
+            let arrived_at = self.to_relay.next_release();
             let relay_at = arrived_at.map(|t| self.relay_runs_at(t));
             let read_first = relay_at.is_some_and(|r| arrived_at.is_some_and(|a| a < r));
             // The relay's deadlines: its board session's always, the port's handshake while
@@ -670,7 +740,7 @@ impl Run {
                 // The relay reopens the port and runs the handshake again.
                 self.open_port();
             } else if relay_at == Some(t) {
-                if let Some((_, bytes)) = self.to_relay.pop_front() {
+                if let Some((_, bytes)) = self.to_relay.pop() {
                     self.deliver(&bytes);
                 }
             } else if board_at == Some(t) {
@@ -761,6 +831,8 @@ fn compare(
         missing: 0,
         clk_checked: 0,
         clk_misses: 0,
+        clk_absent: 0,
+        clk_off: 0,
         clk_unseen: 0,
         truth_plies: Vec::new(),
         result: run.result.clone(),
@@ -806,9 +878,15 @@ fn compare(
             Some(None) if unseen || !m.clk_observable => o.clk_unseen += 1,
             Some(g) => {
                 o.clk_misses += 1;
+                if g.is_some() {
+                    o.clk_off += 1;
+                } else {
+                    o.clk_absent += 1;
+                }
                 o.why.push(format!("ply {} {}: %clk {g:?}, the clock showed {d}", i + 1, m.san));
             }
-            None => o.clk_misses += 1,
+            // Never confirmed: counted in `missing`.
+            None => {}
         }
     }
     if o.result_wrong() {

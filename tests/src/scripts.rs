@@ -19,7 +19,7 @@ use dgt_hil_sim::hands::Profile;
 use dgt_hil_sim::script::HandScript;
 
 use crate::acceptance::{EndPath, Job};
-use crate::offline::{OfflineOptions, OfflineOutcome, replay_job};
+use crate::offline::{Failure, OfflineOptions, OfflineOutcome, replay_job};
 
 /// The simulator's profile nearest to a script's (`Job` and `OfflineOutcome` need one; the
 /// tables use the script's own name). Unknown names map to [`Profile::Mixed`].
@@ -88,14 +88,20 @@ pub struct Row {
     pub ghost_games: usize,
     /// Ghost moves.
     pub ghosts: usize,
-    /// Scripts with plies missing from the final confirmed line.
-    pub missing_games: usize,
-    /// Plies missing.
+    /// Scripts without a ghost but with plies never confirmed ([`Failure::Stalled`]).
+    pub stalled_games: usize,
+    /// Plies never confirmed in those.
+    pub stalled_plies: usize,
+    /// Scripts whose moves are all right but a `%clk` is not ([`Failure::Clock`]).
+    pub clk_games: usize,
+    /// Plies missing from the final confirmed line, in every script.
     pub missing: usize,
     /// `%clk` checked.
     pub clk_checked: usize,
-    /// `%clk` wrong or missing.
-    pub clk_misses: usize,
+    /// `%clk` absent on a ply confirmed right (the clock showed it).
+    pub clk_absent: usize,
+    /// `%clk` more than 1 s off on a ply confirmed right.
+    pub clk_off: usize,
     /// `%clk` rightly left out (unobservable: two presses in one poll).
     pub clk_unseen: usize,
     /// Wrong results.
@@ -111,10 +117,15 @@ impl Row {
         self.exact += usize::from(o.passed());
         self.ghost_games += usize::from(!o.ghosts.is_empty());
         self.ghosts += o.ghosts.len();
-        self.missing_games += usize::from(o.missing > 0);
+        if o.failure() == Some(Failure::Stalled) {
+            self.stalled_games += 1;
+            self.stalled_plies += o.missing;
+        }
+        self.clk_games += usize::from(o.failure() == Some(Failure::Clock));
         self.missing += o.missing;
         self.clk_checked += o.clk_checked;
-        self.clk_misses += o.clk_misses;
+        self.clk_absent += o.clk_absent;
+        self.clk_off += o.clk_off;
         self.clk_unseen += o.clk_unseen;
         self.results_wrong += usize::from(o.result_wrong());
         if !o.passed() && self.first_fail.is_none() {
@@ -135,36 +146,43 @@ pub fn tabulate(outcomes: &[ScriptOutcome]) -> BTreeMap<String, Row> {
     rows
 }
 
-/// The table as text.
+/// The table as text: per profile, games exact, games with a wrong move (ghost) and how
+/// many, games stalled (no ghost, plies never confirmed) and how many plies, games right
+/// but for a `%clk`, then the `%clk` counts over plies confirmed right (checked, absent,
+/// more than 1 s off, rightly hidden) and wrong results.
 pub fn format_table(rows: &BTreeMap<String, Row>) -> String {
     let mut s = format!(
-        "{:<22} {:>5} {:>6} {:>5} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>6} {:>6}  first failure\n",
+        "{:<22} {:>5} {:>6} {:>5} {:>5} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6}  first failure\n",
         "profile",
         "games",
         "plies",
         "exact",
-        "ghost",
+        "wrong",
         "(moves)",
-        "missing",
+        "stalled",
         "(plies)",
+        "clk bad",
         "clk chk",
-        "clk miss",
+        "clk abs",
+        "clk off",
         "hidden",
         "result"
     );
     for (name, r) in rows.iter().filter(|(n, _)| n.as_str() != "TOTAL").chain(rows.get_key_value("TOTAL")) {
         s.push_str(&format!(
-            "{:<22} {:>5} {:>6} {:>5} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>6} {:>6}  {}\n",
+            "{:<22} {:>5} {:>6} {:>5} {:>5} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6}  {}\n",
             name,
             r.games,
             r.plies,
             r.exact,
             r.ghost_games,
             r.ghosts,
-            r.missing_games,
-            r.missing,
+            r.stalled_games,
+            r.stalled_plies,
+            r.clk_games,
             r.clk_checked,
-            r.clk_misses,
+            r.clk_absent,
+            r.clk_off,
             r.clk_unseen,
             r.results_wrong,
             r.first_fail.as_deref().unwrap_or("")

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use dgt_hil_sim::hands::Profile;
 use dgt_hil_sim::pgn::SourceGame;
+use dgt_hil_sim::transport::Bursts;
 
 use crate::acceptance::{self, EndPath, Job, KnownBug, RunOptions, format_table, seeded_subset, tabulate};
 use crate::feed::FeedMove;
@@ -41,6 +42,8 @@ pub struct SuiteOptions {
     pub progress: bool,
     /// Games known to fail (reported bugs): printed, not counted as failures.
     pub known: Vec<KnownBug>,
+    /// Deliver each board's output late and in bursts ([`RunOptions::bursts`]).
+    pub bursts: Option<Bursts>,
 }
 
 /// What a suite produced.
@@ -88,6 +91,13 @@ impl std::fmt::Display for SuiteReport {
             Ok(())
         }
     }
+}
+
+/// How the boards' output reached the relay, for the report: nothing when at once.
+fn bursts_note(bursts: Option<Bursts>) -> String {
+    bursts.map_or(String::new(), |b| {
+        format!(", output in bursts held {}-{} ms (seed {})", b.min_ms, b.max_ms, b.seed)
+    })
 }
 
 /// Decisive games whose final position is not checkmate: candidates for the operator path.
@@ -174,6 +184,7 @@ pub fn run(opts: &SuiteOptions) -> anyhow::Result<SuiteReport> {
         relay_bin: opts.relay_bin.clone(),
         progress: opts.progress.then_some(Duration::from_secs(15)),
         first_serial: 30001,
+        bursts: opts.bursts,
     };
     let (result, captures) = std::thread::scope(|s| {
         let caps = s.spawn(|| {
@@ -196,11 +207,12 @@ pub fn run(opts: &SuiteOptions) -> anyhow::Result<SuiteReport> {
         rep.failures.push(format!("relay log tail:\n{}", result.log_tail));
     }
     rep.resources = format!(
-        "{} games on {} boards at x{} (hands x{}) in {:.1} s; relay: {:.1} CPU s, peak RSS {} MiB",
+        "{} games on {} boards at x{} (hands x{}){} in {:.1} s; relay: {:.1} CPU s, peak RSS {} MiB",
         result.outcomes.len(),
         opts.boards.min(result.outcomes.len()),
         opts.speed,
         opts.hand_speed,
+        bursts_note(opts.bursts),
         result.wall.as_secs_f64(),
         result.relay_stat.cpu_s,
         result.relay_stat.hwm_kib / 1024
@@ -275,6 +287,7 @@ pub fn run_scripts(dir: &Path, count: usize, opts: &SuiteOptions) -> anyhow::Res
         relay_bin: opts.relay_bin.clone(),
         progress: opts.progress.then_some(Duration::from_secs(15)),
         first_serial: 40001,
+        bursts: opts.bursts,
     };
     let result = acceptance::run(jobs, &run_opts)?;
     let (rows, mut failures, known) = tabulate(&result, &opts.known);
@@ -286,9 +299,10 @@ pub fn run_scripts(dir: &Path, count: usize, opts: &SuiteOptions) -> anyhow::Res
         failures,
         known,
         resources: format!(
-            "{} hand scripts on {} boards at their own pace in {:.1} s; relay: {:.1} CPU s, peak RSS {} MiB",
+            "{} hand scripts on {} boards at their own pace{} in {:.1} s; relay: {:.1} CPU s, peak RSS {} MiB",
             result.outcomes.len(),
             run_opts.boards,
+            bursts_note(opts.bursts),
             result.wall.as_secs_f64(),
             result.relay_stat.cpu_s,
             result.relay_stat.hwm_kib / 1024

@@ -35,6 +35,7 @@ fn fast_acceptance_subset_is_exact_and_reads_back_everywhere() {
         games: Vec::new(),
         progress: false,
         known: known_bugs(),
+        bursts: None,
     };
     let report = match run(&opts) {
         Ok(r) => r,

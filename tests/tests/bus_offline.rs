@@ -13,6 +13,22 @@ use dgt_hil_sim::hands::Profile;
 /// in turn, one unplugged now and then (`disconnect`), one with garbage on the line, four
 /// under mixed handling, the rest clean.
 fn chain_jobs() -> Vec<Job> {
+    chain_jobs_as(|k| match k {
+        0 => Profile::Disconnect,
+        1 => Profile::Garbage,
+        k if k < 6 => Profile::Mixed,
+        _ => Profile::Clean,
+    })
+}
+
+/// The chain test's games, every one under `profile`.
+fn chain_jobs_with(profile: Profile) -> Vec<Job> {
+    chain_jobs_as(|_| profile)
+}
+
+/// The chain test's twelve games (the four shortest complete World Cup games of 20 plies or
+/// more, in turn), job `k` under `profile(k)`.
+fn chain_jobs_as(profile: impl Fn(usize) -> Profile) -> Vec<Job> {
     let wc = worldcup().expect("the World Cup games");
     let mut short: Vec<usize> =
         (0..wc.len()).filter(|&i| wc[i].truncated.is_none() && wc[i].moves.len() >= 20).collect();
@@ -21,13 +37,7 @@ fn chain_jobs() -> Vec<Job> {
     (0..12)
         .map(|k| {
             let i = games[k % games.len()];
-            let profile = match k {
-                0 => Profile::Disconnect,
-                1 => Profile::Garbage,
-                k if k < 6 => Profile::Mixed,
-                _ => Profile::Clean,
-            };
-            Job::plan(format!("worldcup#{}/{}", i + 1, k + 1), &wc[i], profile, 1, EndPath::Board)
+            Job::plan(format!("worldcup#{}/{}", i + 1, k + 1), &wc[i], profile(k), 1, EndPath::Board)
         })
         .collect()
 }
@@ -63,16 +73,36 @@ fn two_round_jobs() -> Vec<Job> {
 #[test]
 #[ignore = "about a minute in a debug build; run with --ignored"]
 fn twelve_chained_boards_offline_play_two_rounds_exactly() {
+    trace_if_asked();
     let jobs = two_round_jobs();
+    let (from, to) = seeds_from_env((1, 2));
+    let show = std::env::var("DGT_BUS_SHOW").is_ok();
     let mut failures = Vec::new();
-    for seed in 1..=2 {
+    for seed in from..=to {
         let outcomes = replay_chain(&jobs, 12, &ChainOptions { seed, ..ChainOptions::default() });
         assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
         for o in outcomes.iter().filter(|o| !o.why.is_empty()) {
             failures.push(format!("seed {seed} {} (board {}): {}", o.label, o.address, o.why.join("; ")));
+            if show {
+                for (t, e) in &o.effects {
+                    println!("  {t} {e}");
+                }
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Prints the poller's and sessions' logs when `RUST_LOG` is set.
+fn trace_if_asked() {
+    if std::env::var("RUST_LOG").is_ok() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .without_time()
+            .with_ansi(false)
+            .with_target(false)
+            .try_init();
+    }
 }
 
 /// The line seeds `DGT_BUS_SEEDS=FROM-TO` (or one seed) asks for, else `default`.
@@ -91,14 +121,7 @@ fn seeds_from_env(default: (u64, u64)) -> (u64, u64) {
 #[test]
 #[ignore = "about a minute in a debug build; run with --ignored"]
 fn twelve_chained_boards_offline_are_exact_under_many_line_timings() {
-    if std::env::var("RUST_LOG").is_ok() {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .without_time()
-            .with_ansi(false)
-            .with_target(false)
-            .try_init();
-    }
+    trace_if_asked();
     let (from, to) = seeds_from_env((1, 8));
     let show = std::env::var("DGT_BUS_SHOW").is_ok();
     let jobs = chain_jobs();
@@ -124,15 +147,24 @@ fn twelve_chained_boards_offline_are_exact_under_many_line_timings() {
 /// The relay frozen for `len` ms from `from` (a loaded machine): the boards play on, and
 /// the poller reads seconds of their changes at once. Returns what was not exact.
 fn frozen_relay_failures(seed: u64, from: u64, len: u64) -> Vec<String> {
+    trace_if_asked();
     let first_start_ms = if seed % 2 == 1 { (0, 2_000) } else { (4_000, 7_000) };
     let opts =
         ChainOptions { seed, first_start_ms, relay_frozen: Some((from, len)), ..ChainOptions::default() };
     let jobs = chain_jobs();
     let outcomes = replay_chain(&jobs, 12, &opts);
     assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
+    let show = std::env::var("DGT_BUS_SHOW").is_ok();
     outcomes
         .iter()
         .filter(|o| !o.why.is_empty())
+        .inspect(|o| {
+            if show {
+                for (t, e) in &o.effects {
+                    println!("  {t} {e}");
+                }
+            }
+        })
         .map(|o| {
             format!(
                 "seed {seed}, relay frozen {from}+{len} ms: {} (board {}): {}",
@@ -157,17 +189,125 @@ fn twelve_chained_boards_offline_survive_a_relay_frozen_as_games_begin() {
 }
 
 /// The freeze moved through the first twelve seconds in half-second steps, seeds 1 to 1 or
-/// `DGT_BUS_SEEDS=FROM-TO`, freezes of 2,000 ms or `DGT_BUS_FREEZE_MS`.
+/// `DGT_BUS_SEEDS=FROM-TO`, freezes of 2,000 ms or `DGT_BUS_FREEZE_MS`, at every step or
+/// `DGT_BUS_FROZEN_AT`.
 #[test]
 #[ignore = "about a minute and a half in a debug build; run with --ignored"]
 fn twelve_chained_boards_offline_survive_a_relay_frozen_at_any_moment() {
     let (from, to) = seeds_from_env((1, 1));
     let len = std::env::var("DGT_BUS_FREEZE_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(2_000);
+    // `DGT_BUS_FROZEN_AT=MS`: that freeze only (with `DGT_BUS_SHOW=1`, the effects of a
+    // game not exact).
+    let only: Option<u64> = std::env::var("DGT_BUS_FROZEN_AT").ok().and_then(|s| s.parse().ok());
     let mut failures = Vec::new();
     for seed in from..=to {
-        for at in (2_000..=12_000).step_by(500) {
+        for at in (2_000..=12_000).step_by(500).filter(|at| only.is_none_or(|o| o == *at)) {
             failures.extend(frozen_relay_failures(seed, at, len));
         }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The games of the chain test under one line seed with `opts`; what was not exact.
+fn failures_with(seed: u64, opts: ChainOptions, what: &str) -> Vec<String> {
+    trace_if_asked();
+    let jobs = chain_jobs();
+    let outcomes = replay_chain(&jobs, 12, &ChainOptions { seed, ..opts });
+    assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
+    let show = std::env::var("DGT_BUS_SHOW").is_ok();
+    outcomes
+        .iter()
+        .filter(|o| !o.why.is_empty())
+        .inspect(|o| {
+            if show {
+                for (t, e) in &o.effects {
+                    println!("  {t} {e}");
+                }
+            }
+        })
+        .map(|o| format!("seed {seed}, {what}: {} (board {}): {}", o.label, o.address, o.why.join("; ")))
+        .collect()
+}
+
+/// Issue 34: a change the board's log missed (a lost report: the simulator's dropped-update
+/// fault on every board, which on a chain drops the event from the log while dumps stay
+/// right). The session's dump request after a press, and a request repeated with nothing
+/// changed, are read from the board, which puts the log right. Not yet exact: at seed 1, 3
+/// of 12 games stall (one log event lost in the middle of a capture sequence) and 2 publish
+/// a wrong move (see README).
+#[test]
+#[ignore = "not exact yet (see README); about 10 s in a debug build"]
+fn twelve_chained_boards_offline_recover_from_changes_their_logs_missed() {
+    trace_if_asked();
+    let (from, to) = seeds_from_env((1, 1));
+    let jobs = chain_jobs_with(Profile::DroppedUpdates);
+    let mut failures = Vec::new();
+    for seed in from..=to {
+        let outcomes = replay_chain(&jobs, 12, &ChainOptions { seed, ..ChainOptions::default() });
+        for o in outcomes.iter().filter(|o| !o.why.is_empty()) {
+            failures.push(format!("seed {seed} {} (board {}): {}", o.label, o.address, o.why.join("; ")));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Splits failures into those that lost or changed something (a move, a wrong `%clk`) and
+/// plies that only lack a `%clk` their board logged.
+fn split_missing_clk(failures: Vec<String>) -> (Vec<String>, usize) {
+    let missing = failures.iter().map(|f| f.matches("%clk None").count()).sum();
+    let worse =
+        failures.into_iter().filter(|f| f.split("; ").any(|part| !part.contains("%clk None"))).collect();
+    (worse, missing)
+}
+
+/// Issue 34: the games began before the relay came up (every board had played for 3 to 5 s,
+/// unread: a few moves): each is relayed from its first move, with the `%clk` of every press
+/// its board logged, from the board's log (its first changes carry everything since it was
+/// powered). Exact under seeds 1 to 6 but for one or two plies a seed without their `%clk`
+/// and, at seed 3, one game whose first move is missing (see README); the default run checks
+/// seed 1 for no move lost or wrong and no `%clk` wrong.
+#[test]
+fn twelve_chained_boards_offline_relay_games_begun_before_the_relay() {
+    let opts = ChainOptions { first_start_ms: (0, 2_000), relay_from_ms: 5_000, ..ChainOptions::default() };
+    let (worse, missing) = split_missing_clk(failures_with(1, opts, "relay up at 5 s"));
+    assert!(worse.is_empty(), "{}", worse.join("\n"));
+    assert!(missing <= 1, "{missing} plies without their %clk");
+}
+
+/// Issue 34: the relay killed during the round (at 15 s, the games under way, thinking time
+/// fast-forwarded 60 times) and started again on its journals 4 s later, the boards playing
+/// on: no move is lost and no `%clk` is wrong (the moves made meanwhile come from each
+/// board's log since its start tag, `SEND_FROM_START`). One ply of one game lacks its `%clk`
+/// under seeds 1 and 2 (see README).
+#[test]
+fn twelve_chained_boards_offline_lose_nothing_when_the_relay_restarts() {
+    let opts = ChainOptions {
+        speed: 60.0,
+        first_start_ms: (0, 2_000),
+        relay_restart: Some((15_000, 4_000)),
+        ..ChainOptions::default()
+    };
+    let (worse, missing) = split_missing_clk(failures_with(1, opts, "relay restarted at 15 s"));
+    assert!(worse.is_empty(), "{}", worse.join("\n"));
+    assert!(missing <= 1, "{missing} plies without their %clk");
+}
+
+/// The two above under seeds 1 to 6 (or `DGT_BUS_SEEDS`), every game exact.
+#[test]
+#[ignore = "about half a minute in a debug build; run with --ignored"]
+fn twelve_chained_boards_offline_join_and_restart_are_exact_under_many_line_timings() {
+    let (from, to) = seeds_from_env((1, 6));
+    let join = ChainOptions { first_start_ms: (0, 2_000), relay_from_ms: 5_000, ..ChainOptions::default() };
+    let restart = ChainOptions {
+        speed: 60.0,
+        first_start_ms: (0, 2_000),
+        relay_restart: Some((15_000, 4_000)),
+        ..ChainOptions::default()
+    };
+    let mut failures = Vec::new();
+    for seed in from..=to {
+        failures.extend(failures_with(seed, join, "relay up at 5 s"));
+        failures.extend(failures_with(seed, restart, "relay restarted at 15 s"));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -179,6 +179,7 @@ fn run() -> anyhow::Result<Vec<String>> {
         relay_bin,
         progress: None,
         first_serial: 40001,
+        bursts: None,
     };
     let result = acceptance::run(jobs, &opts)?;
     let mut expected: BTreeMap<String, Vec<FeedMove>> = BTreeMap::new();

@@ -104,9 +104,41 @@ fn a_small_script_comes_out_exact_through_the_real_relay() {
         relay_bin,
         progress: None,
         first_serial: 31001,
+        bursts: None,
     };
     let result = run(vec![job(&s)], &opts).expect("the relay runs");
     let c = check(&result.jobs[0], &result.outcomes[0]);
     assert!(c.exact(), "{}", c.why.join("\n"));
     let _ = std::fs::remove_dir_all(&opts.dir);
+}
+
+/// The board's field updates as the relay read them: (relay ms, message).
+fn field_updates(o: &dgt_e2e_tests::offline::OfflineOutcome) -> Vec<(u64, String)> {
+    o.fed.iter().filter(|(_, m)| m.starts_with("FieldUpdate")).cloned().collect()
+}
+
+#[test]
+fn a_bursty_link_holds_each_report_back_within_its_bounds_in_order_and_by_its_seed() {
+    use dgt_hil_sim::transport::Bursts;
+    let s = script::parse(SCHOLAR, Path::new("mixed-rotated-s7-g0.json")).expect("parses");
+    let plain = OfflineOptions { keep_events: true, ..OfflineOptions::default() };
+    let bursty = |seed| OfflineOptions { bursts: Some(Bursts { min_ms: 20, max_ms: 120, seed }), ..plain };
+    let at_once = field_updates(&replay_script(&s, &plain).outcome);
+    let held = field_updates(&replay_script(&s, &bursty(3)).outcome);
+    // The same reports in the same order, each read at most 120 ms after it was sent (a
+    // burst's first byte 20-120 ms after, those that join it sooner).
+    assert!(at_once.len() >= 14, "{at_once:?}");
+    assert_eq!(
+        held.iter().map(|f| &f.1).collect::<Vec<_>>(),
+        at_once.iter().map(|f| &f.1).collect::<Vec<_>>()
+    );
+    for ((t, m), (t0, _)) in held.iter().zip(&at_once) {
+        assert!((*t0..=t0 + 120).contains(t), "{m}: read at {t}, sent at {t0}");
+    }
+    assert!(held.iter().zip(&at_once).all(|(a, b)| a.0 > b.0), "every report is held");
+    // Some reports arrive together, read at one instant though made apart.
+    assert!(held.windows(2).any(|w| w[0].0 == w[1].0), "{held:?}");
+    // The same seed gives the same reads; another seed others.
+    assert_eq!(field_updates(&replay_script(&s, &bursty(3)).outcome), held);
+    assert_ne!(field_updates(&replay_script(&s, &bursty(4)).outcome), held);
 }

@@ -4,7 +4,7 @@
 use dgt_protocol::{BoardDump, Bwtime, ClockSide, ClockTimes, FieldUpdate, Message};
 use shakmaty::{Bitboard, Color, Position};
 
-use super::{CLOCK_STALE_MS, GameState, MAX_PROVISIONAL, SAME_SCAN_MS, Tracker, remember};
+use super::{GameState, MAX_PROVISIONAL, Stamp, Tracker, remember};
 use crate::board::placement_hash;
 use crate::clock::Flip;
 use crate::event::{EndReason, Event, EventSink, GameResult};
@@ -23,9 +23,36 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// A full board scan: a stable reading, evaluated at once.
     pub fn feed_dump<S: EventSink + ?Sized>(&mut self, dump: &BoardDump, now_ms: u64, sink: &mut S) {
+        self.take_dump(dump, now_ms, sink);
+        self.pass_time(now_ms, sink);
+    }
+
+    /// One square changed.
+    pub fn feed_field<S: EventSink + ?Sized>(&mut self, update: FieldUpdate, now_ms: u64, sink: &mut S) {
+        self.take_field(update, now_ms, sink);
+        self.pass_time(now_ms, sink);
+    }
+
+    /// A clock reading (BWTIME times). One with the "no clock" bit drops the clock: its
+    /// times are invalid and give no `%clk`.
+    pub fn feed_clock<S: EventSink + ?Sized>(&mut self, times: &ClockTimes, now_ms: u64, sink: &mut S) {
+        self.take_clock(times, now_ms, sink);
+        self.pass_time(now_ms, sink);
+    }
+
+    fn take_dump<S: EventSink + ?Sized>(&mut self, dump: &BoardDump, now_ms: u64, sink: &mut S) {
+        self.seq = self.seq.wrapping_add(1);
         self.board_heard(now_ms);
         let first = !self.phys.known;
-        let previous_dump = self.last_dump_ms.replace(now_ms);
+        self.last_dump_ms = Some(now_ms);
+        // It shows the board as it was at or after the request on its way was made; a dump
+        // nobody asked for, as it was after what came before it (not after itself: one
+        // garbled dump does not verify what it alone shows).
+        let unasked = Stamp { seq: self.seq.wrapping_sub(1), ms: now_ms };
+        let previous_dump = self.last_dump_asked.replace(self.asked.take().unwrap_or(unasked));
+        if core::mem::take(&mut self.ask_again) {
+            self.ask_dump(now_ms, sink);
+        }
         let corrected = if first { Bitboard::EMPTY } else { self.phys.differing(dump) };
         // Since when those squares' updates may have been lost: their last reports.
         let lost_since = corrected.into_iter().map(|sq| self.phys.changed_ms(sq)).min();
@@ -35,7 +62,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if changed || first {
             self.board_changed(now_ms, true, sink);
         } else if self.dirty || self.unexplained_since.is_some() {
-            self.deep_eval(now_ms, sink);
+            self.explain_board(now_ms, sink);
         }
         if let Some(since) = lost_since
             && self.state == GameState::Active
@@ -48,8 +75,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.first_look = false;
     }
 
-    /// One square changed.
-    pub fn feed_field<S: EventSink + ?Sized>(&mut self, update: FieldUpdate, now_ms: u64, sink: &mut S) {
+    fn take_field<S: EventSink + ?Sized>(&mut self, update: FieldUpdate, now_ms: u64, sink: &mut S) {
+        self.seq = self.seq.wrapping_add(1);
         self.board_heard(now_ms);
         if !self.phys.known {
             self.request_dump(now_ms, sink);
@@ -61,9 +88,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // update) can run past the search depth, never to be explained again.
         if self.state == GameState::Active
             && self.dirty
-            && now_ms.saturating_sub(self.last_change_ms) >= u64::from(self.config.settle_ms)
+            && now_ms.saturating_sub(self.last_change_ms) >= u64::from(self.config.timing.settle_ms)
         {
-            self.deep_eval(now_ms, sink);
+            self.explain_board(now_ms, sink);
         }
         self.note_shown(now_ms);
         if self.phys.set(update.square, update.piece(), now_ms) {
@@ -78,9 +105,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
-    /// A clock reading (BWTIME times). One with the "no clock" bit drops the clock: its
-    /// times are invalid and give no `%clk`.
-    pub fn feed_clock<S: EventSink + ?Sized>(&mut self, times: &ClockTimes, now_ms: u64, sink: &mut S) {
+    fn take_clock<S: EventSink + ?Sized>(&mut self, times: &ClockTimes, now_ms: u64, sink: &mut S) {
+        self.seq = self.seq.wrapping_add(1);
         self.board_heard(now_ms);
         if times.status.no_clock() {
             self.clocks.lost();
@@ -121,7 +147,19 @@ impl<const PLIES: usize> Tracker<PLIES> {
             && let Some(loser) = self.clocks.fallen_flag(&self.config, times, self.moves_made())
         {
             self.clocks.flag_reported = true;
-            // A move not completed by a press before the flag fell does not count.
+            // A move completed by a press before the flag fell counts: the winner's press in
+            // this reading (it started the loser's clock), and presses still waiting for the
+            // board to settle; a move not completed by a press does not.
+            let winner_side = self.clocks.side_of(&self.config, !loser);
+            for flip in flips.list.iter().filter(|f| f.side == winner_side) {
+                if self.state == GameState::Active {
+                    self.clock_pressed(flip, flips.list.len() == 1, now_ms, sink);
+                }
+            }
+            if self.state != GameState::Active {
+                return;
+            }
+            self.confirm_waiting_pressed(now_ms, sink);
             self.retract_to(self.confirmed, sink);
             let winner = !loser;
             let result = if self.confirmed_pos.has_insufficient_material(winner) {
@@ -134,7 +172,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         if flips.by_rise_only {
             if self.dirty {
-                self.deep_eval(now_ms, sink);
+                self.explain_board(now_ms, sink);
             }
             if self.records.len() < self.confirmed + 2 {
                 return;
@@ -159,7 +197,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         sink: &mut S,
     ) {
         if self.dirty {
-            self.deep_eval(now_ms, sink);
+            self.explain_board(now_ms, sink);
         }
         let plies = self.confirmed.saturating_sub(self.resumed_at);
         let certain = if single { self.certain_presser(now_ms) } else { None };
@@ -171,7 +209,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // More presses than plies: the board may have been read a ply short.
         self.reread_for_press(press.by, now_ms, sink);
         // An earlier press still waiting for the board is settled first.
-        self.resolve_pending(now_ms, true, sink);
+        self.confirm_pressed(now_ms, true, sink);
         self.drop_overtaken_presses(press.by);
         if self.state != GameState::Active {
             return;
@@ -184,7 +222,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.at_tip
             && let Some(upto) = self.last_ply_by(press.by)
             && self.press_is_conclusive(upto, now_ms)
-            && self.line_verified(upto, now_ms, now_ms, sink)
+            && self.line_verified(upto, self.stamp(now_ms), now_ms, sink)
         {
             self.confirm_through(upto, Some(&press), now_ms, sink);
             return;
@@ -194,17 +232,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // last ply, or shows a ply that may be part of a longer move: a field update may
         // have been lost, or the hands are still at work. A dump taken now settles it,
         // whatever the rate limit (once a press).
-        self.dumped_since(now_ms, now_ms, sink);
-    }
-
-    /// True while the first provisional ply's mover has not pressed (their clock runs):
-    /// confirmed now, by the plies that followed, it would get no `%clk`, and the press
-    /// that gives it may still come (a player pressing after the reply). It waits for that
-    /// press, or for the quiet time of unpressed moves.
-    fn press_to_come(&self, now: u64) -> bool {
-        let Some(r) = self.clocks.current(now) else { return false };
-        let mover = self.confirmed_pos.turn();
-        r.status.running() && r.running_side() == Some(self.clocks.side_of(&self.config, mover))
+        self.dumped_since(self.stamp(now_ms), now_ms, sink);
     }
 
     /// The colour that made a press, when the board leaves no doubt: one provisional ply is
@@ -220,68 +248,46 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// Lets time pass: settles the board, confirms moves by quiet time, reports mismatches.
+    /// Needed only at [`Tracker::poll_at`]: every message runs it at its own time too.
     pub fn tick<S: EventSink + ?Sized>(&mut self, now_ms: u64, sink: &mut S) {
+        self.pass_time(now_ms, sink);
+    }
+
+    /// What time alone decides, at `now_ms`: after every message and at every deadline.
+    fn pass_time<S: EventSink + ?Sized>(&mut self, now_ms: u64, sink: &mut S) {
+        self.evaluated_ms = self.evaluated_ms.max(now_ms);
         if self.state != GameState::Active || self.away_since.is_some() {
             return;
         }
         // A move pressed just before the kings went to the centre stands once its piece has
         // stayed where it landed (see `pressed_ply_stands`), signal or not.
         if self.centre_since.is_some() {
-            self.resolve_pending(now_ms, false, sink);
+            self.confirm_pressed(now_ms, false, sink);
         }
         if self.state != GameState::Active || self.tick_board_result(now_ms, sink) {
             return;
         }
         let still = now_ms.saturating_sub(self.last_change_ms);
         self.note_stood(now_ms);
-        if self.dirty && still >= u64::from(self.config.settle_ms) {
-            self.deep_eval(now_ms, sink);
+        if self.dirty && still >= u64::from(self.config.timing.settle_ms) {
+            self.explain_board(now_ms, sink);
         }
         if self.state != GameState::Active {
             return;
         }
-        self.resolve_pending(now_ms, false, sink);
-        let prov = self.records.len() - self.confirmed;
-        if self.at_tip && prov > 0 {
-            let terminal = self.tip.is_checkmate() || self.tip.is_stalemate();
-            let running = self.clock_running(now_ms) && !terminal;
-            let quiet = if running { self.config.unpressed_ms } else { self.config.quiet_ms };
-            // Only unpressed plies under a running clock can be a takeback: without a
-            // clock, legal plies that bring back an earlier position are a repetition, and
-            // so are plies both players pressed for (see `both_pressed_since`).
-            if running
-                && !self.both_pressed_since(self.seen_ms[0].saturating_sub(SAME_SCAN_MS))
-                && let Some(j) = self.undone_by_provisional()
-                && still >= u64::from(self.config.chain_confirm_ms)
-            {
-                // The arbiter's view: the position returned to an earlier one.
-                self.takeback_to(j, sink);
-            } else if !self.line_verified(self.records.len(), self.recent_since(now_ms), now_ms, sink) {
-                // Plies read together wait for a dump (see `line_verified`).
-            } else if still >= u64::from(quiet) {
-                // Quiet time: everything stands, except a king just put on a centre square
-                // (it may be half of a kings-in-centre result), which waits for the next move.
-                let keep_last = !terminal && self.last_is_king_to_centre();
-                let upto = if keep_last { self.records.len() - 1 } else { self.records.len() };
-                self.confirm_through(upto, None, now_ms, sink);
-            } else if prov >= 2
-                && still >= u64::from(self.config.chain_confirm_ms)
-                && !self.press_to_come(now_ms)
-            {
-                // A forgotten press: the plies that followed prove the earlier ones.
-                self.confirm_through(self.records.len() - 1, None, now_ms, sink);
-            }
-        }
+        self.finalize(now_ms, still, sink);
         if let Some(since) = self.unexplained_since {
             let unexplained = now_ms.saturating_sub(since);
-            if self.mismatch.is_none() && unexplained >= u64::from(self.config.mismatch_ms) {
+            if self.mismatch.is_none() && unexplained >= u64::from(self.config.timing.mismatch_ms) {
                 let squares = self.nearest_diff();
                 self.mismatch = Some(squares);
                 sink.event(Event::PositionMismatch { squares });
             }
             // A still board that nothing explains may have lost a field update: a dump shows
             // what is really there. Asked again while it stays so (rate-limited).
-            if unexplained >= u64::from(self.config.settle_ms) && still >= u64::from(self.config.settle_ms) {
+            if unexplained >= u64::from(self.config.timing.settle_ms)
+                && still >= u64::from(self.config.timing.settle_ms)
+            {
                 self.request_dump(now_ms, sink);
             }
         }
@@ -291,7 +297,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// each side while the clock ran): the clock says the game went on, whatever the board
     /// shows. A takeback is made with the clock left alone; the same position brought back
     /// by plies both players pressed for is a repetition.
-    fn both_pressed_since(&self, since: u64) -> bool {
+    pub(super) fn both_pressed_since(&self, since: u64) -> bool {
         self.last_press_ms.iter().all(|t| t.is_some_and(|t| t >= since))
     }
 
@@ -314,7 +320,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.state != GameState::Active
             || !self.phys.known
             || self.phys.magic.any()
-            || now.saturating_sub(self.last_change_ms) < SAME_SCAN_MS
+            || now.saturating_sub(self.last_change_ms) < self.scan_ms()
         {
             return;
         }
@@ -324,7 +330,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// Notes that the last provisional ply stood: the board has shown the tip, unchanged,
     /// for longer than a sliding hand rests on a square, and a scan period (see
-    /// [`Config::slide_pause_ms`](crate::Config::slide_pause_ms)). Counted from when the ply
+    /// [`Timing::slide_pause_ms`](crate::Timing::slide_pause_ms)). Counted from when the ply
     /// became the tip, not from when the board last changed: a board the line explains only
     /// once it has been still a while (the tip less the pieces hands hold, read as an
     /// exchange: Nf5xd4 with both knights in the air reads as Ne7 Nxc6 Nxc6) did not stand
@@ -332,81 +338,95 @@ impl<const PLIES: usize> Tracker<PLIES> {
     fn note_stood(&mut self, now: u64) {
         let prov = self.records.len() - self.confirmed;
         let Some(i) = prov.checked_sub(1).map(|i| i.min(MAX_PROVISIONAL - 1)) else { return };
-        let still = now.saturating_sub(self.last_change_ms.max(self.seen_ms[i]));
-        if self.at_tip && !self.dirty && still >= self.config.slide_settled_ms() {
-            self.stood[i] = true;
+        let still = now.saturating_sub(self.last_change_ms.max(self.meta[i].seen.ms));
+        if self.at_tip && !self.dirty && still >= self.config.timing.slide_settled_ms() {
+            self.meta[i].stood = true;
         }
     }
 
     pub(super) fn clock_running(&self, now: u64) -> bool {
         match self.clocks.last {
-            Some(r) => r.status.running() && now.saturating_sub(self.clocks.last_ms) <= CLOCK_STALE_MS,
+            Some(r) => {
+                r.status.running()
+                    && now.saturating_sub(self.clocks.last_ms) <= u64::from(self.config.timing.clock_stale_ms)
+            }
             None => false,
         }
     }
 
-    /// True when the provisional plies up to `upto` may be confirmed as far as the board
-    /// goes. Plies that a single reading showed together (a search of two or more plies)
-    /// are first checked against a dump that arrived at or after `since` (the press, or
-    /// the board's last change): a lost field update can make one real move look like two
-    /// or three others (a capture whose landing was not reported reads as a capture and a
-    /// recapture), and only a dump taken once the move is complete shows that. Asks for
-    /// the dump when one is needed.
-    pub(super) fn line_verified<S: EventSink + ?Sized>(
+    /// True when a dump asked for at or after `since` came: asked for after the message
+    /// `since.seq` was read (by when it was asked for, not when it came: bytes held back by
+    /// the link bring a dump taken before an event after it), and not before `since.ms`.
+    /// Otherwise asks for one, unless one asked for so is on its way.
+    pub(super) fn dumped_since<S: EventSink + ?Sized>(
         &mut self,
-        upto: usize,
-        since: u64,
+        since: Stamp,
         now: u64,
         sink: &mut S,
     ) -> bool {
-        if self.first_hidden().is_some_and(|h| h < upto) {
-            // One of several move orders: a dump may show the board moved on in a way only
-            // one of them allows; nothing confirms the plies meanwhile.
-            self.dumped_since(since, now, sink);
-            return false;
-        }
-        let n = upto.saturating_sub(self.confirmed).min(MAX_PROVISIONAL);
-        !self.joint[..n].contains(&true) || self.dumped_since(since, now, sink)
-    }
-
-    /// True when a dump arrived at or after `since`; otherwise asks for one, once per
-    /// `since` (a press asks at once, whatever the rate limit).
-    pub(super) fn dumped_since<S: EventSink + ?Sized>(&mut self, since: u64, now: u64, sink: &mut S) -> bool {
-        if self.last_dump_ms.is_some_and(|t| t >= since) {
+        let after = |a: Stamp| a.seq >= since.seq && a.ms >= since.ms;
+        if self.last_dump_asked.is_some_and(after) {
             return true;
         }
-        if self.last_dump_request.is_none_or(|t| t < since) {
-            self.last_dump_request = Some(now);
-            sink.event(Event::RequestBoardDump);
+        if !self.asked.is_some_and(after) {
+            self.ask_dump(now, sink);
         }
         false
     }
 
+    /// What a dump must have been asked for after to show the board as it stands at `now`,
+    /// for a confirmation by time: after the board's last change, and at most
+    /// [`Timing::dump_fresh_ms`](crate::Timing::dump_fresh_ms) before `now`.
+    pub(super) fn fresh_since(&self, now: u64) -> Stamp {
+        let fresh = now.saturating_sub(u64::from(self.config.timing.dump_fresh_ms));
+        Stamp { seq: self.last_change_seq, ms: fresh.max(self.last_change_ms) }
+    }
+
+    /// Where and when the board last changed.
+    pub(super) fn changed_at(&self) -> Stamp {
+        Stamp { seq: self.last_change_seq, ms: self.last_change_ms }
+    }
+
     /// From when a dump counts as showing the board now, for confirmations by time: after
     /// the board's last change and the last press, and not older than `chain_confirm_ms`.
-    fn recent_since(&self, now: u64) -> u64 {
-        let press = self.pending_press.iter().map(|p| p.at).max().unwrap_or(0);
-        let recent = now.saturating_sub(u64::from(self.config.chain_confirm_ms));
-        (self.last_change_ms + 1).max(press).max(recent)
+    pub(super) fn recent_since(&self, now: u64) -> Stamp {
+        let press = self.pending_press.iter().map(|p| Stamp { seq: p.seq, ms: p.at }).max_by_key(|p| p.seq);
+        let recent = now.saturating_sub(u64::from(self.config.timing.chain_confirm_ms));
+        let changed = self.changed_at();
+        let seq = press.map_or(changed.seq, |p| p.seq.max(changed.seq));
+        Stamp { seq, ms: press.map_or(0, |p| p.ms).max(recent) }
+    }
+
+    /// Asks for a dump now, or as soon as the one on its way comes (a request unanswered
+    /// for [`Timing::dump_answer_ms`](crate::Timing::dump_answer_ms) was lost).
+    fn ask_dump<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
+        self.last_dump_request = Some(now);
+        let answer_ms = u64::from(self.config.timing.dump_answer_ms);
+        if self.asked.is_some_and(|t| now.saturating_sub(t.ms) < answer_ms) {
+            self.ask_again = true;
+            return;
+        }
+        self.asked = Some(self.stamp(now));
+        sink.event(Event::RequestBoardDump);
     }
 
     pub(super) fn request_dump<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
         let due = match self.last_dump_request {
-            Some(t) => now.saturating_sub(t) >= u64::from(self.config.dump_request_interval_ms),
+            Some(t) => now.saturating_sub(t) >= u64::from(self.config.timing.dump_interval_ms),
             None => true,
         };
         if due {
-            self.last_dump_request = Some(now);
-            sink.event(Event::RequestBoardDump);
+            self.ask_dump(now, sink);
         }
     }
 
     pub(super) fn board_changed<S: EventSink + ?Sized>(&mut self, now: u64, stable: bool, sink: &mut S) {
         // A field update right after another one is the same scan being reported (about
         // 3 ms a message at 9600 baud): the board is only half read.
-        let mid_scan = !stable && now.saturating_sub(self.last_change_ms) < SAME_SCAN_MS;
+        let mid_scan = !stable && now.saturating_sub(self.last_change_ms) < self.scan_ms();
         self.note_stood(now);
         self.last_change_ms = now;
+        self.last_change_seq = self.seq;
         self.dirty = true;
         if self.at_tip {
             self.tip_left_ms = now;
@@ -428,7 +448,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         self.fast_eval(now, !mid_scan, sink);
         if stable && self.dirty {
-            self.deep_eval(now, sink);
+            self.explain_board(now, sink);
         }
     }
 }

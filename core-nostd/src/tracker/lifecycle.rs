@@ -4,16 +4,16 @@ use dgt_protocol::Orientation;
 use shakmaty::{Bitboard, Board, CastlingMode, Chess, EnPassantMode, FromSetup, Move, Position, Role, Setup};
 
 use super::record::{PlyRecord, to16};
-use super::{GameState, MAX_PROVISIONAL, ResumeError, ResumePly, Tracker};
+use super::{GameState, ResumeError, ResumePly, Tracker};
 use crate::board::{self, CENTRE, placement_hash};
 use crate::event::{EndReason, Event, EventSink, GameResult, StartKind};
-use crate::search::{self, board_diff};
+use crate::search::{self, Score, Search, board_diff};
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// The standard start position on the board: `Some(orientation)`.
     pub(super) fn standard_start(&self) -> Option<Orientation> {
         let start = Board::new();
-        if self.phys.magic.any() {
+        if self.phys.magic.any() || self.phys.board.occupied().count() != 32 {
             None
         } else if self.phys.board == start {
             Some(self.phys.orientation)
@@ -71,7 +71,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// move orders, its plies not confirmed until the operator or later readings say
     /// (see `first_hidden`). Without a running clock a board being set up could pass
     /// through such a board.
-    fn start_played_into(&self, now: u64) -> Option<(Orientation, Option<(search::Path, bool)>)> {
+    fn start_played_into(&self, now: u64) -> Option<(Orientation, Option<(search::Line, bool)>)> {
         if self.state != GameState::Idle || self.phys.magic.any() {
             return None;
         }
@@ -85,11 +85,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
             if board_diff(start.board(), &b).count() > 2 * depth + 2 || !search::has_two_kings(&b) {
                 continue;
             }
-            let order = |path: &[Move]| self.plies_in_reported_order(path);
-            if let Some(found) = search::find_line_seen(&start, &b, depth as u8, &|_| false, &order)
-                && !found.path.is_empty()
+            let judge =
+                |path: &[Move]| Ok(Score { order: self.plies_in_reported_order(path), ..Score::default() });
+            if let Some(found) = Search::to(&b).shortest(&start, 0..=depth, &judge)
+                && !found.line.is_empty()
             {
-                return Some((o, Some((found.path, found.tied))));
+                return Some((o, Some((found.line, found.tied))));
             }
         }
         None
@@ -153,7 +154,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // runs (or there is none). With the clock stopped after them, the pieces set up
         // again are the next game: a game of one or two plies (a forfeit, an early
         // agreement) followed by another on the same board.
-        let clock_stopped = self.clocks.current(now).is_some_and(|r| !r.status.running());
+        let clock_stopped = self.clocks.current(&self.config, now).is_some_and(|r| !r.status.running());
         let short = self.confirmed <= usize::from(self.config.takeback_to_start_max_plies);
         if same_start && (self.confirmed == 0 || (short && !clock_stopped)) {
             return false;
@@ -175,6 +176,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.castling_mode = mode;
         self.kind = kind;
         self.records.clear();
+        self.meta.clear();
         self.confirmed = 0;
         self.result = None;
         self.unexplained_since = None;
@@ -202,7 +204,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.reset_game(pos, mode, kind);
         self.phys.set_orientation(orientation);
         self.state = GameState::Active;
-        self.last_confirmed_seen_ms = now;
+        self.last_confirmed_seen = self.stamp(now);
         self.clocks.new_game(&self.config, self.start.turn(), now, false);
         sink.event(Event::GameStarted { orientation, kind });
         let state = self.clocks.state(&self.config);
@@ -279,7 +281,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.phys.set_orientation(orientation);
         self.armed_orientation = Some(orientation);
         self.state = GameState::Active;
-        self.last_confirmed_seen_ms = now;
+        self.last_confirmed_seen = self.stamp(now);
         self.clocks.new_game(&self.config, self.confirmed_pos.turn(), now, true);
         if let Some(tc) = self.config.time_control {
             let secs = tc.period_for_move(1).seconds;
@@ -303,10 +305,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// Results shown on the board: magic pieces and kings in the centre. Either signal
     /// ends the game once it has stood for the quiet time (what makes an unpressed move
-    /// final): a king knocked onto a centre square next to the other one shows the same
-    /// board until it is put back, and one corrupted byte of a field update reads as a
-    /// magic piece (a king, `05`, with one bit flipped is `0D`) until the square's next
-    /// update. Meanwhile nothing is matched: no legal position has the kings side by side
+    /// final) and a dump asked for after it began shows it: a king knocked onto a centre
+    /// square next to the other one shows the same board until it is put back, and one
+    /// corrupted byte of a field update or dump reads as a magic piece (a king, `05`, with
+    /// one bit flipped is `0D`) until the square's next update. Meanwhile nothing is matched: no legal position has the kings side by side
     /// or a magic piece. Returns true while a signal is up.
     pub(super) fn check_board_result<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
         let magic =
@@ -319,10 +321,17 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.centre_since = None;
             return false;
         };
-        let since = *self.centre_since.get_or_insert(now);
-        if now.saturating_sub(since) >= u64::from(self.config.quiet_ms) {
+        let at = self.stamp(now);
+        let since = *self.centre_since.get_or_insert(at);
+        // A signal that stood for the quiet time ends the game once a dump asked for after
+        // it began shows it too: one garbled dump (a chain's line, a byte flipped) can show
+        // magic pieces or kings side by side that the board never had, and a board that
+        // reports nothing changes nothing, however long.
+        if now.saturating_sub(since.ms) >= u64::from(self.config.timing.quiet_ms)
+            && self.dumped_since(since, now, sink)
+        {
             self.centre_since = None;
-            self.settle_line_at_end(since, reason == EndReason::KingsInCentre, sink);
+            self.settle_line_at_end(since.ms, reason == EndReason::KingsInCentre, sink);
             self.end_game(result, reason, sink);
         }
         true
@@ -353,21 +362,32 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // lifted and put back. A king left where it stood may have been the signal's
             // first half, and is withdrawn.
             let running = self.clock_running(now);
-            let quiet = u64::from(if running { self.config.unpressed_ms } else { self.config.quiet_ms });
+            let quiet = u64::from(if running {
+                self.config.timing.unpressed_ms
+            } else {
+                self.config.timing.quiet_ms
+            });
+            // Only king moves onto the centre that end the line are the signal's halves: a
+            // king step the game went on after (the opponent replied) was a move.
             let last = self.records.len().saturating_sub(1);
             let mut pos = self.confirmed_pos.clone();
+            let mut signal_from = None;
             for i in self.confirmed..self.records.len() {
                 let Some(m) = self.records[i].to_move(&pos) else { break };
-                let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+                let seen = self.meta[i - self.confirmed].seen.ms;
                 let a_move = i == last
                     && end_time.saturating_sub(seen) >= quiet
                     && self.touched_off_tip.contains(m.to());
-                if is_king_to_centre(m) && !a_move {
-                    end_time = seen;
-                    self.retract_to(i, sink);
-                    break;
+                if !is_king_to_centre(m) || a_move {
+                    signal_from = None;
+                } else if signal_from.is_none() {
+                    signal_from = Some((i, seen));
                 }
                 pos.play_unchecked(m);
+            }
+            if let Some((i, seen)) = signal_from {
+                end_time = seen;
+                self.retract_to(i, sink);
             }
         }
         // Plies of an unknown move order are not guessed at the end either: withdrawn, for
@@ -379,8 +399,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if prov == 0 {
             return;
         }
-        let last_seen = self.seen_ms[(prov - 1).min(MAX_PROVISIONAL - 1)];
-        if end_time.saturating_sub(last_seen) >= u64::from(self.config.chain_confirm_ms)
+        let last_seen = self.meta[prov - 1].seen.ms;
+        if end_time.saturating_sub(last_seen) >= u64::from(self.config.timing.chain_confirm_ms)
             || self.line_stands_beside_signal(end_time)
         {
             self.confirm_through(self.records.len(), None, now, sink);
@@ -404,8 +424,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         for i in self.confirmed..self.records.len() {
             let Some(m) = self.records[i].to_move(&pos) else { return false };
             if m.role() == Role::King && i == last {
-                let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
-                let rested = end_time.saturating_sub(seen) >= u64::from(self.config.chain_confirm_ms / 2);
+                let seen = self.meta[i - self.confirmed].seen.ms;
+                let rested = end_time.saturating_sub(seen) >= u64::from(self.config.timing.king_rest_ms);
                 if is_king_to_centre(m) || !rested {
                     return false;
                 }
@@ -432,12 +452,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// players may play on, and the board cannot know whether the arbiter stepped in.)
     pub(super) fn check_position_end<S: EventSink + ?Sized>(&mut self, sink: &mut S) -> bool {
         let pos = &self.confirmed_pos;
-        let end = if pos.is_checkmate() {
-            Some((GameResult::win_for(!pos.turn()), EndReason::Checkmate))
-        } else if pos.is_stalemate() {
-            Some((GameResult::Draw, EndReason::Stalemate))
-        } else {
+        let end = if !pos.legal_moves().is_empty() {
             None
+        } else if pos.is_check() {
+            Some((GameResult::win_for(!pos.turn()), EndReason::Checkmate))
+        } else {
+            Some((GameResult::Draw, EndReason::Stalemate))
         };
         match end {
             Some((result, reason)) => {

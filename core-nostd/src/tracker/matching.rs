@@ -6,9 +6,8 @@ use shakmaty::{Bitboard, Board, Color, Position, Role, attacks};
 
 use super::{GameState, MAX_PROVISIONAL, Tracker, remember};
 use crate::board::{Change, placement_hash};
-use crate::catch_up::CATCH_UP_DEPTH;
 use crate::event::{Event, EventSink};
-use crate::search::{self, board_diff, has_two_kings, one_ply};
+use crate::search::{self, Score, Search, board_diff, has_two_kings, one_ply};
 
 /// How a board differs from the tip when a move is under way (see `move_under_way`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,12 +67,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
         } else {
             self.pressed_plies()
         };
-        match self.best_line_keeping_stood(target, keep) {
-            Some((k, path, false)) => {
+        match self.keeping_stood(target, keep) {
+            Some(c) if !c.tied => {
                 let prov = self.records.len() - self.confirmed;
-                Reading::Explained { plies: (prov - k + path.len()) as u8 }
+                Reading::Explained { plies: (prov - c.keep + c.line.len()) as u8 }
             }
-            Some((_, _, true)) => Reading::Ambiguous,
+            Some(_) => Reading::Ambiguous,
             None => Reading::Unexplained,
         }
     }
@@ -100,7 +99,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// from there is no slide going on, but may be the first half of a scan that read a
     /// reply and the next move together (Ke6-e7 stood, then Kd5 and Ke7-d7 between two
     /// scans, reported d7 and e7 before d5 and e4: halfway, the board shows Ke6-d7). The
-    /// settle-time search decides on the whole reading (see `best_line_keeping_stood`).
+    /// settle-time search decides on the whole reading (see `keeping_stood`).
     pub(super) fn fast_eval<S: EventSink + ?Sized>(&mut self, now: u64, may_retract: bool, sink: &mut S) {
         if self.phys.magic.any() {
             return;
@@ -138,121 +137,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
     }
 
-    /// Deep search from the tip and each provisional base, then takebacks.
-    pub(super) fn deep_eval<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
-        self.dirty = false;
-        if self.state != GameState::Active {
-            return;
-        }
-        let target = self.phys.board.clone();
-        // The board the line last matched with a move under way (see `move_under_way`).
-        let under_way = self.move_under_way(&target);
-        // Pressed plies the board shows with the next move's hands at work (a king among
-        // the pieces in the air, too) are taken now; the rest waits for the hands.
-        if !self.phys.magic.any()
-            && let Some(line) = self.pressed_line_under_reply(&target)
-        {
-            self.extend_shown(&line, now, self.tip_left_ms.min(now), false, sink);
-            self.dirty = true;
-            return;
-        }
-        if !self.phys.magic.any() && has_two_kings(&target) {
-            // Plies a waiting press was bound to stand (see `pressed_plies`).
-            let prov = self.records.len() - self.confirmed;
-            let pressed = self.pressed_plies();
-            let line = match under_way {
-                // The mover's piece on its way: the plies the board shows are not given up
-                // for a line from an earlier base (plies nobody saw); a longer line from the
-                // tip is at worst withdrawn when the piece lands.
-                Some(UnderWay::OnItsWay) => self.best_line_keeping_stood(&target, prov),
-                // The tip less some pieces: what hands show in the middle of a capture, and
-                // what only an exchange of several plies explains (a capture and a
-                // recapture on one square, or a line whose pieces passed through other
-                // squares and back). Explained once the hands are done, like any other
-                // reading: when it has stood longer than a sliding hand rests with a press
-                // saying a move is over, or for the quiet time.
-                Some(UnderWay::Lifted) => {
-                    let still = now.saturating_sub(self.last_change_ms);
-                    let hands_done = (still >= self.config.slide_settled_ms()
-                        && !self.pending_press.is_empty())
-                        || still >= u64::from(self.config.quiet_ms);
-                    if !hands_done {
-                        // Searched again at the next tick.
-                        self.dirty = true;
-                    }
-                    if hands_done { self.best_line_keeping_stood(&target, pressed) } else { None }
-                }
-                // What the players left on the board when they pressed comes first (see
-                // `line_through_pressed_board`).
-                None => self
-                    .line_through_pressed_board(&target)
-                    .map(|(k, path)| (k, path, false))
-                    .or_else(|| self.best_line_keeping_stood(&target, pressed)),
-            };
-            // A board no line within the search depth explains, for the mismatch time: the
-            // board may have run a ply past the search (a burst read in one scan, and the next
-            // move made before the tracker settled on it), and would stay unexplained for the
-            // rest of the game. Searched once more as deep as the tracker goes, and taken only
-            // when one line alone explains it (it is then confirmed only after a dump).
-            let stuck = self
-                .unexplained_since
-                .is_some_and(|since| now.saturating_sub(since) >= u64::from(self.config.mismatch_ms));
-            let line = match line {
-                None if stuck
-                    && under_way.is_none()
-                    && usize::from(self.config.search_depth) < search::MAX_DEPTH =>
-                {
-                    self.best_line_within(&target, pressed, search::MAX_DEPTH).filter(|(_, _, tied)| !tied)
-                }
-                line => line,
-            };
-            if let Some((k, path, tied)) = line {
-                // Moves made while the board was away are the caller's to reconcile.
-                let hidden = tied && !self.back_from_outage;
-                self.retract_to(self.confirmed + k, sink);
-                // The reading these plies explain began when the board left the tip; a ply
-                // whose squares all changed later began later.
-                let from = self.records.len();
-                self.extend_shown(&path, now, self.tip_left_ms.min(now), hidden, sink);
-                self.date_found_plies(from, now);
-                if hidden {
-                    self.alert_hidden_order(sink);
-                }
-                self.on_match(sink);
-                return;
-            }
-            let earlier = self.find_earlier(&target);
-            // A dump no search within reach explains: the board may have run further ahead.
-            if earlier.is_none()
-                && under_way.is_none()
-                && self.last_dump_ms == Some(now)
-                && self.catch_up(&target, now, sink)
-            {
-                return;
-            }
-            if let Some(j) = earlier.filter(|_| under_way.is_none()) {
-                // Taking back more than a move pair waits until the board has stood for the
-                // quiet time: in a long game a piece knocked onto the next square can
-                // briefly show a position of many plies ago (a repetition), and a takeback
-                // of that many plies is set up and left, not a passing state. So does any
-                // takeback once the side to move pressed since the tip: the clock says it
-                // moved, and a move whose reports were lost can bring back what the board
-                // showed a ply or two ago (Kd3-e3 unseen, then Nd6-f5, in a repetition).
-                let still = now.saturating_sub(self.last_change_ms);
-                let short = self.confirmed - j <= 2 && !self.pressed_since_tip();
-                if short || still >= u64::from(self.config.quiet_ms) {
-                    self.takeback_to(j, sink);
-                    self.on_match(sink);
-                    return;
-                }
-                self.dirty = true;
-            }
-        }
-        if self.unexplained_since.is_none() {
-            self.unexplained_since = Some(now);
-        }
-    }
-
     /// [`Self::extend`], noting that the board began showing the new plies at `shown`, and
     /// whether they are `hidden`: one of several move orders to the board.
     pub(super) fn extend_shown<S: EventSink + ?Sized>(
@@ -265,9 +149,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
     ) {
         let from = self.records.len();
         self.extend(moves, now, sink);
-        for i in from..self.records.len() {
-            self.shown_ms[i % MAX_PROVISIONAL] = shown;
-            self.hidden[i % MAX_PROVISIONAL] = hidden;
+        for i in from.max(self.confirmed)..self.records.len() {
+            let meta = &mut self.meta[i - self.confirmed];
+            meta.shown.ms = shown;
+            meta.hidden = hidden;
         }
     }
 
@@ -278,7 +163,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// busy, the board's reports bunched) dates them all alike, as before; reports a scan
     /// apart tell a ply made after a press from one made before it.
     pub(super) fn date_found_plies(&mut self, from: usize, now: u64) {
-        for i in from..self.records.len() {
+        for i in from.max(self.confirmed)..self.records.len() {
             let Some(before) = self.position_at(i) else { return };
             let Some(m) = self.records[i].to_move(&before) else { return };
             let mut after = before.clone();
@@ -288,7 +173,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 .map(|sq| self.phys.changed_ms(sq))
                 .min()
                 .unwrap_or(0);
-            let shown = &mut self.shown_ms[i % MAX_PROVISIONAL];
+            let shown = &mut self.meta[i - self.confirmed].shown.ms;
             *shown = (*shown).max(began).min(now);
         }
     }
@@ -301,7 +186,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// bound to them: a later reading may tell the orders apart (an en passant capture,
     /// castling rights), and the search from before them takes the line it explains.
     pub(super) fn first_hidden(&self) -> Option<usize> {
-        (self.confirmed..self.records.len()).find(|&i| self.hidden[i % MAX_PROVISIONAL])
+        (self.confirmed..self.records.len()).find(|&i| self.meta[i - self.confirmed].hidden)
     }
 
     /// The board moved on from a line with plies of an unknown order (see `first_hidden`):
@@ -312,20 +197,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // Searched from before them only: a line keeping them would keep an order the
         // board never showed.
         let Some(pos) = self.position_at(h) else { return false };
-        let seen = |b: &Board| self.seen_board(b);
-        let order = |path: &[shakmaty::Move]| self.plies_in_reported_order(path);
+        let judge = |path: &[shakmaty::Move]| Ok(self.seen_and_order(&pos, path, &|b| self.seen_board(b)));
         let hidden = self.records.len() - h;
-        let depth = (hidden + usize::from(self.config.search_depth.max(1))).min(search::MAX_DEPTH) as u8;
-        let Some(found) = search::find_line_seen(&pos, target, depth, &seen, &order) else { return false };
+        let depth = (hidden + usize::from(self.config.search_depth.max(1))).min(search::MAX_DEPTH);
+        let Some(found) = Search::to(target).shortest(&pos, 0..=depth, &judge) else { return false };
         if found.tied {
             return false;
         }
-        let path = found.path;
+        let path = found.line;
         let shown = self.shown_at(h);
         self.retract_to(h, sink);
-        for i in h..self.records.len() {
-            self.hidden[i % MAX_PROVISIONAL] = false;
-        }
         self.extend_shown(&path, now, shown.min(now), false, sink);
         self.on_match(sink);
         true
@@ -353,7 +234,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// not follow, when the board left the line's previous tip (the search may run only
     /// once the board has settled, well after the hands made the plies).
     pub(super) fn shown_at(&self, i: usize) -> u64 {
-        self.shown_ms[i % MAX_PROVISIONAL]
+        self.meta.get(i - self.confirmed).map_or(0, |m| m.shown.ms)
     }
 
     /// How `target` shows the tip with a move under way, if it does: only pieces lifted (a
@@ -395,83 +276,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         })
     }
 
-    /// The plies the waiting presses were for, when `target` shows them with only pieces of
-    /// the next mover lifted: with no provisional ply, N presses waiting, one by each
-    /// player in turn from the side to move (at most two), and one line of N plies reaching
-    /// such a board: the only one, or the only one with most plies whose landing the board
-    /// reported since it left the tip (a piece set down, reported, and lifted again for the
-    /// next move: the dump cannot say where it had gone, the report can). Each press says
-    /// a move is done, the dump shows where the pieces went, and the hands at work are the
-    /// next move's. This is how plies whose reports were lost show when the dump they asked
-    /// for came late (a relay busy for a moment): without it they never show whole, and
-    /// the next move then reads with them as a shorter line (Rd4-d1 Kg2 Rd1-d5 as Rd4-d5
-    /// Kg2), in an order nobody played, or as other moves reaching the board with nothing
-    /// in the air (Rd8-d1 Ra5-a8, the rook lifted again, as Rd8-a8 Rxa8).
-    pub(super) fn pressed_line_under_reply(&self, target: &Board) -> Option<search::Path> {
-        if self.records.len() != self.confirmed {
-            return None;
-        }
-        let mut turn = self.tip.turn();
-        let mut presses = 0;
-        for p in self.pending_press.iter().filter(|p| p.at > self.last_confirmed_seen_ms) {
-            if p.press.by != turn || presses == 2 {
-                break;
-            }
-            turn = !turn;
-            presses += 1;
-        }
-        if presses == 0 {
-            return None;
-        }
-        let mut walk = UnderReply { target, best: None, tied: false, lines: 0 };
-        let mut line = search::Path::new();
-        self.lines_under_reply(&self.tip, presses, 0, &mut line, &mut walk);
-        let (path, reported) = walk.best?;
-        (!walk.tied && (walk.lines == 1 || reported > 0)).then_some(path)
-    }
-
-    /// Walks the lines of `depth` more plies from `pos` for [`Self::pressed_line_under_reply`];
-    /// `reported` counts the plies of `line` whose landing the board reported.
-    fn lines_under_reply(
-        &self,
-        pos: &shakmaty::Chess,
-        depth: usize,
-        reported: u8,
-        line: &mut search::Path,
-        walk: &mut UnderReply<'_>,
-    ) {
-        if depth == 0 {
-            let d = board_diff(pos.board(), walk.target);
-            let next_mover = pos.board().by_color(pos.turn());
-            if d.any() && (d & walk.target.occupied()).is_empty() && (d & !next_mover).is_empty() {
-                walk.lines += 1;
-                match &walk.best {
-                    Some((_, r)) if *r > reported => {}
-                    Some((_, r)) if *r == reported => walk.tied = true,
-                    _ => {
-                        walk.best = Some((line.clone(), reported));
-                        walk.tied = false;
-                    }
-                }
-            }
-            return;
-        }
-        for &m in pos.legal_moves().iter() {
-            let mut after = pos.clone();
-            after.play_unchecked(m);
-            if line.push(m).is_err() {
-                return;
-            }
-            let to = landing(m);
-            let landed = after
-                .board()
-                .piece_at(to)
-                .is_some_and(|piece| self.phys.placed_after(to, self.tip_left_ms) == Some(piece));
-            self.lines_under_reply(&after, depth - 1, reported + u8::from(landed), line, walk);
-            line.pop();
-        }
-    }
-
     /// The sliding piece of the side to move on its way (see `move_under_way`); `d` and
     /// `placed` are the squares `target` differs from the tip on, and those of them it
     /// has a piece on.
@@ -494,66 +298,26 @@ impl<const PLIES: usize> Tracker<PLIES> {
             && victims.into_iter().all(|v| attacks::between(from, v).contains(to))
     }
 
-    /// The line that explains `target`: the provisional plies up to a base `k` (at least
-    /// `keep` of them) and a searched path from there. The fewest plies since the last
-    /// confirmed one: provisional plies were read from boards in passing (a scan halfway
-    /// through a burst), so a line that keeps them is taken only when no shorter line from
-    /// an earlier base explains the board. Among lines of that length, the one through
-    /// most positions the board was seen showing (move orders can transpose), then the one
-    /// keeping more of the provisional plies. The flag is true when another, different
-    /// line scored the same: the board alone cannot say which was played.
-    pub(super) fn best_line(&self, target: &Board, keep: usize) -> Option<(usize, search::Path, bool)> {
-        self.best_line_within(target, keep, usize::from(self.config.search_depth.max(1)))
-    }
-
-    /// [`Self::best_line`] searching up to `depth` plies from each base.
-    fn best_line_within(
+    /// The score of `line` from `from` by what the board showed: the positions on the way
+    /// (not its end, which is the board) that `seen` says the board showed, and the pairs
+    /// of its plies the board reported in their order.
+    pub(super) fn seen_and_order(
         &self,
-        target: &Board,
-        keep: usize,
-        depth: usize,
-    ) -> Option<(usize, search::Path, bool)> {
-        let prov = self.records.len() - self.confirmed;
-        let seen = |b: &Board| self.seen_board(b);
-        let order = |path: &[shakmaty::Move]| self.plies_in_reported_order(path);
-        // (base, path, plies in all, seen positions on the way, tied)
-        let mut best: Option<(usize, search::Path, usize, u8, bool)> = None;
-        for k in (keep.min(prov)..=prov).rev() {
-            let limit = match &best {
-                Some((_, _, total, _, _)) if *total < k => continue,
-                Some((_, _, total, _, _)) => (total - k).min(depth),
-                None => depth,
-            };
-            let Some(pos) = self.position_at(self.confirmed + k) else { break };
-            let Some(found) = search::find_line_seen(&pos, target, limit as u8, &seen, &order) else {
-                continue;
-            };
-            let total = k + found.path.len();
-            // Kept plies' positions count when a ply follows them.
-            let kept = (self.confirmed..self.confirmed + k)
-                .filter(|&i| {
-                    i + 1 < self.confirmed + total && self.seen_boards.contains(&self.records[i].hash)
-                })
-                .count() as u8;
-            let score = found.seen + kept;
-            match &mut best {
-                Some((bk, bpath, t, s, tied)) if total == *t && score == *s => {
-                    // The same line found from another base is no rival, unless another
-                    // order from there was as good (plies kept from a reading that never
-                    // showed their order do not settle it).
-                    if !self.same_line((*bk, bpath), (k, &found.path)) || found.tied {
-                        *tied = true;
-                    }
-                }
-                Some((_, _, t, s, _)) if total > *t || (total == *t && score < *s) => {}
-                _ => best = Some((k, found.path, total, score, found.tied)),
-            }
+        from: &shakmaty::Chess,
+        line: &[shakmaty::Move],
+        seen: &impl Fn(&Board) -> bool,
+    ) -> Score {
+        let mut pos = from.clone();
+        let mut shown = 0u8;
+        for &m in line.iter().take(line.len().saturating_sub(1)) {
+            pos.play_unchecked(m);
+            shown += u8::from(seen(pos.board()));
         }
-        best.map(|(k, path, _, _, tied)| (k, path, tied))
+        Score { seen: shown, order: self.plies_in_reported_order(line), ..Score::default() }
     }
 
     /// True when the line matched `board` earlier (a position the game went through).
-    fn seen_board(&self, board: &Board) -> bool {
+    pub(super) fn seen_board(&self, board: &Board) -> bool {
         self.seen_boards.contains(&placement_hash(board))
     }
 
@@ -567,7 +331,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// the plies around it to tell. A landing whose report was lost, shown by a dump, came
     /// at some time before the dump; the lift before it may still have a time of its own.
     pub(super) fn plies_in_reported_order(&self, path: &[shakmaty::Move]) -> u8 {
-        let mut changes = heapless::Vec::<[Option<Change>; 2], CATCH_UP_DEPTH>::new();
+        let mut changes = heapless::Vec::<[Option<Change>; 2], { search::LONGEST }>::new();
         for (i, &m) in path.iter().enumerate() {
             let later = path[i + 1..].iter().fold(Bitboard::EMPTY, |b, &n| b | search::touched(n));
             if changes.push(self.ply_changes(m, later)).is_err() {
@@ -578,7 +342,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         for (i, a) in changes.iter().enumerate() {
             for b in &changes[i + 1..] {
                 let before =
-                    a.iter().flatten().any(|x| b.iter().flatten().any(|y| x.before(*y, super::SAME_SCAN_MS)));
+                    a.iter().flatten().any(|x| b.iter().flatten().any(|y| x.before(*y, self.scan_ms())));
                 pairs = pairs.saturating_add(u8::from(before));
             }
         }
@@ -595,42 +359,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
         [landed.then(|| self.phys.last_change(to)), left.map(|from| self.phys.last_change(from))]
     }
 
-    /// [`Self::best_line`], keeping at least the provisional plies up to the last one that
-    /// stood (the board was still at it for longer than a sliding hand rests: a position
-    /// the players left on the board, not a hand passing through) when some line does; otherwise the best
-    /// line keeping `keep`. Without this, two plies read in one scan after plies that
-    /// stood (a burst without a clock) lose to a line of fewer plies from before them that
-    /// happens to reach the same board, and plies the board showed for seconds are
-    /// replaced by plies nobody saw. A piece that paused on a legal square on its way
-    /// further is still followed: from that pause no line reaches where it lands.
-    pub(super) fn best_line_keeping_stood(
-        &self,
-        target: &Board,
-        keep: usize,
-    ) -> Option<(usize, search::Path, bool)> {
-        let stood = self.stood_plies();
-        if stood > keep
-            && let Some(line) = self.best_line(target, stood)
-        {
-            return Some(line);
-        }
-        // Giving up plies that stood: as a slide that paused on a legal square and went on
-        // (a ply of the same length), perhaps with a reply read in the same scan. Only the
-        // last ply that stood can be such a pause: the plies before it had moves made on
-        // top of them (a rook knocked on in a repetition, Re3-e4 Kg3 Re3 knocked to e2,
-        // reads from before them as Re3-e2 Kg3, the shortest line). Not for a longer line
-        // through positions nobody saw either, when a piece was knocked onto a square the
-        // game cannot put it on (the king knocked next to the rook that just came: Rd1xd7
-        // stood, Kc8 knocked to c7 reads as Rd1-d2 Kc7 Rd2xd7). The board stays
-        // unexplained until it is put right, or for the mismatch time.
-        self.best_line(target, keep.max(stood.saturating_sub(1)))
-            .filter(|(k, path, _)| stood <= keep || k + path.len() <= stood + 1)
-    }
-
     /// How many provisional plies there are up to the last one that stood (0: none stood).
     pub(super) fn stood_plies(&self) -> usize {
         let prov = (self.records.len() - self.confirmed).min(MAX_PROVISIONAL);
-        let stood = (0..prov).rev().find(|&i| self.stood[i]).map_or(0, |i| i + 1);
+        let stood = (0..prov).rev().find(|&i| self.meta[i].stood).map_or(0, |i| i + 1);
         stood.min(self.dump_kept_plies()).min(self.plies_before_hidden())
     }
 
@@ -658,7 +390,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             {
                 squares.add(king);
             }
-            let seen = self.seen_ms[(i - self.confirmed).min(MAX_PROVISIONAL - 1)];
+            let seen = self.meta[i - self.confirmed].seen.ms;
             if (squares & corrected).into_iter().any(|sq| self.phys.changed_ms(sq) < seen) {
                 return Some(i);
             }
@@ -706,8 +438,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         };
         // A scan apart, or a press between the two reports (read in one piece, they carry
         // one time).
-        let before = |a: shakmaty::Move, b: shakmaty::Move| matches!((reported(a), reported(b)), (Some(a), Some(b)) if a.before(b, super::SAME_SCAN_MS));
-        let mut line = search::Path::new();
+        let before = |a: shakmaty::Move, b: shakmaty::Move| matches!((reported(a), reported(b)), (Some(a), Some(b)) if a.before(b, self.scan_ms()));
+        let mut line = search::Line::new();
         let mut p = pos.clone();
         for rec in &self.records[from..] {
             let Some(m) = rec.to_move(&p) else { return };
@@ -719,19 +451,24 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let target = self.phys.board.clone();
-        let order = |path: &[shakmaty::Move]| path.windows(2).filter(|w| before(w[0], w[1])).count() as u8;
-        let Some(found) = search::find_line_of_length(&pos, &target, n as u8, &|_| false, &order) else {
+        let order = |path: &[shakmaty::Move]| {
+            Ok(Score {
+                order: path.windows(2).filter(|w| before(w[0], w[1])).count() as u8,
+                ..Score::default()
+            })
+        };
+        let Some(found) = Search::to(&target).of_length(&pos, n, &order) else {
             return;
         };
-        let same = found.path.iter().zip(&self.records[from..]).all(|(m, rec)| rec.same_move(*m));
+        let same = found.line.iter().zip(&self.records[from..]).all(|(m, rec)| rec.same_move(*m));
         if !same {
             let shown = self.shown_at(from);
             self.retract_to(from, sink);
-            self.extend_shown(&found.path, now, shown.min(now), found.tied, sink);
+            self.extend_shown(&found.line, now, shown.min(now), found.tied, sink);
             self.on_match(sink);
         } else if found.tied {
             for i in from..self.records.len() {
-                self.hidden[i % MAX_PROVISIONAL] = true;
+                self.meta[i - self.confirmed].hidden = true;
             }
         }
         if found.tied {
@@ -746,15 +483,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.dump_leaves.map_or(prov, |i| i.saturating_sub(self.confirmed).min(prov))
     }
 
-    /// True when two lines (provisional plies up to a base, then a path) are the same plies.
-    fn same_line(&self, a: (usize, &search::Path), b: (usize, &search::Path)) -> bool {
-        let ((ka, pa), (kb, pb)) = if a.0 <= b.0 { (a, b) } else { (b, a) };
-        // Line `a` leaves the provisional plies earlier: its path must replay them.
-        let replays_kept =
-            (ka..kb).all(|i| pa.get(i - ka).is_some_and(|&m| self.records[self.confirmed + i].same_move(m)));
-        replays_kept && pa.get(kb - ka..).is_some_and(|rest| rest == pb.as_slice())
-    }
-
     /// True when the tip, or one legal ply from it or from a provisional base, shows `target`.
     pub(super) fn explains_in_one_ply(&self, target: &Board) -> bool {
         (self.confirmed..=self.records.len()).any(|k| {
@@ -763,20 +491,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 d.is_empty() || one_ply(&pos, target, d).is_some()
             })
         })
-    }
-
-    /// The latest confirmed earlier position (plies kept) whose placement is `target`.
-    pub(super) fn find_earlier(&self, target: &Board) -> Option<usize> {
-        let h = placement_hash(target);
-        let mut found = None;
-        for j in (0..self.confirmed).rev() {
-            let hj = if j == 0 { self.start_hash } else { self.records[j - 1].hash };
-            if hj == h && self.position_at(j).is_some_and(|p| p.board() == target) {
-                found = Some(j);
-                break;
-            }
-        }
-        found
     }
 
     pub(super) fn takeback_to<S: EventSink + ?Sized>(&mut self, j: usize, sink: &mut S) {
@@ -844,17 +558,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 }
 
-/// The lines [`Tracker::pressed_line_under_reply`] found: the best (with how many of its
-/// plies' landings the board reported), whether another scored as well, and how many in all.
-struct UnderReply<'a> {
-    target: &'a Board,
-    best: Option<(search::Path, u8)>,
-    tied: bool,
-    lines: usize,
-}
-
 /// The square a ply puts its piece on (the king's, for castling).
-fn landing(m: shakmaty::Move) -> shakmaty::Square {
+pub(super) fn landing(m: shakmaty::Move) -> shakmaty::Square {
     match m {
         shakmaty::Move::Castle { king, rook } => search::castle_targets(king, rook).0,
         other => other.to(),

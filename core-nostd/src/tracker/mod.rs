@@ -1,23 +1,92 @@
 //! The tracker: board and clock messages in, certain moves out.
 //!
-//! The type, its public API (input, operator, queries) and its state live here; the
-//! machinery is split by concern:
-//! - `input`: messages and time in; where each reading goes next.
-//! - `matching`: the physical board against the line (fast and deep search,
-//!   takebacks, mismatches).
-//! - `pressed`: what the clock presses say about how to read the board.
-//! - `line`: the provisional and confirmed plies, and when a ply becomes final.
-//! - `lifecycle`: game start (standard, Chess960, operator position) and end (mate,
-//!   stalemate, kings in the centre, magic pieces, flag fall, operator).
-//! - `record`: the compact per-ply record.
+//! # The model
+//! One model, in five parts, each in its own module:
+//! - **Evidence** (`input`, [`Stamp`], `PlyMeta`, `presses`): what the board and clock
+//!   said, in the stream's order. Every message is numbered where it came in the stream
+//!   (the order things happened, which a link that holds bytes back keeps) beside the time
+//!   it was read (only the latest it can have happened). A dump shows the board after what
+//!   came before its *request*; presses keep what the board, or the first dump asked for
+//!   after them, showed as the presser's last ply.
+//! - **Candidates** (`explain`, [`crate::search`]): lines from the last confirmed ply, some
+//!   provisional plies kept, the rest from one generator (iterative deepening, pruned by
+//!   what the squares left to change allow, over the touched squares for a board far
+//!   ahead, bounded by the presses).
+//! - **One score** (`explain::Basis`, [`crate::search`]'s `Score` and `Rejection`): first
+//!   what a line rests on, then fewer plies, positions the board showed on the way, plies
+//!   in the order the board reported them, landings reported. Lines the evidence forbids
+//!   are rejected by name; two lines that score the same are an order the board never
+//!   showed (the operator is told, the plies wait), never a choice.
+//! - **Presses assigned from the chosen line** (`presses`, [`Tracker::ply_of`]).
+//! - **One finality rule** (`finality`): the prefix every near-best line shares is
+//!   confirmed once it is pressed and stable, timed out, or verified by a dump.
+//!
+//! Every length of time is in [`crate::Timing`]; [`Tracker::poll_at`] (`deadline`) says
+//! when time next matters. `line` edits the line and writes the events, `lifecycle` starts
+//! and ends games, `matching` follows the board a ply at a time and keeps the readings'
+//! bookkeeping, `pressed` reads the board by the presses, `record` is the compact ply.
+//!
+//! # The rules, and where each acts now
+//! Each behaviour the tracker's earlier rules gave, the part of the model that gives it,
+//! and a test that pins it (in `core-nostd/tests/`, or `search`'s unit tests).
+//!
+//! | behaviour | acts as | pinned by |
+//! |---|---|---|
+//! | a dump shows the board after what came before its request, not its arrival (bursts) | evidence: `dumped_since` by stream stamps, one request on its way at a time | `clocks::presses_made_before_a_late_dump_shows_their_plies_take_them_in_turn`; the offline runs with `--bursts` |
+//! | a dump nobody asked for does not verify what it alone shows | evidence: an unasked dump is after what came before it | `model::a_magic_piece_one_garbled_dump_showed_ends_no_game` |
+//! | presses waiting since the last confirmed ply are those after it in the stream | evidence: `waiting_presses` by stamp | `clocks::presses_made_long_before_their_plies_showed_take_them_in_order` |
+//! | reports read in one piece are ordered by the presses between them | evidence: `Change::before` | `lost_updates::plies_read_in_one_piece_keep_the_order_the_presses_between_them_show` |
+//! | a dump overrules the field updates before it | evidence: `plies_a_dump_leaves` caps plies that stood or were pressed | `lost_updates::castling_with_the_kings_reports_lost_is_read_from_a_dump` |
+//! | an unplugged board is not a still board | evidence: `board_away`; no deadline while away | `outage::an_unplugged_board_is_not_a_still_board`, `outage::a_press_waiting_for_the_board_outlasts_an_outage` |
+//! | a reading one ply from the line is followed at once | candidates: `fast_eval` (one ply from the tip or a base) | `scenarios::scenario_table` |
+//! | pressed plies shown with the next move's hands at work are taken | basis `UnderReply` | `lost_updates::a_pressed_ply_a_dump_shows_beside_the_replys_lifted_king_is_taken`, `lost_updates::two_pressed_plies_a_late_dump_shows_are_taken_in_the_order_pressed` |
+//! | the board the players left after pressing comes first | basis `PressedBoard` | `ghosts::a_piece_moved_again_after_both_presses_is_a_new_ply_whenever_its_press_comes`, `ghosts::a_slide_paused_before_the_presses_is_still_one_move` |
+//! | plies that stood are kept | basis `Stood` | `adversarial::two_plies_in_one_scan_after_plies_that_stood_keep_them`, `ghosts::a_scan_read_halfway_does_not_replace_the_ply_that_stood` |
+//! | only the last ply that stood may be given up, for a line no longer | rejection `GivesUpStoodPly` | `ghosts::a_king_knocked_where_it_cannot_go_does_not_replace_the_ply_that_stood`, `ghosts::a_knock_gives_up_no_ply_that_stood_before_the_last` |
+//! | plies a press was bound to are kept | basis `Pressed` (no base before them searched) | `clocks::a_waiting_press_keeps_its_ply_when_the_opponent_replies_after_it` |
+//! | a board run a ply past the search is found once it stands | basis `Deeper`, untied only | `adversarial::a_board_run_a_ply_past_the_search_is_found_once_it_stands` |
+//! | a board far ahead is caught up with from a dump | basis `CatchUp` over touched squares | `lost_updates::a_board_read_six_plies_ahead_after_lost_reports_is_caught_up_with` |
+//! | a line must explain every piece reported set down | rejection `UnexplainedReport` | `lost_updates::a_board_read_six_plies_ahead_after_lost_reports_is_caught_up_with` |
+//! | a piece out and back without a capture is no line | rejection `OutAndBack` | `search::tests::a_piece_out_and_back_is_never_a_line` |
+//! | no ply through a square nothing reported | rejection `Untraced` | `search::tests::a_square_nothing_reported_is_never_moved_through` |
+//! | the fewest plies explain a burst read halfway | score `fewer_plies` | `ghosts::burst_read_halfway_is_explained_with_the_fewest_plies` |
+//! | transpositions told apart by the order the hands went | score `seen`, `order` | `lost_updates::the_lifts_of_plies_whose_landings_were_lost_tell_their_order`, `lost_updates::plies_a_dump_completes_are_ordered_by_the_reports_not_the_dump`, `adversarial::a_transposition_read_through_a_dump_keeps_the_order_the_board_reported` |
+//! | a piece set down, reported and lifted again tells where it went | score `landings` | `lost_updates::a_pressed_ply_whose_landing_was_reported_is_taken_though_its_piece_is_in_the_air_again` |
+//! | an order the board never showed waits, the operator told | rejection `Tied` / a tie: plies hidden, never final | `orders::an_order_the_board_never_showed_waits_for_the_reading_that_tells`, `orders::a_move_both_orders_allow_does_not_settle_the_order` |
+//! | more presses than plies mean a longer line | candidates: `reread_for_press` (traced squares, untied) | `ghosts::three_presses_for_a_board_two_plies_reach_mean_three_plies` |
+//! | hands at work are waited for (a slide on its way, pieces lifted) | candidates: `move_under_way` | `adversarial::a_queen_paused_mid_slide_where_it_cannot_stop_keeps_the_line`, `ghosts::a_capture_read_as_an_exchange_while_held_is_replaced_by_its_landing`, `ghosts::a_capture_under_way_after_a_ply_the_board_never_showed_whole_is_no_line` |
+//! | a takeback only when no line explains the board; short, or standing | choice: takeback after every basis | `adversarial::takeback_of_one_ply_immediately_after_a_press`, `lost_updates::a_position_brought_back_after_the_side_to_move_pressed_is_no_takeback`, `adversarial::a_repetition_read_through_a_dump_is_not_a_takeback_of_plies_that_stood` |
+//! | a press takes the ply the board showed at it | presses: `bound` at the press | `clocks::early_presses_belong_to_the_move_they_completed_in_fast_play`, `adversarial::a_press_made_while_adjusting_the_piece_is_that_moves_not_the_next` |
+//! | not while the slide went on within a scan | presses: unbound at the landing's next change | `adversarial::a_press_before_the_report_of_the_slide_going_on_is_not_bound_to_the_rest`, `lost_updates::a_piece_leaving_after_the_opponent_pressed_is_the_next_move_not_the_slide_going_on` |
+//! | a dump asked after a press shows its ply | presses: `bind_presses_to_dump` | `lost_updates::a_move_a_dump_shows_after_its_press_stands_as_if_the_board_had_shown_it` |
+//! | presses made before any of their plies showed take them in turn | presses: `presses_in_turn` | `clocks::presses_made_long_before_their_plies_showed_take_them_in_order` |
+//! | else by when the board showed the presser's plies | presses: `ply_by_time` | `ghosts::a_press_is_not_for_a_ply_shown_seconds_after_it`, `lost_updates::a_ply_reported_after_a_press_is_not_that_presss_ply`, `ghosts::plies_read_once_the_hands_are_done_keep_the_presses_made_before` |
+//! | the opponent's presses still waiting when a press comes are overtaken | presses: `drop_overtaken_presses` | `clocks::a_late_press_after_a_forgotten_one_does_not_turn_the_displays_round` |
+//! | a press confirms at once when the ply cannot be a passing state | finality: pressed, conclusive | `press_latency::pawn_push_confirms_in_the_feed_call_of_the_press`, `press_latency::queen_move_that_could_go_further_confirms_in_the_feed_call_of_the_press` |
+//! | a ply that may slide on waits for a dump or a slide's rest | finality: pressed, `may_slide_on` | `ghosts::press_while_the_piece_still_slides_confirms_where_it_stops`, `ghosts::press_during_a_rook_slide_waits_for_the_board`, `adversarial::castling_rook_first_pressed_before_the_king_is_reported_is_castling` |
+//! | a pressed ply whose piece stayed where it landed stands | finality: pressed, `pressed_ply_stands` | `adversarial::kings_in_centre_king_step_next_to_the_centre_is_pressed_then_gesture` |
+//! | plies read jointly wait for a dump | finality: `line_verified` | `adversarial::a_lost_landing_report_is_not_read_as_a_capture_and_a_recapture` |
+//! | a press the board cannot explain asks for a dump at once | finality: `dumped_since` at the press | `lost_updates::each_press_the_board_cannot_explain_is_settled_by_a_dump`, `clocks::a_press_with_no_move_on_the_board_asks_for_a_dump` |
+//! | quiet time makes unpressed plies final | finality: quiet | `adversarial::an_entire_game_without_a_clock` |
+//! | without a clock, only with a dump asked at the end of the stillness | finality: quiet and next ply, `fresh_since` | `model::without_a_clock_a_move_with_both_reports_lost_is_found_by_the_dump_quiet_time_asks_for` |
+//! | the plies that followed prove a forgotten press's ply | finality: next ply, `press_to_come` | `clocks::a_late_press_gives_its_move_the_clk` |
+//! | plies of an unknown order are confirmed with their presses once eight wait | finality: capacity (`extend`) | `lost_updates::plies_of_an_unknown_order_confirmed_by_the_plies_after_them_keep_their_presses` |
+//! | unpressed plies undoing the confirmed ones are a takeback | finality: `undone_by_provisional` first | `adversarial::takeback_of_two_plies_in_forward_order_without_presses`, `adversarial::a_repetition_both_players_pressed_for_is_not_a_takeback` |
+//! | a result on the board stands for the quiet time and a dump agrees | lifecycle: `check_board_result` | `board_results::a_magic_piece_that_stands_for_the_quiet_time_ends_the_game`, `model::a_magic_piece_the_board_shows_ends_the_game_once_a_dump_agrees` |
+//! | at a result signal, what the board still shows stands; the king moves ending the line are the signal | lifecycle: `settle_line_at_end` | `adversarial::plies_still_on_the_board_through_the_kings_signal_stand_without_a_clock`, `adversarial::a_king_set_down_briefly_on_its_way_to_the_centre_is_no_move`, `model::a_king_step_onto_the_centre_the_opponent_answered_is_a_move_not_half_of_the_signal` |
+//! | a game found already begun starts with its plies and presses | lifecycle: `start_under_way`, `start_played_into` | `scenarios::a_first_look_at_the_first_move_under_way_starts_the_game`, `scenarios::a_first_look_a_few_plies_into_the_game_starts_it_with_them`, `scenarios::a_press_made_before_the_first_look_is_the_first_moves` |
+//! | time is only needed at the moments `poll_at` gives | deadline | `model::ticking_only_at_poll_at_acts_as_ticking_every_millisecond` (and `DGT_TICK_CHECK=1` on every test) |
 
-mod ahead;
+mod deadline;
+mod explain;
+mod finality;
 mod input;
 mod lifecycle;
 mod line;
 mod matching;
 pub use matching::Reading;
 mod pressed;
+mod presses;
 mod record;
 
 use record::PlyRecord;
@@ -48,10 +117,6 @@ const SEEN_BOARDS: usize = 16;
 const SHOWN_BOARDS: usize = 8;
 /// Boards reported whole after presses that are remembered (see `pressed_boards`).
 const PRESSED_BOARDS: usize = 4;
-/// Field updates closer together than this (ms) are one scan of the board being reported.
-pub(crate) const SAME_SCAN_MS: u64 = 20;
-/// A running clock that has sent nothing for this long is treated as absent.
-const CLOCK_STALE_MS: u64 = 5000;
 /// Keeps `hash` as the newest of a ring of placement hashes (the oldest dropped when it is
 /// full), unless it is the newest already.
 fn remember<const N: usize>(ring: &mut heapless::Vec<u32, N>, hash: u32) {
@@ -83,11 +148,46 @@ struct PendingPress {
     press: Press,
     /// When it came.
     at: u64,
-    /// When it stops waiting: [`Config::press_window_ms`] after it came, plus any time the
+    /// Where it came in the board's stream (see [`Stamp`]).
+    seq: u32,
+    /// When it stops waiting: [`Timing::press_window_ms`](crate::Timing::press_window_ms) after it came, plus any time the
     /// board was away meanwhile (it could not show the move then).
     expires: u64,
     /// The ply it was bound to, with that ply's placement hash (see `add_pending_press`).
     bound: Option<(usize, u32)>,
+}
+
+/// A moment of the board's stream: where a message came in it, and when it was read. The
+/// board sends its messages in the order things happened, and a link that holds bytes back
+/// and lets them out in bursts keeps that order, though not their times: the order of two
+/// messages is their numbers', and a read time is only the latest a thing can have
+/// happened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    /// The message's number in the stream (messages of the board and its clock, counted
+    /// from the tracker's start).
+    pub seq: u32,
+    /// When it was read.
+    pub ms: u64,
+}
+
+/// What is known of one provisional ply beside its move.
+#[derive(Clone, Copy, Debug, Default)]
+struct PlyMeta {
+    /// Its SAN, as its provisional move was told (the same when it is confirmed).
+    san: Option<SanPlus>,
+    /// When the line took it.
+    seen: Stamp,
+    /// When the board began showing it (see `shown_at`).
+    shown: Stamp,
+    /// One of several move orders to the board (see `first_hidden`).
+    hidden: bool,
+    /// Read together with another ply from a single reading (a search of two or more
+    /// plies): see `line_verified`.
+    joint: bool,
+    /// The board stood still at it as the last of the line for longer than a sliding hand
+    /// rests: not a passing state of a hand (see `keeping_stood`).
+    stood: bool,
 }
 
 /// A board the board reported whole (unchanged for a scan) while two or more presses, one
@@ -155,7 +255,7 @@ pub struct ResumePly {
 /// The board tracker for one e-board and clock, with room for `PLIES` plies per game.
 ///
 /// Feed it every decoded message with the caller's monotonic time ([`Tracker::feed`]),
-/// call [`Tracker::tick`] regularly (every 50 to 100 ms is plenty) so that time-based
+/// call [`Tracker::tick`] at [`Tracker::poll_at`] (ticking more often changes nothing) so that time-based
 /// decisions happen without new bytes, and act on the [`Event`](crate::Event)s it emits.
 #[derive(Clone, Debug)]
 pub struct Tracker<const PLIES: usize> {
@@ -172,29 +272,17 @@ pub struct Tracker<const PLIES: usize> {
     pub(crate) confirmed: usize,
     confirmed_pos: Chess,
     tip: Chess,
-    /// When each provisional ply first appeared (index = ply - confirmed).
-    seen_ms: [u64; MAX_PROVISIONAL],
-    /// When the board began showing each provisional ply, by ply index modulo
-    /// `MAX_PROVISIONAL` (see `shown_at`).
-    shown_ms: [u64; MAX_PROVISIONAL],
-    /// Which provisional plies, by ply index modulo `MAX_PROVISIONAL`, are one of several
-    /// move orders to the board (see `first_hidden`).
-    hidden: [bool; MAX_PROVISIONAL],
+    /// What is known of each provisional ply beside its move: `meta[i]` is the ply
+    /// `records[confirmed + i]`.
+    meta: heapless::Vec<PlyMeta, MAX_PROVISIONAL>,
     /// The ply the operator was last told to check for an unknown move order.
     order_alerted: Option<u16>,
     /// The board is back from an outage and no reading has been explained since: the
     /// moves made meanwhile are reconciled by the caller (the board's event log, or the
     /// position with the operator told), not kept unconfirmed as an unknown order.
     back_from_outage: bool,
-    /// Which provisional plies were read together with another one from a single reading
-    /// (a search of two or more plies): see `line_verified`.
-    joint: [bool; MAX_PROVISIONAL],
-    /// Which provisional plies the board stood still at as the last of the line for longer
-    /// than a sliding hand rests: not a passing state of a hand (see
-    /// `best_line_keeping_stood`).
-    stood: [bool; MAX_PROVISIONAL],
     /// When the last confirmed ply appeared (or the game started).
-    last_confirmed_seen_ms: u64,
+    last_confirmed_seen: Stamp,
     pub(crate) result: Option<(GameResult, EndReason)>,
     last_change_ms: u64,
     /// The board changed and has not been fully evaluated.
@@ -211,15 +299,30 @@ pub struct Tracker<const PLIES: usize> {
     /// time is never searched, yet says which way the pieces went.
     shown_boards: heapless::Vec<u32, SHOWN_BOARDS>,
     /// Boards reported whole after presses for their plies (see
-    /// `line_through_pressed_board`).
+    /// `through_pressed_board`).
     pressed_boards: heapless::Vec<PressedBoard, PRESSED_BOARDS>,
     /// Squares changed by field updates since the board left the tip.
     touched_off_tip: Bitboard,
     unexplained_since: Option<u64>,
     mismatch: Option<Bitboard>,
+    /// When the tracker last asked for a dump.
     last_dump_request: Option<u64>,
+    /// The dump request on its way, by when it was made: the next dump shows the board as
+    /// it was at or after then (and no earlier: bytes held back by the link bring a dump
+    /// taken before an event after it). One at a time, so that each dump answers a known
+    /// request (a chain's poller, or a slow caller, may answer several with one dump).
+    asked: Option<Stamp>,
+    /// A dump was wanted while one was on its way: asked for as soon as that one comes.
+    ask_again: bool,
     /// When the last dump arrived: the only reading not open to a lost field update.
     last_dump_ms: Option<u64>,
+    /// When the request the last dump answered was made (its arrival, when the tracker had
+    /// asked for none): the board it shows is the board at or after then.
+    last_dump_asked: Option<Stamp>,
+    /// Where in the stream the board last changed.
+    last_change_seq: u32,
+    /// The number of the latest message from the board (see [`Stamp`]).
+    seq: u32,
     /// Until the next field update: the plies before this index are all the last dump left
     /// standing as the field updates showed them (see `plies_a_dump_leaves`).
     dump_leaves: Option<usize>,
@@ -242,9 +345,12 @@ pub struct Tracker<const PLIES: usize> {
     away_since: Option<u64>,
     /// Since when the board has shown a result signal (both kings in the centre, or a magic
     /// piece), until it has stood long enough to end the game (see `check_board_result`).
-    centre_since: Option<u64>,
+    centre_since: Option<Stamp>,
     /// The board being evaluated is the first dump this tracker has seen.
     first_look: bool,
+    /// The latest time the tracker was given (a message or a tick): what
+    /// [`Tracker::poll_at`] counts its deadlines after.
+    evaluated_ms: u64,
 }
 
 impl<const PLIES: usize> Default for Tracker<PLIES> {
@@ -268,14 +374,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             confirmed: 0,
             confirmed_pos: Chess::default(),
             tip: Chess::default(),
-            seen_ms: [0; MAX_PROVISIONAL],
-            shown_ms: [0; MAX_PROVISIONAL],
-            hidden: [false; MAX_PROVISIONAL],
+            meta: heapless::Vec::new(),
             order_alerted: None,
             back_from_outage: false,
-            joint: [false; MAX_PROVISIONAL],
-            stood: [false; MAX_PROVISIONAL],
-            last_confirmed_seen_ms: 0,
+            last_confirmed_seen: Stamp::default(),
             result: None,
             last_change_ms: 0,
             dirty: false,
@@ -288,7 +390,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
             unexplained_since: None,
             mismatch: None,
             last_dump_request: None,
+            asked: None,
+            ask_again: false,
             last_dump_ms: None,
+            last_dump_asked: None,
+            last_change_seq: 0,
+            seq: 0,
             dump_leaves: None,
             pending_press: heapless::Vec::new(),
             lever: None,
@@ -301,12 +408,23 @@ impl<const PLIES: usize> Tracker<PLIES> {
             away_since: None,
             centre_since: None,
             first_look: false,
+            evaluated_ms: 0,
         }
     }
 
     /// The settings in use.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The moment `now` of the latest message (see [`Stamp`]).
+    pub(crate) fn stamp(&self, now: u64) -> Stamp {
+        Stamp { seq: self.seq, ms: now }
+    }
+
+    /// Reports read closer together than this are one scan (see [`Timing::scan_ms`](crate::Timing::scan_ms)).
+    pub(crate) fn scan_ms(&self) -> u64 {
+        u64::from(self.config.timing.scan_ms)
     }
 
     /// Starts a game from a FEN set by the operator. With `orientation` unknown, the game
@@ -427,6 +545,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// outage: stillness counts from then, and waiting presses get back the time they lost.
     pub fn board_away(&mut self, now_ms: u64) {
         self.away_since.get_or_insert(now_ms);
+        // A request on its way is lost with the link.
+        self.asked = None;
+        self.ask_again = false;
         self.clocks.board_away();
     }
 

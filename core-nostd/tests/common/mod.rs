@@ -8,6 +8,12 @@ use dgt_protocol::{
 };
 use shakmaty::{Board, Chess, Color, Move, Piece, Position, Role, Square, uci::UciMove};
 
+/// True when the tests check [`Tracker::poll_at`] against a tracker ticked every millisecond
+/// (`DGT_TICK_CHECK` set; slow).
+fn tick_check() -> bool {
+    std::env::var_os("DGT_TICK_CHECK").is_some()
+}
+
 /// A simulated DGT clock (times in seconds).
 #[derive(Clone, Debug)]
 pub struct SimClock {
@@ -72,6 +78,11 @@ pub struct Sim {
     pub dumps_answered: usize,
     /// Milliseconds between a press's two clock readings, and after the second.
     pub press_step_ms: u64,
+    /// Magic pieces on the board (codes no chess piece has), by game square.
+    pub magic: Vec<(Square, PieceCode)>,
+    /// Checks every wait against a copy of the tracker ticked every millisecond (see
+    /// `check_nothing_due_before`); also on with `DGT_TICK_CHECK` set.
+    pub check_ticks: bool,
 }
 
 fn code(p: Option<Piece>) -> PieceCode {
@@ -90,6 +101,8 @@ impl Sim {
             step_ms: 40,
             dumps_answered: 0,
             press_step_ms: 10,
+            magic: Vec::new(),
+            check_ticks: tick_check(),
         }
     }
 
@@ -114,6 +127,9 @@ impl Sim {
         for (sq, p) in self.board.iter() {
             d.set(DgtSquare::from_square(sq, self.orientation), PieceCode::from_piece(p));
         }
+        for &(sq, c) in &self.magic {
+            d.set(DgtSquare::from_square(sq, self.orientation), c);
+        }
         let now = self.now;
         let events = &mut self.events;
         self.tracker.feed_dump(&d, now, &mut |e| events.push(e));
@@ -126,8 +142,11 @@ impl Sim {
 
     pub fn put_code(&mut self, sq: Square, c: PieceCode) {
         self.board.discard_piece_at(sq);
+        self.magic.retain(|&(m, _)| m != sq);
         if let Some(p) = c.piece() {
             self.board.set_piece_at(sq, p);
+        } else if c.is_magic() {
+            self.magic.push((sq, c));
         }
         self.now += self.step_ms;
         let u = FieldUpdate::new(DgtSquare::from_square(sq, self.orientation), c);
@@ -158,28 +177,49 @@ impl Sim {
         self.put(to, p);
     }
 
-    /// Lets time pass, ticking every 50 ms.
+    /// Lets time pass: the tracker is ticked at the moments it asks for
+    /// ([`Tracker::poll_at`]), and at least every 50 ms, when the host answers the dump
+    /// requests made meanwhile.
     pub fn wait(&mut self, ms: u64) {
-        let end = self.now + ms;
-        while self.now < end {
-            self.now = (self.now + 50).min(end);
-            let now = self.now;
-            let events = &mut self.events;
-            self.tracker.tick(now, &mut |e| events.push(e));
-            self.answer_dump_requests();
-        }
+        self.pass(ms, true);
     }
 
     /// Lets time pass like [`Sim::wait`], with the dump requests not answered meanwhile (a
     /// slow link): the next `wait` answers them.
     pub fn wait_without_dumps(&mut self, ms: u64) {
+        self.pass(ms, false);
+    }
+
+    fn pass(&mut self, ms: u64, answer_dumps: bool) {
         let end = self.now + ms;
         while self.now < end {
-            self.now = (self.now + 50).min(end);
+            let next = (self.now + 50).min(end);
+            let next = self.tracker.poll_at().filter(|&t| t > self.now).map_or(next, |t| t.min(next));
+            if self.check_ticks {
+                self.check_nothing_due_before(next);
+            }
+            self.now = next;
             let now = self.now;
             let events = &mut self.events;
             self.tracker.tick(now, &mut |e| events.push(e));
+            if answer_dumps {
+                self.answer_dump_requests();
+            }
         }
+    }
+
+    /// A copy of the tracker ticked at every millisecond up to `next` says and does what
+    /// the tracker ticked only at `next` does (nothing between the deadlines
+    /// [`Tracker::poll_at`] gives), with `check_ticks`.
+    fn check_nothing_due_before(&self, next: u64) {
+        let mut every_ms = self.tracker.clone();
+        let mut only_next = self.tracker.clone();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for t in self.now + 1..=next {
+            every_ms.tick(t, &mut |e| a.push((t, e)));
+        }
+        only_next.tick(next, &mut |e| b.push((next, e)));
+        assert_eq!(a, b, "ticking every millisecond from {} to {next} acts otherwise", self.now);
     }
 
     /// Answers the tracker's dump requests, as the host does (here within a tick).

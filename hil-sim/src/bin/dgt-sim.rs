@@ -7,6 +7,8 @@
 //! Hand scripts: `dgt-sim --script FILE.json|DIR --links DIR` puts one board per script
 //! (`dgt-hand-script/1`, the `*.json` files directly in DIR) behind `DIR/board-01` ..,
 //! each replaying its script at the script's own pace (`--speed` still applies).
+//! `--bursts MAX_MS[,SEED]` delivers each board's output late and in bursts, as over
+//! Bluetooth (not on a chain).
 //! Bus mode: `--bus` puts all the boards on one pty as a daisy chain (behind `--link PATH`,
 //! or `DIR/bus` with `--links DIR`), each answering its own address, for software that
 //! drives a chain in DGT's bus mode.
@@ -25,6 +27,7 @@ use dgt_hil_sim::hands::{GameEnd, PlanOptions, Profile, plan_game};
 use dgt_hil_sim::pgn::{SourceGame, read_games};
 use dgt_hil_sim::pty::ensure_dir;
 use dgt_hil_sim::scenario::Action;
+use dgt_hil_sim::transport::Bursts;
 use dgt_hil_sim::{ScenarioHandle, SimBoard, SimChain, SimConfig, StartPolicy};
 use dgt_protocol::ClockSide;
 use nix::sys::signal::{SigSet, Signal};
@@ -89,6 +92,11 @@ struct Cli {
     /// Pace each board's output like a real 9600-baud line (960 bytes a second).
     #[arg(long)]
     paced: bool,
+    /// Deliver each board's output in bursts, as a Bluetooth serial link or a USB adapter's
+    /// latency timer does: MAX_MS[,SEED[,MIN_MS]] (seed 1, MIN_MS 20): bytes are held back
+    /// and let out together MIN_MS..=MAX_MS (real time) after the first byte of each burst.
+    #[arg(long, value_name = "MAX_MS[,SEED[,MIN_MS]]", value_parser = Bursts::parse)]
+    bursts: Option<Bursts>,
     /// All boards on one pty, daisy-chained for DGT's bus mode (behind --link PATH, or
     /// DIR/bus with --links DIR): each board answers its own address (its serial number),
     /// replies share the line at 9600 baud and collide when they overlap.
@@ -191,6 +199,9 @@ fn run(cli: &Cli) -> Result<()> {
     if !(cli.hand_speed.is_finite() && cli.hand_speed > 0.0) {
         bail!("--hand-speed must be a positive number");
     }
+    if cli.bus && cli.bursts.is_some() {
+        bail!("--bursts holds back one board's own line; a chain's shared line has no such link");
+    }
     if let Some(path) = &cli.script
         && !cli.interactive
         && dgt_hil_sim::script::looks_like_script(path)
@@ -274,6 +285,7 @@ fn spawn_boards(cli: &Cli, n: usize, version: (u8, u8), what: impl Fn(usize) -> 
         speed: cli.speed,
         hand_speed: cli.hand_speed,
         line_rate: cli.paced.then_some(960),
+        bursts: cli.bursts,
         ..SimConfig::default()
     };
     if cli.bus {
@@ -526,6 +538,7 @@ fn single_board(cli: &Cli, version: (u8, u8)) -> Result<()> {
         hand_speed: cli.hand_speed,
         clock,
         line_rate: cli.paced.then_some(960),
+        bursts: cli.bursts,
         ..SimConfig::default()
     })?;
     register_link(&board);

@@ -85,6 +85,8 @@ pub fn counterpart(code: AlertCode, level: AlertLevel) -> Option<AlertCode> {
         AlertCode::ClockBatteryOk => AlertCode::ClockBatteryLow,
         AlertCode::ClockBack => AlertCode::ClockLost,
         AlertCode::ClockRunning => AlertCode::ClockPaused,
+        AlertCode::BoardActive => AlertCode::BoardIdle,
+        AlertCode::PortIdentified => AlertCode::PortUnidentified,
         AlertCode::Storage | AlertCode::Push if level == AlertLevel::Info => code,
         _ => return None,
     })

@@ -42,7 +42,7 @@ struct HubInner {
     pending: crate::delay::DelayLine<Pending>,
     relay_alerts: Vec<AlertEntry>,
     /// Per standing condition (see [`Hub::publish_condition`]), the id of its latest alert.
-    conditions: BTreeMap<&'static str, u64>,
+    conditions: BTreeMap<String, u64>,
     /// The next alert's id.
     next_alert: u64,
     /// Per board, the clocks as last sent in a delta and when: what a client counting down
@@ -292,14 +292,14 @@ impl Hub {
     /// files cannot be written, then they can). Snapshots keep only a condition's latest
     /// alert: once it is resolved (an info), clients that connect later are no longer
     /// greeted by the error, which is then cleared; clients connected meanwhile got both.
-    pub fn publish_condition(&self, topic: &'static str, alert: AlertView) -> u64 {
+    pub fn publish_condition(&self, topic: &str, alert: AlertView) -> u64 {
         let mut inner = self.lock();
         if let Some(old) = inner.conditions.get(topic).copied() {
             inner.relay_alerts.retain(|a| a.id != old);
         }
         let id = inner.next_alert;
         let seq = self.publish_locked(&mut inner, Delta::Alert { board: None, alert });
-        inner.conditions.insert(topic, id);
+        inner.conditions.insert(topic.to_owned(), id);
         seq
     }
 

@@ -20,12 +20,14 @@ pub(super) struct BusPort<'a> {
 }
 
 /// Why [`run_bus`] returned.
-#[derive(Debug)]
 pub(super) enum BusEnd {
     /// Shutdown was requested.
     Shutdown,
     /// The port went away (or carries no board): why, and whether a board was found on it.
     Lost(String, bool),
+    /// Looking for a chain (`fallback`), the discovery found fewer than two boards (how
+    /// many): the port, for the single-board handshake.
+    FewerThanTwo(Box<dyn PortIo>, usize),
 }
 
 /// The bus task's end of one board's virtual port.
@@ -51,14 +53,20 @@ type FromSessions = mpsc::UnboundedSender<(u16, u64, Vec<u8>)>;
 const VIRTUAL_PORT_BUFFER: usize = 64 * 1024;
 
 /// Runs a chain on an open port until the port is lost or shutdown (see the module docs).
+/// With `fallback` (a port of unknown kind), nothing is opened until the first discovery is
+/// over, and fewer than two boards found give the port back for the single-board handshake.
 pub(super) async fn run_bus<A: AttachTo>(
     mut io: Box<dyn PortIo>,
     bus: &BusPort<'_>,
     boards: &std::sync::Arc<A>,
     stop: &mut Listener,
+    fallback: bool,
+    on_chain: &mut (dyn FnMut(usize) + Send),
 ) -> BusEnd {
     let clock = bus.clock;
     let mut poller = BusPoller::open(clock.ms(), bus.opts.bus);
+    // Events held while a port of unknown kind is still being looked at.
+    let mut deciding = fallback;
     let (tx, mut rx) = mpsc::unbounded_channel::<(u16, u64, Vec<u8>)>();
     let mut lines: HashMap<u16, VirtualEnd> = HashMap::new();
     let mut generation = 0u64;
@@ -75,7 +83,16 @@ pub(super) async fn run_bus<A: AttachTo>(
                 return BusEnd::Lost(gone_reason(&e), found);
             }
         }
-        while let Some(event) = poller.next_event() {
+        if deciding && !poller.discovering() {
+            let n = poller.present().len();
+            if n < 2 {
+                return BusEnd::FewerThanTwo(io, n);
+            }
+            tracing::info!(boards = n, "a chain of boards in bus mode");
+            on_chain(n);
+            deciding = false;
+        }
+        while !deciding && let Some(event) = poller.next_event() {
             match event {
                 BusEvent::Found { address, serial, version } => {
                     found = true;
@@ -126,7 +143,7 @@ pub(super) async fn run_bus<A: AttachTo>(
             }
             _ = tokio::time::sleep_until(deadline) => poller.poll(clock.ms()),
         }
-        if !found && !poller.discovering() && poller.present().is_empty() {
+        if !fallback && !found && !poller.discovering() && poller.present().is_empty() {
             return BusEnd::Lost("no board answered in bus mode either".into(), false);
         }
     }

@@ -19,19 +19,28 @@
 //! replugged board (same path, or the same symlink) is opened as soon as it reappears.
 //!
 //! # One board or a chain (DGT's bus mode)
-//! A port may carry a daisy chain of boards instead of one. [`run_port`] runs the
-//! single-board handshake first ([`detect`]); a board that answers it cleanly, and whose
-//! bus address (`46`) is its serial number as DGT's boards give it, is one board. A line
-//! where the handshake gets no answer, gets garbage, or gets answers that do not agree (the
-//! serial numbers of several boards talking at once) is tried as a chain: `bus.rs` runs
-//! a [`BusPoller`](dgt_session::BusPoller) on it, and gives each board it finds a virtual serial port (an in-memory
-//! pipe on which the poller plays that board's side of the single-board protocol). The
-//! board's task gets that virtual port exactly as it gets a real one (its handshake runs on
-//! it, the registry finds the task by serial number), so every board on a chain has its
-//! own session, game, journal and alerts. A board gone from the chain closes its virtual
-//! port: its task sees the port lost (`not_responding`); back, it gets a new one. `--bus`
-//! ([`LineKind::Bus`]) skips the single-board handshake. Once a port was a chain, it is
-//! reopened as one.
+//! A port may carry a daisy chain of boards instead of one. On a chain every board obeys
+//! a single-board command and answers it: their answers collide on the wire (or queue, on
+//! a hub that buffers them), so the single-board handshake cannot tell one board from
+//! several. The bus discovery can: it is made for many boards answering at once (each
+//! answers a broadcast at a random moment, found boards are told to keep quiet, rounds go
+//! on until no new board and no garbled answer). So a port of unknown kind is first driven
+//! as a chain ([`run_bus`]): two boards or more found make it a chain; one or none, and the
+//! single-board handshake runs next ([`detect`], which still checks its answers for signs
+//! of several boards), for a board alone on its port (it also speaks single-board mode,
+//! with clock commands and immediate field updates) or one without bus mode. A port where
+//! neither finds a board raises a relay-wide `port_unidentified` alert (once, until the
+//! port is identified) and is tried again with backoff.
+//!
+//! On a chain, [`run_bus`] runs a [`BusPoller`](dgt_session::BusPoller) and gives each board it finds a virtual
+//! serial port (an in-memory pipe on which the poller plays that board's side of the
+//! single-board protocol). The board's task gets that virtual port exactly as it gets a
+//! real one (its handshake runs on it, the registry finds the task by serial number), so
+//! every board on a chain has its own session, game, journal and alerts. A board gone from
+//! the chain closes its virtual port: its task sees the port lost (`not_responding`); back,
+//! it gets a new one. `--bus` ([`LineKind::Bus`]) skips the single-board handshake. A port
+//! is reopened as what it was found to be (a chain as a chain, one board with the
+//! single-board handshake first, which falls back to the discovery on any doubt).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -279,6 +288,12 @@ pub trait AttachTo: Send + Sync + 'static {
     /// Hands `port` to the board with serial number `serial`; false when no board task
     /// takes it (shutting down).
     fn attach(&self, serial: &str, port: Attached) -> impl std::future::Future<Output = bool> + Send;
+
+    /// What the port at `path` was found to carry, for the operator: `Err(why)` when
+    /// nothing on it could be identified, `Ok(what)` when it was after that.
+    fn port_status(&self, path: &str, status: Result<String, String>) {
+        let _ = (path, status);
+    }
 }
 
 /// What a port is expected to carry.
@@ -339,8 +354,20 @@ pub fn open_port(path: &std::path::Path) -> Result<tokio_serial::SerialStream, t
     Ok(port)
 }
 
-/// Runs one port path until shutdown: open, handshake, hand the port to its board, take it
-/// back when the board went away, reopen with backoff.
+/// What a port was found to carry, the last time it was opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Known {
+    /// Nothing yet: the bus discovery first, then the single-board handshake.
+    Unknown,
+    /// One board: the single-board handshake first.
+    One,
+    /// A chain in bus mode.
+    Chain,
+}
+
+/// Runs one port path until shutdown: open, identify what it carries (see the module docs),
+/// hand the port to its board (or run its chain), take it back when the board went away,
+/// reopen with backoff.
 ///
 /// The port is reopened [`REOPEN_FIRST`] after it was given back; failed openings back off
 /// up to `max_backoff`, but while the device node is missing the path is checked every
@@ -355,44 +382,95 @@ pub async fn run_port<A: AttachTo>(
 ) {
     let mut backoff = REOPEN_FIRST;
     let mut last_open_error = String::new();
-    let mut chain = opts.line == LineKind::Bus;
+    let mut known = if opts.line == LineKind::Bus { Known::Chain } else { Known::Unknown };
+    // A `port_unidentified` alert is open for this port.
+    let mut unidentified = false;
+    let name = path.display().to_string();
+    let identified = |unidentified: &mut bool, what: String| {
+        if std::mem::take(unidentified) {
+            boards.port_status(&name, Ok(what));
+        }
+    };
     loop {
         if stop.is_triggered() {
             return;
         }
         match open_port(&path) {
-            Ok(mut port) => {
+            Ok(port) => {
                 last_open_error.clear();
                 tracing::info!("port open");
                 backoff = REOPEN_FIRST;
-                let detected = if chain {
-                    Ok(Detected::Chain("a chain in bus mode".into()))
-                } else {
-                    detect(&mut port, &clock, opts.timing, &mut stop).await
-                };
-                match detected {
+                let bus = BusPort { path: &path, clock: &clock, ids: &ids, opts: &opts };
+                let mut io: Box<dyn PortIo> = Box::new(port);
+                // Boards answering the bus discovery (a chain has at least two).
+                let mut in_bus_mode = None;
+                if known != Known::One {
+                    if known == Known::Unknown {
+                        tracing::info!("looking for a chain of boards in bus mode first");
+                    }
+                    let mut found_chain =
+                        |n: usize| identified(&mut unidentified, format!("a chain of {n} boards"));
+                    match run_bus(io, &bus, &boards, &mut stop, known == Known::Unknown, &mut found_chain)
+                        .await
+                    {
+                        BusEnd::Shutdown => return,
+                        BusEnd::Lost(reason, found) => {
+                            if found {
+                                known = Known::Chain;
+                            }
+                            tracing::warn!(%reason, "bus line lost; reopening");
+                            wait_to_reopen(&path, backoff, &mut stop).await;
+                            continue;
+                        }
+                        BusEnd::FewerThanTwo(back, n) => {
+                            tracing::info!(boards = n, "no chain in bus mode; trying one board");
+                            io = back;
+                            in_bus_mode = Some(n);
+                        }
+                    }
+                }
+                match detect(&mut io, &clock, opts.timing, &mut stop).await {
                     Err(NotIdentified::Shutdown) => return,
                     Err(NotIdentified::Lost(reason)) => {
-                        tracing::warn!(%reason, "no board on the port; reopening")
+                        tracing::warn!(%reason, "no board on the port; reopening");
+                        if known == Known::One {
+                            // It was one board: the next opening looks for anything again.
+                            known = Known::Unknown;
+                        } else if in_bus_mode == Some(0) && !std::mem::replace(&mut unidentified, true) {
+                            boards.port_status(
+                                &name,
+                                Err(format!(
+                                    "no board answered, neither as one board ({reason}) nor as a chain in DGT's bus \
+                                     mode"
+                                )),
+                            );
+                        }
                     }
                     Ok(Detected::Chain(why)) => {
-                        tracing::info!(%why, "trying the line as a chain of boards in bus mode");
-                        let bus = BusPort { path: &path, clock: &clock, ids: &ids, opts: &opts };
-                        match run_bus(Box::new(port), &bus, &boards, &mut stop).await {
-                            BusEnd::Shutdown => return,
-                            BusEnd::Lost(reason, found) => {
-                                chain |= found;
-                                tracing::warn!(%reason, "bus line lost; reopening");
-                            }
+                        // Signs of several boards after all: driven as a chain from the next
+                        // opening (a board found in bus mode makes it one at once).
+                        tracing::info!(%why, "the single-board handshake says several boards answered");
+                        known =
+                            if in_bus_mode.is_some_and(|n| n > 0) { Known::Chain } else { Known::Unknown };
+                        if in_bus_mode == Some(0) && !std::mem::replace(&mut unidentified, true) {
+                            boards.port_status(
+                                &name,
+                                Err(format!(
+                                    "no board answered, neither as one board ({why}) nor as a chain in DGT's bus \
+                                     mode"
+                                )),
+                            );
                         }
                     }
                     Ok(Detected::One(link)) => {
+                        known = Known::One;
                         let serial = link.serial().unwrap_or_default().to_owned();
+                        identified(&mut unidentified, format!("one board, serial number {serial}"));
                         let (released, back) = oneshot::channel();
                         let attached = Attached {
                             port_id: ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                             path: path.display().to_string(),
-                            io: Box::new(port),
+                            io,
                             link: *link,
                             released,
                         };
@@ -425,12 +503,17 @@ pub async fn run_port<A: AttachTo>(
                 backoff = (backoff * 2).min(opts.max_backoff);
             }
         }
-        let missing = !path.exists();
-        tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
-            _ = node_back(&path), if missing => {}
-            _ = stop.wait() => return,
-        }
+        wait_to_reopen(&path, backoff, &mut stop).await;
+    }
+}
+
+/// Waits `backoff` before the next opening, or until a missing device node is back.
+async fn wait_to_reopen(path: &std::path::Path, backoff: Duration, stop: &mut Listener) {
+    let missing = !path.exists();
+    tokio::select! {
+        _ = tokio::time::sleep(backoff) => {}
+        _ = node_back(path), if missing => {}
+        _ = stop.wait() => {}
     }
 }
 

@@ -1,7 +1,8 @@
 //! What the poller keeps for each board on the chain: its place in the polling, what it
 //! wants read next, the last clock reading, the press waiting for one, and its event log.
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
+use alloc::{vec, vec::Vec};
 
 use dgt_protocol::ee::encode_ee_moves;
 use dgt_protocol::{ClockTimes, EeEvent};
@@ -28,7 +29,25 @@ pub(super) struct Board {
     pub(super) repeat: bool,
     /// The last changes packet's bytes (to tell a stale repeat).
     pub(super) last_changes: Vec<u8>,
+    /// A real dump (`SEND_BRD`) is to be read in its next turn.
     pub(super) want_dump: bool,
+    /// Its session asked for a dump (`42`): answered after the next changes are read, from
+    /// [`Board::model`] unless in doubt (see [`super::BusPoller`]`::answer_dump`).
+    pub(super) dump_asked: bool,
+    /// Its session asked for the event log (`49`): answered after the next changes are read.
+    pub(super) log_asked: bool,
+    /// The board as its log has it: a listing (power-up, start tag) or a real dump, and
+    /// every change logged since (`None`: not known yet).
+    pub(super) model: Option<[u8; 64]>,
+    /// The model may be wrong (a changes packet lost, an event garbled): the next dump the
+    /// session asks for is read from the board.
+    pub(super) doubt: bool,
+    /// The model changed since the last dump went out on the line.
+    pub(super) changed_since_dump: bool,
+    /// A press came in the changes since the board was last read whole.
+    pub(super) pressed_since_read: bool,
+    /// When the last real dump was read.
+    pub(super) last_real_dump: Option<u64>,
     pub(super) want_clock: bool,
     pub(super) next_clock: u64,
     /// The last reading sent (read, or made from a logged press).
@@ -49,8 +68,13 @@ pub(super) struct Board {
     /// Every EEPROM event the changes brought, for the event log.
     pub(super) log: VecDeque<EeEvent>,
     pub(super) log_bytes: usize,
-    /// The log holds a power-up (or a dump's listing standing for one).
+    /// The log holds a listing (a power-up, a start tag, or a dump standing for one).
     pub(super) anchored: bool,
+    /// `SEND_FROM_START` was asked (once, when its first changes did not start at a listing).
+    pub(super) from_start_asked: bool,
+    /// A start tag is to be written (`SET_START_GAME`): the board shows a game's start
+    /// position, or nothing on it anchors its log for a relay restarted later.
+    pub(super) want_tag: bool,
     pub(super) line: Option<VirtualLine>,
     /// Its line was closed by the caller while the board is still there: offered again
     /// from this time.
@@ -71,6 +95,13 @@ impl Board {
             repeat: false,
             last_changes: Vec::new(),
             want_dump: false,
+            dump_asked: false,
+            log_asked: false,
+            model: None,
+            doubt: false,
+            changed_since_dump: false,
+            pressed_since_read: false,
+            last_real_dump: None,
             want_clock: true,
             next_clock: now,
             last_times: None,
@@ -81,6 +112,8 @@ impl Board {
             log: VecDeque::new(),
             log_bytes: 0,
             anchored: false,
+            from_start_asked: false,
+            want_tag: false,
             line: None,
             reoffer: None,
         }
@@ -96,21 +129,49 @@ impl Board {
                 None => self.log_bytes = 0,
             }
         }
-        if matches!(e, EeEvent::PowerUp) {
-            self.anchored = true;
+        match e {
+            EeEvent::PowerUp | EeEvent::WatchdogAction | EeEvent::StartTag => {
+                // A listing of every piece follows: the board from scratch.
+                self.anchored = true;
+                self.model = Some([0; 64]);
+                self.changed_since_dump = true;
+            }
+            EeEvent::Field { square, piece, .. } => {
+                if let Some(m) = self.model.as_mut() {
+                    let k = usize::from(square.index());
+                    self.changed_since_dump |= m[k] != piece.code();
+                    m[k] = piece.code();
+                }
+            }
+            EeEvent::Malformed { .. } => self.doubt = true,
+            _ => {}
         }
     }
-    /// The board as the event log has it: the last power-up's listing of the pieces and
-    /// every change since (`None` when the log holds no power-up).
-    pub(super) fn logged_board(&self) -> Option<[u8; 64]> {
-        let start = self.log.iter().rposition(|e| matches!(e, EeEvent::PowerUp | EeEvent::WatchdogAction))?;
-        let mut raw = [0u8; 64];
-        for e in self.log.iter().skip(start) {
-            if let EeEvent::Field { square, piece, .. } = e {
-                raw[usize::from(square.index())] = piece.code();
-            }
+
+    /// A dump read from the board at `now`: the board from here on (the next changes go on
+    /// from it). One that differs from the log shows a change the log missed, or a hand at
+    /// work as it was read, as a single board's dump would.
+    pub(super) fn real_dump(&mut self, now: u64, raw: [u8; 64]) -> bool {
+        self.pressed_since_read = false;
+        self.last_real_dump = Some(now);
+        if self.model.is_some_and(|m| m != raw) {
+            crate::log::debug!(address = self.address, "a dump differs from the board's log");
         }
-        Some(raw)
+        self.model = Some(raw);
+        self.doubt = false;
+        true
+    }
+
+    /// Starts the log afresh with `events` (a `SEND_FROM_START` answer: from the start tag
+    /// to what the changes have sent, which it holds).
+    pub(super) fn restart_log(&mut self, events: &[EeEvent]) {
+        self.log.clear();
+        self.log_bytes = 0;
+        self.anchored = false;
+        self.model = None;
+        for &e in events {
+            self.record(e);
+        }
     }
 
     /// The event log as the board's `EE_MOVES` message would carry it.

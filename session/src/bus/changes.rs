@@ -2,7 +2,8 @@
 //! turned into clock readings, a power-up's listing left out), clock readings (held back
 //! when ahead of the changes), dumps; and what each makes the poller read next.
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
 
 use dgt_protocol::{
     BoardDump, BusCommandKind, Bwtime, ClockTimes, DgtSquare, EeEvent, FieldUpdate, Message, Orientation,
@@ -11,11 +12,12 @@ use dgt_protocol::{
 
 use super::BusPoller;
 use super::board::Board;
-use super::press::press_readings;
+use super::press::{game_start_readings, press_readings};
 
 impl Board {
     /// A dump on the virtual line.
     pub(super) fn send_dump(&mut self, d: BoardDump) {
+        self.changed_since_dump = false;
         if let Some(line) = self.line.as_mut() {
             line.send(&Message::BoardDump(d));
             line.dumped = true;
@@ -35,83 +37,123 @@ impl Board {
     /// build on (none yet, or a game may have begun since the last one: its clock may be
     /// new) is deferred with all that follows it until the clock is read; `fresh` is that
     /// reading, taken after the deferred press.
-    pub(super) fn forward(&mut self, now: u64, gap: u64, events: &[EeEvent], mut fresh: Option<ClockTimes>) {
+    pub(super) fn forward(
+        &mut self,
+        now: u64,
+        gaps: Gaps,
+        events: &[EeEvent],
+        mut fresh: Option<ClockTimes>,
+    ) {
         let address = self.address;
         if let Some(line) = self.line.as_mut() {
             line.gap_until = None;
         }
-        // In a power-up's listing of the pieces (not changes), and the squares it named.
-        let (mut listing, mut listed) = (false, 0u64);
-        // A press went out from this packet; the last event forwarded was a field event.
-        let (mut pressed, mut after_field) = (false, false);
-        for (i, &e) in events.iter().enumerate() {
-            if !self.deferred.is_empty() {
-                self.deferred.push(e);
-                continue;
+        if !self.deferred.is_empty() {
+            self.deferred.extend_from_slice(events);
+            return;
+        }
+        let first_press = events.iter().find_map(|e| match e {
+            EeEvent::Time { side, .. } => Some(*side),
+            _ => None,
+        });
+        let Some(line) = self.line.as_mut() else { return };
+        let unready = line.new_game || self.stale || self.last_times.is_none_or(|t| t.status.no_clock());
+        if let (Some(side), true) = (first_press, unready) {
+            match fresh {
+                None => {
+                    // A press with no reading of this game's clock to build on: the packet
+                    // waits whole for the clock to be read, so that the clock's start goes out
+                    // before the moves, as a single board sends it.
+                    crate::log::trace!(address, "changes deferred until the clock is read");
+                    self.deferred.extend_from_slice(events);
+                    return;
+                }
+                Some(r) if !r.status.no_clock() && (line.new_game || self.stale) => {
+                    fresh = Some(game_start_readings(r, side, line));
+                }
+                Some(_) => {}
             }
+        }
+        // In a listing of the pieces (a power-up's, a start tag's: not changes): the board
+        // the session has, the squares named, and how many of its pieces are left to name.
+        let mut listing: Option<(Option<[u8; 64]>, u64, usize)> = None;
+        // A press went out from this packet; the last event forwarded was a field event, on
+        // this square.
+        let (mut pressed, mut after_field) = (false, None::<u8>);
+        for &e in events {
             let Some(line) = self.line.as_mut() else { return };
             match e {
                 EeEvent::Field { square, piece, .. }
-                    if listing && !piece.is_empty() && listed & (1u64 << square.index()) == 0 =>
+                    if listing.is_some_and(|(board, listed, left)| {
+                        let k = square.index();
+                        left > 0
+                            && listed & (1u64 << k) == 0
+                            && board.map_or(!piece.is_empty(), |b| b[usize::from(k)] == piece.code())
+                    }) =>
                 {
-                    listed |= 1u64 << square.index();
+                    if let Some((_, listed, left)) = listing.as_mut() {
+                        *listed |= 1u64 << square.index();
+                        *left -= 1;
+                    }
                 }
                 EeEvent::Field { square, piece, quick } => {
-                    // A power-up's listing names each piece once and no empty square: an
-                    // empty square, or one listed already, is a change made after it.
-                    listing = false;
+                    // A listing names each piece of the board once, and no empty square: a
+                    // square the session has otherwise, one named already, or one more than
+                    // the board holds, is a change (made after it, or while the board had no
+                    // power).
+                    listing = None;
                     if line.mode.fields() {
                         // Two presses or more with no change between: the changes that follow
                         // are two plies or more (a burst), in this packet or the next.
                         line.burst |= line.presses_since_field >= 2;
                         line.presses_since_field = 0;
-                        if (pressed || line.burst) && after_field && !quick {
-                            // A later scan's change (the board logged it 250 ms or more after
-                            // the one before), after a press: another ply's, possibly.
-                            line.hold_next(now, gap);
+                        // A later scan's change: the board logged it 250 ms or more after the
+                        // one before, or a scan reports in square order and this one is not
+                        // after the last.
+                        let later_scan = after_field.is_some_and(|last| !quick || square.index() <= last);
+                        if later_scan {
+                            // After a press, another ply's, possibly: held as the press's
+                            // gap; else a scan apart, so that plies a packet brings keep the
+                            // order the board saw them in.
+                            let long = (pressed || line.burst) && !quick;
+                            line.hold_next(now, if long { gaps.press } else { gaps.scan });
                         }
                         line.before_field();
                         line.send(&Message::FieldUpdate(FieldUpdate::new(square, piece)));
-                        after_field = true;
+                        after_field = Some(square.index());
                     }
                 }
                 EeEvent::Time { side, time } => {
-                    listing = false;
-                    tracing::trace!(address, ?side, ?time, "press in the changes");
+                    listing = None;
+                    crate::log::trace!(address, ?side, ?time, "press in the changes");
                     let replay = fresh.take();
                     let base = replay.or(self.last_times).filter(|t| !t.status.no_clock());
-                    match base {
-                        Some(base) if replay.is_some() || !(line.new_game || self.stale) => {
-                            self.last_times = Some(press_readings(base, side, time, line, replay.is_some()));
-                            line.hold_next(now, gap);
-                            line.presses_since_field = line.presses_since_field.saturating_add(1);
-                            line.burst = false;
-                            pressed = true;
-                            after_field = false;
-                            self.held = false;
-                            self.game_unread = false;
-                        }
-                        _ if replay.is_some() => {
-                            // The clock read after it shows none: no reading to send.
-                        }
-                        _ => {
-                            tracing::trace!(address, "press deferred until the clock is read");
-                            self.deferred.extend_from_slice(&events[i..]);
-                            return;
-                        }
+                    if let Some(base) = base {
+                        line.before_press(now, gaps.scan);
+                        self.last_times = Some(press_readings(base, side, time, line, replay.is_some()));
+                        line.hold_next(now, gaps.press);
+                        line.presses_since_field = line.presses_since_field.saturating_add(1);
+                        line.burst = false;
+                        pressed = true;
+                        after_field = None;
+                        self.held = false;
+                        self.game_unread = false;
                     }
+                    // Else the clock read after it shows none: no reading to send.
                 }
-                EeEvent::PowerUp | EeEvent::WatchdogAction => {
-                    listing = true;
-                    listed = 0;
+                EeEvent::PowerUp | EeEvent::WatchdogAction | EeEvent::StartTag => {
+                    // (Before the session has a board, every piece named is the listing's.)
+                    let board = line.latest();
+                    let pieces = board.map_or(64, |b| b.iter().filter(|c| **c != 0).count());
+                    listing = Some((board, 0, pieces));
                 }
                 EeEvent::BeginPos | EeEvent::BeginPosRotated | EeEvent::FourRows => {
                     // A game may begin: its clock is new to the session.
-                    listing = false;
+                    listing = None;
                     line.new_game = true;
                     self.game_unread = true;
                 }
-                _ => listing = false,
+                _ => listing = None,
             }
         }
         if let Some(line) = self.line.as_mut() {
@@ -120,53 +162,92 @@ impl Board {
     }
 }
 
+/// How far apart what one changes packet brings goes out on the virtual line.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Gaps {
+    /// After a press (see [`super::BusTiming::press_gap_ms`]).
+    pub(super) press: u64,
+    /// Between two scans' changes (see [`super::BusTiming::scan_gap_ms`]).
+    pub(super) scan: u64,
+}
+
 impl BusPoller {
     /// A changes packet: recorded for the event log; forwarded as field updates and
     /// readings (see [`super`]).
     pub(super) fn changes(&mut self, now: u64, address: u16, raw: Vec<u8>, repeat: bool) {
-        let gap = self.timing.press_gap_ms;
+        let gaps = self.gaps();
         let Some(b) = self.boards.get_mut(&address) else { return };
         if repeat && raw == b.last_changes && !raw.is_empty() {
             // The board had not sent the lost packet: this is the one before, already had.
             // Unless the two were alike: read the board whole to be sure.
+            b.doubt = true;
             b.want_dump = true;
+            self.add_to_turn(address, BusCommandKind::SendBoard);
             return;
         }
         b.last_changes.clone_from(&raw);
         let forward = !b.fresh && b.line.is_some();
-        tracing::trace!(address, bytes = raw.len(), ?raw, forward, mode = ?b.line.as_ref().map(|l| l.mode), "changes");
+        crate::log::trace!(address, bytes = raw.len(), ?raw, forward, mode = ?b.line.as_ref().map(|l| l.mode), "changes");
         if !repeat {
             // The first packet since the board was found is what it logged before.
             b.fresh = false;
         }
         // A line with no dump yet: its session must have the board before these changes (a
-        // single board answers the handshake's dump request at once; here that dump may
-        // have been lost, or come a cycle late). The event log has it.
-        let before =
-            (forward && b.line.as_ref().is_some_and(|l| !l.dumped)).then(|| b.logged_board()).flatten();
-        let mut doubt = false;
+        // single board answers the handshake's dump request at once; here that request may
+        // still wait for its answer). The model has it.
+        let before = (forward && b.line.as_ref().is_some_and(|l| !l.dumped)).then_some(b.model).flatten();
+        let packet: Vec<EeEvent> = dgt_protocol::EeEvents::new(&raw).iter().collect();
         let mut events = Vec::new();
-        for e in dgt_protocol::EeEvents::new(&raw).iter() {
+        for &e in &packet {
             b.record(e);
-            doubt |= matches!(e, EeEvent::PowerUp | EeEvent::WatchdogAction | EeEvent::Malformed { .. });
             if forward {
                 events.push(e);
             }
         }
         let press = events.iter().any(|e| matches!(e, EeEvent::Time { .. }));
+        // A game's start position: a start tag there lets a relay restarted during the game
+        // read it whole from the board (`SEND_FROM_START`, DGT's header, tips B and D).
+        b.want_tag |= dgt_protocol::EeEvents::new(&raw)
+            .iter()
+            .any(|e| matches!(e, EeEvent::BeginPos | EeEvent::BeginPosRotated));
+        // The first changes of a board this poller reads, when they do not begin with a
+        // listing (a board read before by a relay that stopped: what it logged since lacks
+        // the board it started from).
+        let begins_listed = dgt_protocol::EeEvents::new(&raw)
+            .iter()
+            .find(|e| !matches!(e, EeEvent::Nop | EeEvent::Nop2))
+            .is_some_and(|e| matches!(e, EeEvent::PowerUp | EeEvent::WatchdogAction | EeEvent::StartTag));
+        let ask_from_start = !b.from_start_asked && !begins_listed;
+        b.from_start_asked = true;
         if let Some(raw) = before.filter(|_| !events.is_empty()) {
-            tracing::trace!(address, "first dump on the line, from the event log");
+            crate::log::trace!(address, "first dump on the line, from the event log");
             b.send_dump(BoardDump { raw });
         }
-        b.forward(now, gap, &events, None);
-        if !forward {
-            // What it logged while no line was open: the session reads a dump (and, when that
-            // differs from what it kept, this log).
-            doubt = true;
-        }
+        b.forward(now, gaps, &events, None);
+        // A board the log does not tell whole (never listed, a packet lost, an event garbled)
+        // is read whole.
+        b.want_dump |= b.model.is_none() || b.doubt;
         b.want_clock |= press;
-        b.want_dump |= doubt;
+        b.pressed_since_read |= press;
         let (want_dump, want_clock) = (b.want_dump, b.want_clock || now >= b.next_clock);
+        if ask_from_start {
+            // Its log does not reach back to a listing (the board was read before, by a
+            // relay that stopped): the log from its start tag does, when it has one.
+            self.add_to_turn(address, BusCommandKind::SendFromStart);
+        } else if self
+            .boards
+            .get_mut(&address)
+            .is_some_and(|b| b.want_tag && b.model.is_some_and(|m| shows_start(&BoardDump { raw: m })))
+        {
+            // At once, while the board still shows the start position; a game already under
+            // way gets its tag with a later turn (see `BusPoller::poll_step`), one board a
+            // cycle, so that a relay coming up in the middle of a round reads every board
+            // first.
+            if let Some(b) = self.boards.get_mut(&address) {
+                b.want_tag = false;
+            }
+            self.add_to_turn(address, BusCommandKind::SetStartGame);
+        }
         if want_dump {
             self.add_to_turn(address, BusCommandKind::SendBoard);
         }
@@ -175,6 +256,81 @@ impl BusPoller {
         }
         if self.boards.get(&address).is_some_and(|b| !b.deferred.is_empty()) {
             self.clock_before_dump(address);
+        }
+        self.answer_requests(now, address);
+    }
+
+    /// The gaps that keep a packet's plies apart on a virtual line.
+    pub(super) fn gaps(&self) -> Gaps {
+        Gaps { press: self.timing.press_gap_ms, scan: self.timing.scan_gap_ms }
+    }
+
+    /// Answers what the session of the board at `address` asked for, once the changes are
+    /// read (and any press deferred until the clock is read went out): the event log, and a
+    /// dump. While a backlog is let out, a dump is the board as the session has seen it so
+    /// far (a dump read from the board would show moves ahead of the changes it has). Else
+    /// it is read from the board (DGT's header: "when any mismatch occurs: ask full
+    /// position") when the log is in doubt, when the session asks again while nothing
+    /// changed (it cannot explain the board), and to check the ply a press ends, at most
+    /// every [`super::BusTiming::doubt_dump_ms`]; otherwise it is the board as its log has
+    /// it. A dump read from the board that differs from the log puts the log right.
+    pub(super) fn answer_requests(&mut self, now: u64, address: u16) {
+        let (doubt_ms, press_gap) = (self.timing.doubt_dump_ms, self.timing.press_gap_ms);
+        let Some(b) = self.boards.get_mut(&address) else { return };
+        if !b.deferred.is_empty() || b.line.is_none() {
+            return;
+        }
+        if core::mem::take(&mut b.log_asked) {
+            let log = b.event_log();
+            if let Some(line) = b.line.as_mut() {
+                line.send_raw(&log);
+            }
+        }
+        if !b.dump_asked || b.want_dump {
+            return;
+        }
+        if let Some(line) = b.line.as_mut()
+            && line.later.back().is_some_and(|h| h.at > now + press_gap)
+            && line.send_shown_now()
+        {
+            // A backlog is being let out (more than a press's gap held back): the session is
+            // answered at once with the board as it has seen it so far (it binds the presses it has to the plies it shows), not
+            // behind the backlog, nor with the board ahead of it.
+            b.dump_asked = false;
+            return;
+        }
+        // Read from the board (at most every `doubt_ms`): when the session asks again with
+        // nothing changed (it cannot explain the board: a change the log missed), and when a
+        // press came since the last read (the session checks the ply it confirms against
+        // the board; a change the log missed would otherwise stand as another move).
+        let may_read = b.last_real_dump.is_none_or(|t| now >= t + doubt_ms);
+        let doubted = may_read && (!b.changed_since_dump || b.pressed_since_read);
+        match b.model {
+            Some(raw) if !(b.doubt || doubted) => {
+                b.dump_asked = false;
+                b.send_dump(BoardDump { raw });
+            }
+            _ => {
+                b.want_dump = true;
+                self.add_to_turn(address, BusCommandKind::SendBoard);
+            }
+        }
+    }
+
+    /// `SEND_FROM_START`'s answer: the log from the board's start tag up to what the changes
+    /// have sent (DGT's header), which takes the place of the poller's log when it reaches
+    /// back to the tag. A board without a tag (the answer holds none) gets one now, so that
+    /// a relay restarted later reads the game from it.
+    pub(super) fn log_from_start(&mut self, address: u16, raw: &[u8]) {
+        let Some(b) = self.boards.get_mut(&address) else { return };
+        let events: Vec<EeEvent> = dgt_protocol::EeEvents::new(raw).iter().collect();
+        crate::log::debug!(address, events = events.len(), "the board's log from its start tag");
+        match events.iter().position(|e| matches!(e, EeEvent::StartTag)) {
+            Some(tag) => {
+                b.restart_log(&events[tag..]);
+                b.doubt = false;
+            }
+            None => b.want_tag = true,
         }
     }
 
@@ -192,13 +348,20 @@ impl BusPoller {
         }
     }
 
+    /// A clock reading; then what the session asked for, once presses deferred until it
+    /// went out.
     pub(super) fn clock(&mut self, now: u64, address: u16, t: Bwtime) {
+        self.clock_reading(now, address, t);
+        self.answer_requests(now, address);
+    }
+
+    fn clock_reading(&mut self, now: u64, address: u16, t: Bwtime) {
         let timing = self.timing;
         let Some(b) = self.boards.get_mut(&address) else { return };
         b.want_clock = false;
         b.next_clock = now + timing.clock_period_ms;
-        let Bwtime::Times(t) = t else { return };
-        tracing::trace!(address, status = t.status.0, left = ?t.left.time, right = ?t.right.time, "clock reading");
+        let Bwtime::Times(mut t) = t else { return };
+        crate::log::trace!(address, status = t.status.0, left = ?t.left.time, right = ?t.right.time, "clock reading");
         // A running clock whose lever is not where the last reading sent left it was pressed
         // since the changes were read: that press is in the board's log, and comes with the
         // next changes in its place among the moves. This reading, from ahead of them, is
@@ -218,7 +381,7 @@ impl BusPoller {
             && b.line.is_some()
             && b.deferred.is_empty();
         if (ahead || first) && !b.held {
-            tracing::trace!(address, first, "clock reading ahead of the changes; held");
+            crate::log::trace!(address, first, "clock reading ahead of the changes; held");
             b.held = true;
             b.want_clock = true;
             if first {
@@ -227,6 +390,13 @@ impl BusPoller {
             }
             return;
         }
+        if ahead && b.held {
+            // Held once, and the changes did not bring the press: the log skipped it (two
+            // presses between two of the board's readings of its clock). The reading is not
+            // the press's: the side it started has run since, and only the halted side's
+            // display is that press's (see `ClockStatus::rebuilt`).
+            t.status.0 |= dgt_protocol::ClockStatus::REBUILT;
+        }
         b.held = false;
         b.game_unread &= !t.status.running();
         b.stale = false;
@@ -234,8 +404,9 @@ impl BusPoller {
             // A reading from after the deferred press: the press and what followed it go
             // first, built on this reading (the game learns White's side from the set clock
             // and the running reading before the press, not from this one).
-            let deferred = std::mem::take(&mut b.deferred);
-            b.forward(now, timing.press_gap_ms, &deferred, Some(t));
+            let deferred = core::mem::take(&mut b.deferred);
+            let gaps = Gaps { press: timing.press_gap_ms, scan: timing.scan_gap_ms };
+            b.forward(now, gaps, &deferred, Some(t));
         }
         if b.line.as_ref().is_some_and(|l| !l.later.is_empty()) {
             // Changes read before this reading are still held back on the line (a backlog
@@ -243,7 +414,7 @@ impl BusPoller {
             // lever and displays would read as presses out of turn. The presses in them go
             // out as readings of their own, built on the last reading sent; the next
             // reading follows them.
-            tracing::trace!(address, "clock reading ahead of the held changes; not sent");
+            crate::log::trace!(address, "clock reading ahead of the held changes; not sent");
             return;
         }
         b.last_times = Some(t);
@@ -265,10 +436,11 @@ impl BusPoller {
     }
 
     pub(super) fn dump(&mut self, now: u64, address: u16, d: BoardDump) {
-        let gap = self.timing.press_gap_ms;
-        tracing::trace!(address, raw = ?d.raw, "dump");
+        let gaps = self.gaps();
+        crate::log::trace!(address, raw = ?d.raw, "dump");
         let Some(b) = self.boards.get_mut(&address) else { return };
         b.want_dump = false;
+        b.dump_asked = false;
         if !b.anchored {
             // The log starts here: as a power-up listing of this dump.
             b.record(EeEvent::PowerUp);
@@ -279,13 +451,21 @@ impl BusPoller {
                 }
             }
         }
+        let taken = b.real_dump(now, d.raw);
         if !b.deferred.is_empty() {
             // The dump shows the board after them: they go first, on the last reading.
-            let deferred = std::mem::take(&mut b.deferred);
+            let deferred = core::mem::take(&mut b.deferred);
             let base = b.last_times;
-            b.forward(now, gap, &deferred, base);
+            b.forward(now, gaps, &deferred, base);
         }
-        b.send_dump(d);
+        match (b.deferred.is_empty(), taken, b.model) {
+            (true, true, _) => b.send_dump(d),
+            // The session gets the board as the log has it, consistent with the changes it
+            // has; a change the log missed comes to it with the next changes.
+            (true, false, Some(raw)) => b.send_dump(BoardDump { raw }),
+            // Still waiting for the clock: the dump (the model) follows them.
+            _ => b.dump_asked = true,
+        }
         b.want_clock = true;
         self.add_to_turn(address, BusCommandKind::SendClock);
     }

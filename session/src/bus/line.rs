@@ -3,7 +3,8 @@
 //! and the single-board commands the session writes, answered as a board in update mode
 //! would (see [`super`]).
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
+use alloc::{format, string::String, vec::Vec};
 
 use dgt_protocol::{Bwtime, ClockAck, ClockCommand, ClockTimes, Command, CommandParser, HostInput, Message};
 
@@ -32,6 +33,40 @@ impl Mode {
     }
 }
 
+/// Bytes held back on a virtual line until `at` (ms), with the board changes they carry.
+#[derive(Debug)]
+pub(super) struct Held {
+    pub(super) at: u64,
+    pub(super) bytes: Vec<u8>,
+    /// Dumps and field updates in `bytes`, in order.
+    pub(super) board: Vec<BoardChange>,
+}
+
+/// What a message let out on a virtual line does to the board the session has seen.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum BoardChange {
+    Whole([u8; 64]),
+    Square(u8, u8),
+}
+
+impl BoardChange {
+    fn of(msg: &Message<'_>) -> Option<BoardChange> {
+        match msg {
+            Message::BoardDump(d) => Some(BoardChange::Whole(d.raw)),
+            Message::FieldUpdate(f) => Some(BoardChange::Square(f.square.index(), f.piece().code())),
+            _ => None,
+        }
+    }
+
+    fn apply(self, shown: &mut Option<[u8; 64]>) {
+        match (self, shown.as_mut()) {
+            (BoardChange::Whole(raw), _) => *shown = Some(raw),
+            (BoardChange::Square(sq, code), Some(b)) => b[usize::from(sq & 63)] = code,
+            (BoardChange::Square(..), None) => {}
+        }
+    }
+}
+
 /// A board's virtual single-board line.
 #[derive(Debug)]
 pub(super) struct VirtualLine {
@@ -41,7 +76,10 @@ pub(super) struct VirtualLine {
     pub(super) out: Vec<u8>,
     /// Bytes held back until their time (ms), in order: what followed a press in the same
     /// changes packet. Anything sent while some are held goes after them.
-    pub(super) later: VecDeque<(u64, Vec<u8>)>,
+    pub(super) later: VecDeque<Held>,
+    /// The board as what went out so far shows it (dumps and field updates let out, not
+    /// those held back): what the session has seen (`None` before a dump).
+    pub(super) shown: Option<[u8; 64]>,
     /// A press went out in the packet being forwarded: the next field event starts a part
     /// held back until this time.
     pub(super) gap_until: Option<u64>,
@@ -63,6 +101,9 @@ pub(super) struct VirtualLine {
     /// between: they hold two plies or more, and a later scan's change among them is held
     /// back as after a press in the same packet.
     pub(super) burst: bool,
+    /// The last board message sent was a field update: a press sent next goes a little
+    /// later, so that the ply it ends was shown before it.
+    pub(super) field_last: bool,
 }
 
 impl VirtualLine {
@@ -72,6 +113,7 @@ impl VirtualLine {
             parser: CommandParser::new(),
             out: Vec::new(),
             later: VecDeque::new(),
+            shown: None,
             gap_until: None,
             last_sent: None,
             clock_asked: false,
@@ -82,29 +124,56 @@ impl VirtualLine {
             dumped: false,
             presses_since_field: 0,
             burst: false,
+            field_last: false,
         }
     }
 
     pub(super) fn send(&mut self, msg: &Message<'_>) {
-        let out = match self.later.back_mut() {
-            Some((_, held)) => held,
-            None => &mut self.out,
-        };
-        let at = out.len();
-        out.resize(at + msg.encoded_len(), 0);
-        match msg.encode(&mut out[at..]) {
-            Ok(n) => out.truncate(at + n),
-            Err(e) => {
-                tracing::error!(error = %e, "message not encodable");
-                out.truncate(at);
-            }
+        crate::log::trace!(?msg, held_until = ?self.later.back().map(|h| h.at), "to the virtual line");
+        match msg {
+            Message::FieldUpdate(_) => self.field_last = true,
+            Message::Bwtime(_) | Message::BoardDump(_) => self.field_last = false,
+            _ => {}
         }
+        let change = BoardChange::of(msg);
+        let out = match self.later.back_mut() {
+            Some(held) => {
+                held.board.extend(change);
+                &mut held.bytes
+            }
+            None => {
+                if let Some(c) = change {
+                    c.apply(&mut self.shown);
+                }
+                &mut self.out
+            }
+        };
+        encode_into(out, msg);
+    }
+
+    /// The board as everything sent shows it, held back or not (`None` before a dump).
+    pub(super) fn latest(&self) -> Option<[u8; 64]> {
+        let mut board = self.shown;
+        for c in self.later.iter().flat_map(|h| h.board.iter()) {
+            c.apply(&mut board);
+        }
+        board
+    }
+
+    /// A dump of the board the session has seen so far, at once, ahead of anything held
+    /// back (see `BusPoller::answer_requests`).
+    pub(super) fn send_shown_now(&mut self) -> bool {
+        let Some(raw) = self.shown else { return false };
+        crate::log::trace!("to the virtual line at once: the board as shown so far");
+        self.field_last = false;
+        encode_into(&mut self.out, &Message::BoardDump(dgt_protocol::BoardDump { raw }));
+        true
     }
 
     /// Raw bytes for the session, after anything held back.
     pub(super) fn send_raw(&mut self, bytes: &[u8]) {
         match self.later.back_mut() {
-            Some((_, held)) => held.extend_from_slice(bytes),
+            Some(held) => held.bytes.extend_from_slice(bytes),
             None => self.out.extend_from_slice(bytes),
         }
     }
@@ -112,23 +181,36 @@ impl VirtualLine {
     /// The next field event of the packet being forwarded, and what follows it, wait
     /// `gap` ms after what went before (see [`super::BusTiming::press_gap_ms`]).
     pub(super) fn hold_next(&mut self, now: u64, gap: u64) {
-        let from = self.later.back().map_or(now, |(t, _)| *t);
+        let from = self.later.back().map_or(now, |h| h.at);
         self.gap_until = Some(from + gap);
+    }
+
+    /// A press is next: after a field update, it goes `gap` ms later (on a single board the
+    /// press's reading comes after the report of the move it ends, never in the same
+    /// instant).
+    pub(super) fn before_press(&mut self, now: u64, gap: u64) {
+        if self.field_last {
+            self.hold_next(now, gap);
+            self.before_field();
+        }
     }
 
     /// A field event is next: when a press went before it in this packet, it and what
     /// follows are held back.
     pub(super) fn before_field(&mut self) {
-        if let Some(t) = self.gap_until.take() {
-            self.later.push_back((t, Vec::new()));
+        if let Some(at) = self.gap_until.take() {
+            self.later.push_back(Held { at, bytes: Vec::new(), board: Vec::new() });
         }
     }
 
     /// Moves what is due at `now` to the session's bytes.
     pub(super) fn release(&mut self, now: u64) {
-        while self.later.front().is_some_and(|(t, _)| *t <= now) {
-            if let Some((_, bytes)) = self.later.pop_front() {
-                self.out.extend_from_slice(&bytes);
+        while self.later.front().is_some_and(|h| h.at <= now) {
+            if let Some(held) = self.later.pop_front() {
+                self.out.extend_from_slice(&held.bytes);
+                for c in held.board {
+                    c.apply(&mut self.shown);
+                }
             }
         }
     }
@@ -137,7 +219,7 @@ impl VirtualLine {
     /// sends it even when it repeats the last one.
     pub(super) fn times(&mut self, t: ClockTimes, real: bool, force: bool) {
         let payload = t.to_payload();
-        let send = std::mem::take(&mut self.clock_asked)
+        let send = core::mem::take(&mut self.clock_asked)
             || (self.mode.clock()
                 && (force || self.mode == Mode::Update && real || self.last_sent != Some(payload)));
         if send {
@@ -153,13 +235,26 @@ impl VirtualLine {
     }
 }
 
+/// Appends `msg`'s bytes to `out`.
+fn encode_into(out: &mut Vec<u8>, msg: &Message<'_>) {
+    let at = out.len();
+    out.resize(at + msg.encoded_len(), 0);
+    match msg.encode(&mut out[at..]) {
+        Ok(n) => out.truncate(at + n),
+        Err(e) => {
+            crate::log::error!(error = %e, "message not encodable");
+            out.truncate(at);
+        }
+    }
+}
+
 impl BusPoller {
     /// Bytes for the session on the virtual line of the board at `address`.
     pub fn take_line_output(&mut self, address: u16) -> Vec<u8> {
         self.boards
             .get_mut(&address)
             .and_then(|b| b.line.as_mut())
-            .map(|l| std::mem::take(&mut l.out))
+            .map(|l| core::mem::take(&mut l.out))
             .unwrap_or_default()
     }
 
@@ -184,7 +279,6 @@ impl BusPoller {
             })
             .collect();
         for cmd in commands {
-            let log = matches!(cmd, Command::SendEeMoves).then(|| board.event_log());
             let version = board.version.unwrap_or((0, 0));
             let Some(line) = board.line.as_mut() else { return };
             match cmd {
@@ -196,7 +290,8 @@ impl BusPoller {
                     line.clock_asked = true;
                     board.want_clock = true;
                 }
-                Command::SendBoard => board.want_dump = true,
+                // Once the next changes are read (see `BusPoller::answer_requests`).
+                Command::SendBoard => board.dump_asked = true,
                 Command::ReturnSerialNumber => {
                     line.send(&Message::SerialNumber(serial_of(address).as_bytes()));
                 }
@@ -204,7 +299,8 @@ impl BusPoller {
                 Command::SendVersion => {
                     line.send(&Message::Version { major: version.0 & 0x7F, minor: version.1 & 0x7F });
                 }
-                Command::SendEeMoves => line.send_raw(&log.unwrap_or_default()),
+                // Answered once the next changes are in it.
+                Command::SendEeMoves => board.log_asked = true,
                 Command::Clock(ClockCommand::Version) => {
                     line.version_query = true;
                     board.want_clock = true;

@@ -22,8 +22,8 @@
 //! | time event in the changes (a lever press: the halted side's display) | `BWTIME`: the last clock reading with that display and the lever turned (after a reading of the clock running, presser's side up, when the last one showed it stopped); the clock is read right after. The first press of what may be a new game waits for that reading, with what followed it in the changes, and is built on it, after the clock as set (stopped, presser's side up) |
 //! | power-up (or watchdog) in the changes | nothing for its listing of the pieces (not changes: each piece once, no empty square; what breaks that pattern is a change made since); a board dump is read |
 //! | clock reading (`SEND_CLK`, every [`BusTiming::clock_period_ms`] and after a press) | `BWTIME` when it differs from the last one sent (update-nice), every one in `43` mode; a running clock's reading whose lever shows a press the changes have not brought yet is held back once (the press comes with the next changes, in its place) |
-//! | board dump (`SEND_BRD`) | `BOARD_DUMP` |
-//! | every EEPROM event the changes brought | the event log (`49`), as the board's own `EE_MOVES` |
+//! | the board as its log has it (a listing, every change since; a board dump read on doubt) | `BOARD_DUMP`, when the session asks (`42`) |
+//! | every EEPROM event the changes brought (or the log from the start tag, `SEND_FROM_START`) | the event log (`49`), as the board's own `EE_MOVES` |
 //!
 //! and link command to bus: `42` reads a dump, `41` the clock, `45`/`4D`/`46` are answered
 //! at once (serial number: the address as five digits; version: the bus version reply;
@@ -64,10 +64,27 @@
 //! went away are pinged by address every [`BusTiming::probe_gone_ms`]; a new discovery round
 //! runs every [`BusTiming::rediscover_ms`] for boards added to the chain.
 //!
+//! # Dumps on doubt, start tags, a relay restarted
+//! The poller keeps each board's position from its log: a listing (power-up, start tag)
+//! and every change since, or a dump read from the board. A session's dump request is
+//! answered from it, after the next changes (the board as the changes the session has show
+//! it, never a board ahead of them); while more than a press's gap of changes is still held
+//! back on the line, with the board as the session has seen it so far, at once. The board
+//! is read whole (`SEND_BRD`, DGT's header: "when any mismatch occurs: ask full position")
+//! when its log is in doubt (a packet lost, an event garbled, no listing yet), when the
+//! session asks again with nothing changed (it cannot explain the board), and to check the
+//! ply a press ends, each at most once a second; what that read shows is the board from
+//! then on. A board that shows a game's start position gets a start tag at once
+//! (`SET_START_GAME`: the tag and a listing of every piece go into its log); one found with a
+//! game under way, one a cycle. A board whose first changes do not begin with a listing (a
+//! relay read it before and stopped) is asked for its log from the tag
+//! (`SEND_FROM_START`), which becomes the poller's log: a restarted session reconciles its
+//! journal's last position with it.
+//!
 //! # Polling (the latency bound)
-//! Boards take turns, in address order. A turn is: the changes (`SEND_CHANGES`); a dump
-//! when the session asked for one or the board restarted (`SEND_BRD`); the clock when it
-//! is due, after a press or a dump, or when the session asked (`SEND_CLK`). The reading
+//! Boards take turns, in address order. A turn is: the changes (`SEND_CHANGES`); the log
+//! from the start tag, or a start tag, when due; a dump when in doubt (see above); the clock
+//! when it is due, after a press or a dump, or when the session asked (`SEND_CLK`). The reading
 //! after a dump is sent even when unchanged: a game that dump starts learns White's side
 //! from the lever of its first reading. One command is on the line at
 //! a time (replies share it), each waits [`BusTiming::reply_timeout_ms`] for the start of
@@ -81,9 +98,11 @@
 //!
 //! # Unconfirmed
 //! How a board answers a version request sent to address 0 (LiveChess sends one; here it is
-//! handled as a ping's answers are), and whether `SEND_CHANGES` after a board's power-up
-//! starts at the power-up or where the last poll left off (both are handled: a power-up in
-//! the changes means a dump, and its listing is not taken for changes).
+//! handled as a ping's answers are); whether `SEND_CHANGES` after a board's power-up starts
+//! at the power-up or where the last poll left off (both are handled: a listing restates the
+//! board, and only what it names otherwise than the session's board is a change); and what
+//! `SEND_FROM_START` answers when a board has no start tag (taken as no tag: one is
+//! written).
 
 mod board;
 mod changes;
@@ -94,6 +113,7 @@ mod replies;
 mod schedule;
 mod timing;
 
+use alloc::string::String;
 pub use board::EVENT_LOG_BYTES;
 pub use line::serial_of;
 pub use poller::BusPoller;

@@ -1,6 +1,7 @@
 //! The poller: the line's bytes and the time in, commands to write and events out.
 
-use std::collections::{BTreeMap, VecDeque};
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::{boxed::Box, vec::Vec};
 
 use dgt_protocol::{BusDecoded, BusDecoder, Decoded, Decoder, Message};
 
@@ -24,6 +25,8 @@ pub struct BusPoller {
     pub(super) last_rx: u64,
     pub(super) next_discovery: u64,
     pub(super) cycle_start: u64,
+    /// A start tag for a game under way may still be written in this cycle.
+    pub(super) tag_this_cycle: bool,
     pub(super) out: Vec<u8>,
     pub(super) events: VecDeque<BusEvent>,
     pub(super) stats: BusStats,
@@ -45,6 +48,7 @@ impl BusPoller {
             last_rx: now,
             next_discovery: now + timing.rediscover_ms,
             cycle_start: now,
+            tag_this_cycle: true,
             out: Vec::new(),
             events: VecDeque::new(),
             stats: BusStats::default(),
@@ -75,7 +79,7 @@ impl BusPoller {
 
     /// Bytes to write to the line.
     pub fn take_output(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.out)
+        core::mem::take(&mut self.out)
     }
 
     /// The next event, oldest first.
@@ -89,7 +93,7 @@ impl BusPoller {
         let held = self
             .boards
             .values()
-            .filter_map(|b| b.line.as_ref()?.later.front().map(|(t, _)| *t))
+            .filter_map(|b| b.line.as_ref()?.later.front().map(|h| h.at))
             .min()
             .unwrap_or(u64::MAX);
         self.line_deadline().min(reoffer).min(held)
@@ -102,9 +106,9 @@ impl BusPoller {
             let mut noise = 0;
             self.single.feed(bytes, |d| match d {
                 Decoded::Message(Message::Trademark(t)) => {
-                    tracing::debug!(trademark = %String::from_utf8_lossy(t), "single-board answer on the line")
+                    crate::log::debug!(trademark = %alloc::string::String::from_utf8_lossy(t), "single-board answer on the line")
                 }
-                Decoded::Message(Message::BusAddress(a)) => tracing::debug!(address = a, "a board's address"),
+                Decoded::Message(Message::BusAddress(a)) => crate::log::debug!(address = a, "a board's address"),
                 Decoded::Noise { len } => noise += len,
                 _ => {}
             });
@@ -117,7 +121,7 @@ impl BusPoller {
             BusDecoded::BadChecksum { kind, address, .. } => got.push(Got::Bad { kind, address }),
             BusDecoded::Noise { len } => got.push(Got::Noise(len)),
             BusDecoded::Skipped { kind, total_len } => {
-                tracing::debug!(kind, total_len, "bus reply too large; skipped");
+                crate::log::debug!(kind, total_len, "bus reply too large; skipped");
                 got.push(Got::Bad { kind, address: 0 });
             }
         });

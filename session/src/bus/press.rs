@@ -1,9 +1,42 @@
 //! The clock readings a single board would have sent around a lever press the changes
 //! logged.
 
-use dgt_protocol::{ClockSide, ClockTimes};
+use dgt_protocol::{ClockSide, ClockStatus, ClockTimes};
 
 use super::line::VirtualLine;
+
+/// D1 (which side is up), with D3/D4 turned with it as the clock turns them.
+fn lever_up(t: &mut ClockTimes, up: ClockSide) {
+    if t.high_side() != up {
+        t.status.0 ^= 0x1A;
+    }
+}
+
+/// The readings a single board sends as a game's clock is set and started, before its
+/// first press (by `side`, White's display): the clock as the arbiter set it (stopped, the
+/// lever raised on `side`), then running. The tracker takes White's side from the lever of
+/// a stopped clock, even after a running reading of the previous game. Built on `base`, a
+/// reading of this game's clock (its displays may already show presses made since; only
+/// the lever and the run state are the start's); a new game's clock shows no flag of the
+/// previous game's. Sends them on `line` before the game's moves, and returns the running
+/// one.
+pub(super) fn game_start_readings(base: ClockTimes, side: ClockSide, line: &mut VirtualLine) -> ClockTimes {
+    line.new_game = false;
+    let mut t = base;
+    t.status.0 &= !ClockStatus::REBUILT;
+    for s in [&mut t.left, &mut t.right] {
+        s.flags.flag = false;
+        s.flags.final_flag = false;
+    }
+    let mut set = t;
+    set.status.0 &= !0x01;
+    lever_up(&mut set, side);
+    line.times(set, false, true);
+    t.status.0 |= 0x01;
+    lever_up(&mut t, side);
+    line.times(t, false, true);
+    t
+}
 
 /// The readings a single board would have sent around a lever press the changes logged
 /// (`side`'s display showed `time` as it stopped), built on the last reading `base`; sends
@@ -11,20 +44,16 @@ use super::line::VirtualLine;
 ///
 /// The press reading is `base` with the presser's display at the logged time and the lever
 /// down on the presser's side (the clock is read right after, which brings the other
-/// display up to date).
+/// display up to date). It is marked [rebuilt](ClockStatus::rebuilt): only the presser's
+/// display is the log's; the other one is the last reading's, which may be from before the
+/// opponent's last press (a press the log skipped) or after it.
 ///
 /// A press is the side to move stopping its own running clock: a single board would have
 /// sent a reading of that (the clock running, the presser's side up) before the press.
-/// When the last reading does not show it, or when a game may have begun since the last
-/// press, that reading goes first, even if it repeats the last one: the tracker learns
-/// White's side from the lever of a game's first running reading, which must not be a
-/// press, and the last reading may have come before the session saw the game begin (a start
-/// position is taken once it stood still). When a game may have begun, the clock as the
-/// arbiter set it (stopped, the presser's lever up) goes before that: a single board sends
-/// it, and the tracker takes a stopped clock's lever for White's side even after a running
-/// reading of the previous game. A new game's clock shows no flag of the previous game's. A press a real reading already showed (the lever down on the presser's side,
-/// the presser's display at the logged time) is not sent again, unless `replay` (a press
-/// that came before any reading, built on the reading after it).
+/// When the last reading does not show it, that reading goes first. A press a real reading
+/// already showed (the lever down on the presser's side, the presser's display at the
+/// logged time) is not sent again, unless `replay` (a press that came before any reading,
+/// built on the reading after it).
 pub(super) fn press_readings(
     base: ClockTimes,
     side: ClockSide,
@@ -32,12 +61,6 @@ pub(super) fn press_readings(
     line: &mut VirtualLine,
     replay: bool,
 ) -> ClockTimes {
-    // D1 (which side is up), with D3/D4 turned with it as the clock turns them.
-    let lever_up = |t: &mut ClockTimes, up: ClockSide| {
-        if t.high_side() != up {
-            t.status.0 ^= 0x1A;
-        }
-    };
     let mut t = base;
     let shown = match side {
         ClockSide::Left => t.left.time,
@@ -47,23 +70,10 @@ pub(super) fn press_readings(
         // A reading from after this press went out already (it came between the changes
         // and this press's packet): the session has seen the press; a second one would
         // turn the lever back and forth.
-        line.new_game = false;
         return t;
     }
-    let new_game = std::mem::take(&mut line.new_game);
-    if new_game {
-        for s in [&mut t.left, &mut t.right] {
-            s.flags.flag = false;
-            s.flags.final_flag = false;
-        }
-        // The clock as the arbiter set it before starting it: stopped, the lever raised on
-        // the side to move (a single board sends that reading before the clock runs).
-        let mut set = t;
-        set.status.0 &= !0x01;
-        lever_up(&mut set, side);
-        line.times(set, false, true);
-    }
-    if new_game || !t.status.running() || t.high_side() != side {
+    t.status.0 &= !ClockStatus::REBUILT;
+    if !t.status.running() || t.high_side() != side {
         t.status.0 |= 0x01;
         lever_up(&mut t, side);
         line.times(t, false, true);
@@ -73,6 +83,7 @@ pub(super) fn press_readings(
         ClockSide::Right => t.right.time = time,
     }
     lever_up(&mut t, side.other());
+    t.status.0 |= ClockStatus::REBUILT;
     line.times(t, false, false);
     t
 }

@@ -1,6 +1,7 @@
 //! Replies on the line: matched with the command in flight, broadcast answers collected,
 //! bad checksums and silences handled (asked again, a board declared gone).
 
+use alloc::{format, vec::Vec};
 use dgt_protocol::bus::{BROADCAST, BusReplyKind};
 use dgt_protocol::{BoardDump, BusCommand, BusCommandKind, BusData, BusReply, Bwtime};
 
@@ -12,7 +13,7 @@ use super::{BusEvent, BusPoller};
 
 impl BusPoller {
     pub(super) fn reply(&mut self, now: u64, r: OwnedReply) {
-        tracing::trace!(address = r.address, kind = r.kind, "bus reply");
+        crate::log::trace!(address = r.address, kind = r.kind, "bus reply");
         // Broadcast answers, collected in their window.
         if let Phase::Window { kind, new, .. } = &mut self.phase {
             let expected = match kind {
@@ -31,12 +32,12 @@ impl BusPoller {
             return;
         }
         let Some(f) = self.in_flight else {
-            tracing::debug!(address = r.address, kind = r.kind, "bus reply nobody asked for");
+            crate::log::debug!(address = r.address, kind = r.kind, "bus reply nobody asked for");
             return;
         };
         let wanted = f.cmd.kind.reply().map(BusReplyKind::id);
         if r.address != f.cmd.address || Some(r.kind) != wanted {
-            tracing::debug!(address = r.address, kind = r.kind, ?f.cmd, "bus reply to another command");
+            crate::log::debug!(address = r.address, kind = r.kind, ?f.cmd, "bus reply to another command");
             return;
         }
         if let ReplyData::Changes(raw) = &r.data
@@ -47,7 +48,7 @@ impl BusPoller {
             // once, noise): an event no board writes means the packet is not the board's.
             // Asked again, the board sends the same packet (a repeat is taken as it comes:
             // a board whose log does hold such an event sends it every time).
-            tracing::debug!(
+            crate::log::debug!(
                 address = r.address,
                 ?raw,
                 "changes packet with an impossible event; asked again"
@@ -69,6 +70,7 @@ impl BusPoller {
             }
             ReplyData::Ping => self.announce(address),
             ReplyData::Changes(raw) => self.changes(now, address, raw, f.repeat),
+            ReplyData::FromStart(raw) => self.log_from_start(address, &raw),
             ReplyData::Times(t) => self.clock(now, address, t),
             ReplyData::Dump(d) => self.dump(now, address, d),
             ReplyData::Other => {}
@@ -81,7 +83,7 @@ impl BusPoller {
         b.misses = 0;
         b.last_heard = now;
         if !b.present {
-            tracing::info!(address, "board back on the bus");
+            crate::log::info!(address, "board back on the bus");
             b.present = true;
             b.fresh = true;
             b.want_clock = true;
@@ -95,7 +97,7 @@ impl BusPoller {
         b.announced = true;
         b.line = Some(VirtualLine::new());
         b.stale = true;
-        tracing::info!(address, ?version, "board on the bus");
+        crate::log::info!(address, ?version, "board on the bus");
         self.events.push_back(BusEvent::Found { address, serial: serial_of(address), version });
     }
 
@@ -108,7 +110,7 @@ impl BusPoller {
         let Some(f) = self.in_flight else { return };
         // A garbled reply while one is awaited: take it for that one's, and ask again.
         self.in_flight = None;
-        tracing::debug!(kind, address, ?f.cmd, "bus reply with a bad checksum");
+        crate::log::debug!(kind, address, ?f.cmd, "bus reply with a bad checksum");
         let Some(turn) = self.turn.as_mut() else { return };
         turn.retries += 1;
         let target = f.cmd.address;
@@ -119,6 +121,7 @@ impl BusPoller {
                 if matches!(kind, BusCommandKind::SendChanges | BusCommandKind::RepeatChanges) {
                     b.repeat = true;
                 }
+                b.doubt = true;
                 b.want_dump = true;
             }
             self.turn = None;
@@ -150,6 +153,7 @@ impl BusPoller {
             // The board may have sent (and forgotten) the changes: ask for them again, and
             // read it whole.
             b.repeat = true;
+            b.doubt = true;
             b.want_dump = true;
             // A board heard on its last command lost one reply (noise, a slow answer): it
             // is asked again at once, so its moves wait a command, not a whole cycle.
@@ -179,7 +183,7 @@ impl BusPoller {
             b.deferred.clear();
             b.next_probe = now + timing.probe_gone_ms;
             let reason = format!("no answer on the bus for {} ms", now - b.last_heard);
-            tracing::warn!(address, %reason, "board gone from the bus");
+            crate::log::warn!(address, %reason, "board gone from the bus");
             self.events.push_back(BusEvent::Gone { address, reason });
         }
     }
@@ -199,6 +203,8 @@ pub(super) enum ReplyData {
     Version(Option<(u8, u8)>),
     Ping,
     Changes(Vec<u8>),
+    /// `SEND_FROM_START`'s answer: the log from the start tag to what the changes sent.
+    FromStart(Vec<u8>),
     Times(Bwtime),
     Dump(BoardDump),
     Other,
@@ -212,9 +218,8 @@ impl From<&BusReply<'_>> for OwnedReply {
             BusData::Update(e) => (None, ReplyData::Changes(e.raw().to_vec())),
             BusData::Bwtime(b) => (None, ReplyData::Times(b)),
             BusData::BoardDump(d) => (None, ReplyData::Dump(d)),
-            BusData::FromStart(_) | BusData::BoardDump50B(_) | BusData::Unknown { .. } => {
-                (None, ReplyData::Other)
-            }
+            BusData::FromStart(e) => (None, ReplyData::FromStart(e.raw().to_vec())),
+            BusData::BoardDump50B(_) | BusData::Unknown { .. } => (None, ReplyData::Other),
         };
         OwnedReply { address: r.address, kind: r.kind(), version, data }
     }

@@ -1,7 +1,7 @@
 //! The polling schedule: the opening, discovery rounds, each board's turn (changes, a dump
 //! when wanted, the clock when due), one command on the line at a time.
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
 
 use dgt_protocol::bus::BROADCAST;
 use dgt_protocol::{BusCommand, BusCommandKind};
@@ -101,7 +101,7 @@ impl BusPoller {
                 if kind == Broadcast::Version || ((new || doubt) && round < self.timing.max_rounds) {
                     self.start_round(round + 1);
                 } else {
-                    tracing::info!(boards = self.present().len(), rounds = round, "bus discovery done");
+                    crate::log::info!(boards = self.present().len(), rounds = round, "bus discovery done");
                     self.phase = Phase::Poll;
                     self.next_discovery = now + self.timing.rediscover_ms;
                     self.cycle_start = now;
@@ -154,7 +154,17 @@ impl BusPoller {
                 let address = b.address;
                 self.turn = Some(Turn { address, todo: VecDeque::from([BusCommandKind::Ping]), retries: 0 });
             } else if let Some(address) = self.next_board(now) {
-                self.turn = Some(self.plan(address, now));
+                let mut turn = self.plan(address, now);
+                // A start tag still due (a game found under way), one board a cycle: each
+                // takes about 80 ms, and its listing 65 bytes in the next changes.
+                if self.tag_this_cycle
+                    && let Some(b) = self.boards.get_mut(&address)
+                    && core::mem::take(&mut b.want_tag)
+                {
+                    self.tag_this_cycle = false;
+                    turn.todo.push_back(BusCommandKind::SetStartGame);
+                }
+                self.turn = Some(turn);
             } else {
                 return false;
             }
@@ -165,7 +175,7 @@ impl BusPoller {
                 let address = turn.address;
                 if kind == BusCommandKind::SendChanges
                     && let Some(b) = self.boards.get_mut(&address)
-                    && std::mem::take(&mut b.repeat)
+                    && core::mem::take(&mut b.repeat)
                 {
                     // The lost packet first, then what the board logged since.
                     turn.todo.push_front(BusCommandKind::SendChanges);
@@ -205,6 +215,7 @@ impl BusPoller {
     }
 
     pub(super) fn cycle_done(&mut self, now: u64) {
+        self.tag_this_cycle = true;
         let took = now.saturating_sub(self.cycle_start);
         self.cycle_start = now;
         self.stats.cycles += 1;
@@ -231,15 +242,18 @@ impl BusPoller {
         Turn { address, todo, retries: 0 }
     }
 
-    /// Adds a command to the turn of the board at `address`: a dump before the clock (the
-    /// reading after a dump is the first the session sees of a game that dump starts; it
-    /// tells White's side from the lever), the clock last.
+    /// Adds a command to the turn of the board at `address`: the log from the start tag
+    /// first, a dump before the clock (the reading after a dump is the first the session sees
+    /// of a game that dump starts; it tells White's side from the lever), the clock last.
     pub(super) fn add_to_turn(&mut self, address: u16, kind: BusCommandKind) {
         if let Some(t) = self.turn.as_mut()
             && t.address == address
             && !t.todo.contains(&kind)
         {
             match (kind, t.todo.iter().position(|k| *k == BusCommandKind::SendClock)) {
+                // The log from the start tag before anything else: a dump read first would
+                // start the log itself.
+                (BusCommandKind::SendFromStart | BusCommandKind::SetStartGame, _) => t.todo.push_front(kind),
                 (BusCommandKind::SendBoard, Some(i)) => t.todo.insert(i, kind),
                 _ => t.todo.push_back(kind),
             }
@@ -247,19 +261,22 @@ impl BusPoller {
     }
 
     pub(super) fn write(&mut self, cmd: BusCommand) {
-        tracing::trace!(?cmd.kind, address = cmd.address, "bus command");
+        crate::log::trace!(?cmd.kind, address = cmd.address, "bus command");
         match cmd.to_bytes() {
             Ok(bytes) => {
                 self.out.extend_from_slice(&bytes);
                 self.stats.commands += 1;
             }
-            Err(e) => tracing::error!(?cmd, error = %e, "bus command not encodable"),
+            Err(e) => crate::log::error!(?cmd, error = %e, "bus command not encodable"),
         }
     }
 
     pub(super) fn send(&mut self, now: u64, cmd: BusCommand) {
         self.write(cmd);
-        self.in_flight = Some(InFlight { cmd, deadline: now + self.timing.reply_timeout_ms, repeat: false });
+        // A board answers `SET_START_GAME` "about 70 msec." after it (DGT's header).
+        let extra = if cmd.kind == BusCommandKind::SetStartGame { 100 } else { 0 };
+        let deadline = now + self.timing.reply_timeout_ms + extra;
+        self.in_flight = Some(InFlight { cmd, deadline, repeat: false });
     }
 
     pub(super) fn send_repeat(&mut self, now: u64, address: u16) {

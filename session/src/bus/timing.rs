@@ -30,6 +30,14 @@ pub struct BusTiming {
     /// session sees a press with the board still after it before the next move (it times a
     /// press against the board's changes), and this restores that gap.
     pub press_gap_ms: u64,
+    /// When one changes packet holds several scans' changes, how much later each scan's go
+    /// out than the one before: the session dates a ply by the reports of its squares, and
+    /// tells which of several plies a press was for by which came last before it.
+    pub scan_gap_ms: u64,
+    /// The least time between two dumps read from a board (see
+    /// `BusPoller::answer_requests`): its session's other dump requests get the board as its
+    /// log has it.
+    pub doubt_dump_ms: u64,
 }
 
 impl Default for BusTiming {
@@ -45,6 +53,8 @@ impl Default for BusTiming {
             probe_gone_ms: 2_000,
             rediscover_ms: 300_000,
             press_gap_ms: 400,
+            scan_gap_ms: 60,
+            doubt_dump_ms: 1_000,
         }
     }
 }

@@ -44,10 +44,20 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// `n` boards that log every press at once (the tests place their presses by hand; see
+    /// [`Chain::with_clock_poll`]).
     pub fn new(n: usize) -> Chain {
+        Chain::with_clock_poll(n, 0)
+    }
+
+    /// `n` boards that read their clock every `clock_poll_ms` and log a press only when a
+    /// reading finds the lever moved (two presses between two readings are not logged).
+    pub fn with_clock_poll(n: usize, clock_poll_ms: u64) -> Chain {
         let fws = (0..n)
             .map(|i| {
-                Firmware::new(BoardConfig::with_serial(u32::from(FIRST) + i as u32), start_position(), 0)
+                let config =
+                    BoardConfig { clock_poll_ms, ..BoardConfig::with_serial(u32::from(FIRST) + i as u32) };
+                Firmware::new(config, start_position(), 0)
             })
             .collect();
         Chain {

@@ -8,7 +8,9 @@
 //! relay's log and `games/feed-frames.log`, every feed frame with its arrival time).
 //! `--scripts DIR --slice K`: instead, K hand scripts of DIR and its sub-folders (the
 //! independent emulator's, `../shared/corpus/hand-scripts`), chosen by the seed, each on its
-//! own board at its own pace. Exit status 1 on any failure.
+//! own board at its own pace. `--bursts MAX_MS[,SEED[,MIN_MS]]`: each board's output reaches
+//! the relay late and in bursts, as over Bluetooth (held MIN_MS, 20, to MAX_MS of real time
+//! after each burst's first byte; see `dgt-sim --bursts`). Exit status 1 on any failure.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,6 +18,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use dgt_e2e_tests::suite::{SuiteOptions, run, run_scripts};
 use dgt_hil_sim::hands::Profile;
+use dgt_hil_sim::transport::Bursts;
 
 fn main() -> anyhow::Result<()> {
     let mut opts = SuiteOptions {
@@ -32,6 +35,7 @@ fn main() -> anyhow::Result<()> {
         games: Vec::new(),
         progress: true,
         known: Vec::new(),
+        bursts: None,
     };
     let mut keep = false;
     let mut scripts: Option<PathBuf> = None;
@@ -68,8 +72,12 @@ fn main() -> anyhow::Result<()> {
             "--keep" => keep = true,
             "--scripts" => scripts = Some(val()?.into()),
             "--slice" => slice = val()?.parse()?,
+            "--bursts" => {
+                let v = val()?;
+                opts.bursts = Some(Bursts::parse(&v).map_err(anyhow::Error::msg)?);
+            }
             "-h" | "--help" => {
-                println!("{}", include_str!("acceptance.rs").lines().take(13).collect::<Vec<_>>().join("\n"));
+                println!("{}", include_str!("acceptance.rs").lines().take(15).collect::<Vec<_>>().join("\n"));
                 return Ok(());
             }
             other => bail!("unknown argument {other}"),
