@@ -165,6 +165,12 @@ impl BoardSession {
         self.number
     }
 
+    /// Renumbers the board (the number its alerts name): a relay box learns the number
+    /// from its host after its session started.
+    pub fn set_number(&mut self, number: u32) {
+        self.number = number;
+    }
+
     /// The serial number, once known.
     pub fn serial(&self) -> Option<&str> {
         self.serial.as_deref()
