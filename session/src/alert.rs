@@ -68,12 +68,15 @@ pub enum AlertCode {
     Nats,
     /// Two venue relays claim the same board of the same round (raised by an edge).
     BoardConflict,
+    /// A relay box's bridge: frames of another protocol version refused, damaged frames
+    /// skipped, the box not answering (raised by the host's bridge).
+    Bridge,
 }
 
 impl AlertCode {
     /// Every code, in declaration order: for the feed's schema check and the clients' docs.
     /// A test keeps it whole (its match stops compiling when a code is added).
-    pub const ALL: [AlertCode; 22] = [
+    pub const ALL: [AlertCode; 23] = [
         AlertCode::NotResponding,
         AlertCode::BoardBack,
         AlertCode::PositionMismatch,
@@ -96,6 +99,7 @@ impl AlertCode {
         AlertCode::Push,
         AlertCode::Nats,
         AlertCode::BoardConflict,
+        AlertCode::Bridge,
     ];
 
     /// The stable string (`not_responding`, ...), as serialised.
@@ -123,6 +127,7 @@ impl AlertCode {
             AlertCode::Push => "push",
             AlertCode::Nats => "nats",
             AlertCode::BoardConflict => "board_conflict",
+            AlertCode::Bridge => "bridge",
         }
     }
 }
@@ -185,6 +190,7 @@ mod tests {
                 AlertCode::Push => 19,
                 AlertCode::Nats => 20,
                 AlertCode::BoardConflict => 21,
+                AlertCode::Bridge => 22,
             };
             assert_eq!(place, i, "{code}");
         }

@@ -144,7 +144,8 @@ impl BoardSession {
             link: None,
             port: None,
             state: LinkState::Offline,
-            tracker: Box::new(Tracker::new(config.tracker)),
+            // Built in its allocation, not on the stack (see `Tracker::new`).
+            tracker: Box::write(Box::new_uninit(), Tracker::new(config.tracker)),
             game: None,
             resuming: false,
             next_start_fen: None,
@@ -654,7 +655,7 @@ impl BoardSession {
         let t = self.t(now);
         let orientation = if self.flipped { Orientation::Rotated } else { Orientation::Normal };
         let Some(g) = &self.game else { return };
-        *self.tracker = Tracker::new(self.config.tracker);
+        self.tracker.reset(self.config.tracker);
         self.resuming = false;
         let mut events = Vec::new();
         let result = match g.start() {

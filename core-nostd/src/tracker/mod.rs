@@ -255,6 +255,11 @@ impl<const PLIES: usize> Default for Tracker<PLIES> {
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// A tracker waiting for its first board dump.
+    ///
+    /// Always inlined: a caller that writes it straight into a heap allocation
+    /// (`Box::write(Box::new_uninit(), Tracker::new(config))`) then builds it in place,
+    /// instead of in a stack frame of the tracker's whole size.
+    #[inline(always)]
     pub fn new(config: Config) -> Self {
         Tracker {
             config,
@@ -302,6 +307,103 @@ impl<const PLIES: usize> Tracker<PLIES> {
             centre_since: None,
             first_look: false,
         }
+    }
+
+    /// Makes this tracker what [`Tracker::new`] makes, in place. A tracker restarted
+    /// this way (a flip, a correction) needs no second tracker's worth of stack, which a
+    /// new one built and moved into place takes: on a microcontroller that is most of the
+    /// stack. Every field is named, so a field added to the tracker must be reset here.
+    pub fn reset(&mut self, config: Config) {
+        let Tracker {
+            config: c,
+            phys,
+            state,
+            kind,
+            start,
+            start_hash,
+            castling_mode,
+            records,
+            confirmed,
+            confirmed_pos,
+            tip,
+            seen_ms,
+            shown_ms,
+            hidden,
+            order_alerted,
+            back_from_outage,
+            joint,
+            stood,
+            last_confirmed_seen_ms,
+            result,
+            last_change_ms,
+            dirty,
+            at_tip,
+            tip_left_ms,
+            seen_boards,
+            shown_boards,
+            pressed_boards,
+            touched_off_tip,
+            unexplained_since,
+            mismatch,
+            last_dump_request,
+            last_dump_ms,
+            dump_leaves,
+            pending_press,
+            lever,
+            last_press_ms,
+            clocks,
+            last_clock_state,
+            armed_orientation,
+            full_reported,
+            resumed_at,
+            away_since,
+            centre_since,
+            first_look,
+        } = self;
+        *c = config;
+        *phys = PhysBoard::new();
+        *state = GameState::Idle;
+        *kind = StartKind::Standard;
+        *start = Chess::default();
+        *start_hash = placement_hash(Chess::default().board());
+        *castling_mode = CastlingMode::Standard;
+        records.clear();
+        *confirmed = 0;
+        *confirmed_pos = Chess::default();
+        *tip = Chess::default();
+        *seen_ms = [0; MAX_PROVISIONAL];
+        *shown_ms = [0; MAX_PROVISIONAL];
+        *hidden = [false; MAX_PROVISIONAL];
+        *order_alerted = None;
+        *back_from_outage = false;
+        *joint = [false; MAX_PROVISIONAL];
+        *stood = [false; MAX_PROVISIONAL];
+        *last_confirmed_seen_ms = 0;
+        *result = None;
+        *last_change_ms = 0;
+        *dirty = false;
+        *at_tip = false;
+        *tip_left_ms = 0;
+        seen_boards.clear();
+        shown_boards.clear();
+        pressed_boards.clear();
+        *touched_off_tip = Bitboard::EMPTY;
+        *unexplained_since = None;
+        *mismatch = None;
+        *last_dump_request = None;
+        *last_dump_ms = None;
+        *dump_leaves = None;
+        pending_press.clear();
+        *lever = None;
+        *last_press_ms = [None; 2];
+        *clocks = Clocks::new();
+        *last_clock_state = ClockState::default();
+        *armed_orientation = None;
+        *full_reported = false;
+        *resumed_at = 0;
+        *away_since = None;
+        *centre_since = None;
+        *first_look = false;
     }
 
     /// The settings in use.
