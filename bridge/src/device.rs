@@ -60,6 +60,9 @@ pub struct DeviceConfig {
     pub reopen_ms: u64,
     /// Period of [`Up::Status`].
     pub status_ms: u64,
+    /// Events kept of the board's event log after an outage, the newest (see
+    /// [`Link::limit_event_log`]).
+    pub log_events: usize,
 }
 
 impl DeviceConfig {
@@ -73,6 +76,7 @@ impl DeviceConfig {
             bridge_queue: 4096,
             reopen_ms: 1_000,
             status_ms: 1_000,
+            log_events: 1_024,
         }
     }
 }
@@ -308,6 +312,7 @@ impl Device {
 
     fn open_link(&mut self, now: u64) {
         let mut link = Link::open(now, self.config.session.link);
+        link.limit_event_log(self.config.log_events);
         self.board_out.extend(link.take_output());
         self.opening = Some(link);
     }
@@ -415,6 +420,7 @@ impl Device {
 
     /// Plans the lines a host with `r` is missing, then numbers again the state it does not
     /// journal; both go out after the lines, in that order.
+    #[inline(never)]
     fn resume(&mut self, r: &Resume) {
         self.session.set_number(r.board);
         let mut lines = VecDeque::new();
@@ -511,6 +517,9 @@ impl Device {
         self.resuming = Some(r);
     }
 
+    // Not inlined: an action may restart the session's tracker, whose construction takes
+    // a large stack frame; inlined, every frame from the host would pay for it.
+    #[inline(never)]
     fn action(&mut self, now: u64, id: u16, action: Action) {
         let outcome = match action {
             Action::Flip => self.session.flip(now).map(|_| ()),

@@ -8,15 +8,16 @@
 //!
 //! A ply takes 12 bytes (UCI move, `%clk`, `%emt`): a 600-ply game 7 KiB. The SAN and the
 //! position after each ply are made again, when a line is sent, by replaying the moves
-//! from the start position ([`LineCursor`]), as the core writes its PGN.
+//! from the start position ([`LineCursor`], the core's [`Replay`]).
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use dgt_core::{FenText, position_from_fen};
-use shakmaty::san::SanPlus;
+use dgt_core::{FenText, Replay, ResumePly, position_from_fen};
+use shakmaty::Chess;
 use shakmaty::uci::UciMove;
-use shakmaty::{Chess, Position};
+
+use crate::convert::move_wire;
 
 use crate::wire::{
     DisplayWire, EndWire, GameKey, GameStart, LineHead, MoveWire, Record, ResultWire, StartWire,
@@ -24,6 +25,8 @@ use crate::wire::{
 
 /// `%clk`/`%emt` not known.
 const NONE: u32 = u32::MAX;
+/// Plies a game log grows by.
+const GROWTH: usize = 64;
 
 /// One confirmed ply, compactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +115,11 @@ impl GameLog {
             Record::Move { confirmed: true, mv } => {
                 let Some(ply) = Ply::of(mv) else { return false };
                 self.plies.truncate(usize::from(mv.ply).saturating_sub(1));
+                if self.plies.len() == self.plies.capacity() {
+                    // A few plies at a time rather than doubling: on a device the spare half
+                    // of a doubled buffer is memory another board's worth of RAM.
+                    self.plies.reserve_exact(GROWTH);
+                }
                 self.plies.push(ply);
             }
             Record::TakenBack { to_ply, .. } => self.plies.truncate(usize::from(*to_ply)),
@@ -170,22 +178,20 @@ impl GameLog {
     }
 }
 
-/// The confirmed moves of a [`GameLog`] from a ply on, made again one at a time (the SAN
-/// and the position after each, by replaying from the start).
+/// The confirmed moves of a [`GameLog`] from a ply on, made again one at a time by a
+/// [`Replay`] from the start position (the SAN and the position after each).
 #[derive(Clone, Debug)]
 pub struct LineCursor {
-    pos: Chess,
-    /// The next ply (0-based) to send.
-    next: usize,
+    replay: Replay,
 }
 
 impl LineCursor {
     /// A cursor at `from_ply` (1-based) of `log`: the plies before are replayed now.
     pub fn new(log: &GameLog, from_ply: u16) -> LineCursor {
-        let mut c = LineCursor { pos: log.start_position(), next: 0 };
+        let mut c = LineCursor { replay: Replay::new(log.start_position()) };
         let skip = usize::from(from_ply.max(1) - 1).min(log.plies.len());
-        while c.next < skip {
-            if c.step(log).is_none() {
+        while usize::from(c.replay.plies()) < skip {
+            if c.next_move(log).is_none() {
                 break;
             }
         }
@@ -194,31 +200,15 @@ impl LineCursor {
 
     /// The position before the next ply, as FEN.
     pub fn fen(&self) -> String {
-        FenText::of(&self.pos).to_string()
+        FenText::of(self.replay.position()).to_string()
     }
 
     /// The next move, or `None` at the end (or at a ply that does not replay, which a
     /// session never confirms).
     pub fn next_move(&mut self, log: &GameLog) -> Option<MoveWire> {
-        let ply = *log.plies.get(self.next)?;
-        let white = self.pos.turn().is_white();
-        let san = self.step(log)?;
-        Some(MoveWire {
-            ply: self.next as u16,
-            white,
-            uci: ply.uci.to_string(),
-            san: san.to_string(),
-            clk: ply.clk(),
-            emt: ply.emt(),
-            fen: self.fen(),
-        })
-    }
-
-    fn step(&mut self, log: &GameLog) -> Option<SanPlus> {
-        let ply = log.plies.get(self.next)?;
-        let m = ply.uci.to_move(&self.pos).ok()?;
-        self.next += 1;
-        Some(SanPlus::from_move_and_play_unchecked(&mut self.pos, m))
+        let ply = log.plies.get(usize::from(self.replay.plies()))?;
+        let info = self.replay.play(ResumePly { uci: ply.uci, clk: ply.clk(), emt: ply.emt() })?;
+        Some(move_wire(&info))
     }
 }
 

@@ -23,7 +23,9 @@ use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use dgt_session::{Effect, LinkState};
+use alloc::format;
+
+use dgt_session::{Alert, AlertCode, AlertLevel, Effect, LinkState};
 
 use crate::convert::{Unreadable, effect_of};
 use crate::game::{GameLog, Ply};
@@ -101,6 +103,8 @@ pub struct HostEnd {
     battery: Option<u8>,
     stats: HostStats,
     last_unreadable: Option<Unreadable>,
+    /// The bridge was lost and the operator told; the next resume tells them it is back.
+    away: bool,
 }
 
 impl HostEnd {
@@ -129,6 +133,7 @@ impl HostEnd {
             battery: None,
             stats: HostStats::default(),
             last_unreadable: None,
+            away: false,
         };
         h.resume();
         h
@@ -223,7 +228,8 @@ impl HostEnd {
         matches!(self.sync, Sync::Live { .. })
     }
 
-    /// The bridge is gone: the board is not heard. A resume is asked for when it is back.
+    /// The bridge is gone: the board is not heard, and the operator is told. A resume is
+    /// asked for when it is back.
     pub fn lost(&mut self) {
         self.line = None;
         self.sync = Sync::Waiting;
@@ -231,6 +237,16 @@ impl HostEnd {
         if self.link != LinkState::NotResponding {
             self.link = LinkState::NotResponding;
             self.effects.push_back((Some(Effect::Link(LinkState::NotResponding)), 0));
+        }
+        if !self.away {
+            self.away = true;
+            let message = format!(
+                "Board {}: its relay box does not answer on the bridge. The box keeps the game; what was played \
+                 meanwhile comes when the bridge is back. Check the box's cable and power.",
+                self.board
+            );
+            let alert = Alert::new(AlertCode::NotResponding, AlertLevel::Error, message);
+            self.effects.push_back((Some(Effect::Alert(alert)), 0));
         }
     }
 
@@ -297,6 +313,15 @@ impl HostEnd {
                 if self.sync == Sync::Waiting {
                     self.end_line();
                     self.sync = Sync::Live { last: seq };
+                    if self.away {
+                        self.away = false;
+                        let message = format!(
+                            "Board {}: its relay box is back on the bridge; the game is brought up to date.",
+                            self.board
+                        );
+                        let alert = Alert::new(AlertCode::BoardBack, AlertLevel::Info, message);
+                        self.effects.push_back((Some(Effect::Alert(alert)), 0));
+                    }
                     self.effects.push_back((None, seq));
                 }
             }
