@@ -49,6 +49,9 @@ pub enum AdminError {
     /// The request itself is invalid.
     #[error("{0}")]
     Invalid(String),
+    /// The board's relay box is not connected, or did not answer. Nothing changed.
+    #[error("{0}")]
+    Unreachable(String),
     /// Done in memory, but the journal cannot be written: retried in the background.
     #[error("saved in memory only: the journal cannot be written ({0}); retried every second")]
     Storage(String),
@@ -59,7 +62,9 @@ impl AdminError {
     pub fn status(&self) -> StatusCode {
         match self {
             AdminError::NoBoard => StatusCode::NOT_FOUND,
-            AdminError::Gone | AdminError::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AdminError::Gone | AdminError::Storage(_) | AdminError::Unreachable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             AdminError::Refused(_) | AdminError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
         }
     }

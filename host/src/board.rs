@@ -31,6 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::admin::{AdminCommand, AdminError};
+use crate::bridge::{BridgeAttached, Remote, Source};
 use crate::config::{EventInfo, Pairing};
 use crate::feed::{AlertView, BoardStatus, BoardView, ClockView, Delta, Hub, MoveState, MoveView, Side};
 use crate::port::{Attached, Epoch, PortIo};
@@ -72,6 +73,8 @@ impl SharedTournament {
 pub enum BoardInput {
     /// An identified port of this board: read and write it from now on.
     Attach(Attached),
+    /// A relay box running this board's session: its effects come over the bridge now.
+    Bridge(BridgeAttached),
     /// An operator command, answered when done.
     Admin(AdminCommand, oneshot::Sender<Result<(), AdminError>>),
     /// A correction checked, not made (`?dry_run=1`): the corrected moves, or why the
@@ -90,6 +93,7 @@ impl std::fmt::Debug for BoardInput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BoardInput::Attach(a) => f.debug_tuple("Attach").field(a).finish(),
+            BoardInput::Bridge(b) => f.debug_tuple("Bridge").field(&b.path).finish(),
             BoardInput::Admin(c, _) => f.debug_tuple("Admin").field(c).finish(),
             BoardInput::CheckCorrection { from_ply, moves, .. } => {
                 f.debug_struct("CheckCorrection").field("from_ply", from_ply).field("moves", moves).finish()
@@ -133,7 +137,7 @@ struct Port {
 /// One board. See the module docs.
 pub struct BoardTask {
     number: u32,
-    session: BoardSession,
+    session: Source,
     svc: Services,
     port: Option<Port>,
     game: Option<LiveGame>,
@@ -174,7 +178,7 @@ impl BoardTask {
             svc.tournament.lock().event.time_control.as_deref().and_then(|t| t.parse().ok());
         let mut task = BoardTask {
             number,
-            session: BoardSession::new(number, serial, config),
+            session: Source::Local(Box::new(BoardSession::new(number, serial, config))),
             svc,
             port: None,
             game: None,
@@ -231,14 +235,16 @@ impl BoardTask {
                 msg = input.recv() => match msg {
                     None => break,
                     Some(BoardInput::Attach(a)) => self.attach(a),
+                    Some(BoardInput::Bridge(b)) => self.attach_bridge(b),
                     Some(BoardInput::Admin(cmd, reply)) => {
                         let r = self.admin(cmd).await;
                         let _ = reply.send(r);
                     }
                     Some(BoardInput::CheckCorrection { from_ply, moves, reply }) => {
-                        let _ = reply.send(self.check_correction(from_ply, &moves));
+                        let _ = reply.send(self.check_correction(from_ply, &moves).await);
                     }
                 },
+                up = self.session.recv() => self.session.take(up),
                 n = read_port(&mut self.port, &mut buf) => {
                     let now = self.now();
                     match n {
@@ -272,8 +278,22 @@ impl BoardTask {
             let _ = old.released.send("the board appeared on another port".into());
         }
         let now = self.now();
-        self.port = Some(Port { path: a.path.clone(), io: a.io, released: a.released });
-        self.session.attach(now, a.link, &a.path);
+        if self.session.attach(now, a.link, &a.path) {
+            self.port = Some(Port { path: a.path.clone(), io: a.io, released: a.released });
+        } else {
+            let _ = a.released.send("the board's session runs on a relay box (bridge)".into());
+        }
+    }
+
+    /// The board's session runs on a relay box from now on: its port, if any, is given
+    /// back, and the journal is brought up to the box's game (see [`crate::bridge`]).
+    fn attach_bridge(&mut self, b: BridgeAttached) {
+        if let Some(old) = self.port.take() {
+            let _ = old.released.send("the board is on a relay box's bridge".into());
+        }
+        let now = self.now();
+        let remote = Remote::new(b, self.number, self.game.as_ref().map(|g| &g.rec), now);
+        self.session = Source::Remote(Box::new(remote));
     }
 
     /// The port is gone: the session keeps the board, the port task reopens it.
@@ -292,6 +312,11 @@ impl BoardTask {
             }
             self.apply(effect).await;
         }
+        let key = self
+            .game
+            .as_ref()
+            .map(|g| dgt_bridge::GameKey { round: g.rec.header.round, board: g.rec.header.board });
+        self.session.applied(key, self.pending.is_empty());
     }
 
     async fn apply(&mut self, effect: Effect) {
@@ -616,15 +641,16 @@ impl BoardTask {
 
     /// A correction as the session would make it, made on nothing: each corrected move
     /// with the position after it.
-    fn check_correction(
-        &self,
+    async fn check_correction(
+        &mut self,
         from_ply: u32,
         moves: &[String],
     ) -> Result<Vec<(MoveView, String)>, AdminError> {
         if self.game.is_none() {
             return Err(dgt_session::AdminError::NoGame.into());
         }
-        let checked = self.session.check_correction(self.now(), from_ply as usize, moves)?;
+        let now = self.now();
+        let checked = self.session.check_correction(now, from_ply as usize, moves).await?;
         Ok(checked.iter().map(|m| (MoveView::from(m), m.fen.to_string())).collect())
     }
 
@@ -653,20 +679,20 @@ impl BoardTask {
                 if self.game.is_none() {
                     return Err(dgt_session::AdminError::NoGame.into());
                 }
-                self.session.set_result(now, r)?;
+                self.session.set_result(now, r).await?;
             }
             AdminCommand::Flip => {
                 if self.game.is_none() {
                     return Err(dgt_session::AdminError::NoGame.into());
                 }
-                self.session.flip(now)?;
+                self.session.flip(now).await?;
             }
-            AdminCommand::NewGame(fen) => self.session.new_game(now, fen.as_deref())?,
+            AdminCommand::NewGame(fen) => self.session.new_game(now, fen.as_deref()).await?,
             AdminCommand::Correct { from_ply, moves } => {
                 if self.game.is_none() {
                     return Err(dgt_session::AdminError::NoGame.into());
                 }
-                self.session.correct(now, from_ply as usize, &moves)?;
+                self.session.correct(now, from_ply as usize, &moves).await?;
             }
         }
         self.apply_effects().await;
