@@ -42,6 +42,10 @@ use crate::wire::{
 pub const MAX_ALERTS: usize = 8;
 /// A line's next move is made once fewer bytes than this wait for the host.
 const LINE_LOW_WATER: usize = 256;
+/// A running clock's reading goes to the host at most this often; a change of which clock
+/// runs, or of a flag, goes at once. The host counts down between readings, and every
+/// move carries its own `%clk`.
+pub const CLOCK_EVERY_MS: u64 = 1_000;
 
 /// How a device behaves.
 #[derive(Clone, Copy, Debug)]
@@ -105,8 +109,10 @@ struct Resuming {
     lines: VecDeque<(Which, u16)>,
     /// The line under way.
     cursor: Option<(Which, LineCursor)>,
-    /// The last record the lines cover.
-    synced: u32,
+    /// The last record the lines cover (`None` once [`Up::Synced`] is sent).
+    synced: Option<u32>,
+    /// The state a host does not journal, numbered again, sent after `Synced`.
+    retell: VecDeque<(u32, Record)>,
 }
 
 /// The relay box. See the module docs.
@@ -132,6 +138,9 @@ pub struct Device {
     link: Option<LinkWire>,
     battery: Option<u8>,
     clock: Option<ClockWire>,
+    /// A clock reading held back ([`CLOCK_EVERY_MS`]), and when the next may go.
+    clock_held: Option<ClockWire>,
+    next_clock: u64,
     resuming: Option<Resuming>,
     next_status: u64,
     /// When a Hello last answered a refused frame (at most one a second).
@@ -162,6 +171,8 @@ impl Device {
             link: None,
             battery: None,
             clock: None,
+            clock_held: None,
+            next_clock: 0,
             resuming: None,
             next_status: now + config.status_ms,
             last_refusal_hello: None,
@@ -227,6 +238,9 @@ impl Device {
         if let Some(r) = self.reopen_at {
             at = at.min(r);
         }
+        if self.clock_held.is_some() {
+            at = at.min(self.next_clock);
+        }
         at
     }
 
@@ -245,6 +259,9 @@ impl Device {
         if now >= self.session.next_deadline() {
             self.session.poll(now);
             self.drain(now);
+        }
+        if self.clock_held.is_some() && now >= self.next_clock {
+            self.clock_reading(now, None);
         }
         if now >= self.next_status {
             self.next_status = now + self.config.status_ms;
@@ -361,17 +378,42 @@ impl Device {
                 }
                 _ => {}
             }
-            if let Some(record) = record_of(&e) {
-                self.tell(record);
+            match record_of(&e) {
+                Some(Record::Clock(c)) => self.clock_reading(now, Some(c)),
+                Some(record) => self.tell(record),
+                None => {}
             }
+        }
+    }
+
+    /// A clock reading (or, with `None`, the one held back, now due): told at once when
+    /// which clock runs or a flag changed, else at most every [`CLOCK_EVERY_MS`].
+    fn clock_reading(&mut self, now: u64, reading: Option<ClockWire>) {
+        let Some(c) = reading.or(self.clock_held) else { return };
+        let told = self.clock_held.or(self.clock);
+        let changed = told.is_none_or(|t| {
+            (t.white_running, t.white_flag, t.black_flag) != (c.white_running, c.white_flag, c.black_flag)
+        });
+        if changed || now >= self.next_clock {
+            self.clock_held = None;
+            self.next_clock = now + CLOCK_EVERY_MS;
+            self.tell(Record::Clock(c));
+        } else {
+            self.clock_held = Some(c);
         }
     }
 
     /// Numbers a record, keeps what a resume needs of it, and sends it.
     fn tell(&mut self, record: Record) {
+        let seq = self.note(&record);
+        self.emit(&Up::Record { seq, record });
+    }
+
+    /// Numbers a record and keeps what a resume needs of it; returns its number.
+    fn note(&mut self, record: &Record) -> u32 {
         self.seq += 1;
         let seq = self.seq;
-        match &record {
+        match record {
             Record::GameStarted { start, new_record: true } => {
                 // The host lags two games behind only if it was away for a whole game:
                 // the older one is not kept.
@@ -394,7 +436,7 @@ impl Device {
                 }
             }
         }
-        self.emit(&Up::Record { seq, record });
+        seq
     }
 
     fn ack(&mut self, seq: u32, key: Option<crate::wire::GameKey>) {
@@ -444,40 +486,37 @@ impl Device {
             lines.push_back((Which::Current, from));
         }
         self.held.clear();
-        self.resuming = Some(Resuming { lines, cursor: None, synced: self.seq });
-        self.tell_state();
+        let synced = self.seq;
+        let retell = self.state_again();
+        self.resuming = Some(Resuming { lines, cursor: None, synced: Some(synced), retell });
         self.pump();
     }
 
-    /// The state a host does not journal, numbered again for a host that resumes.
-    fn tell_state(&mut self) {
+    /// The state a host does not journal, numbered again for a host that resumes (sent
+    /// after the lines, as the queue to the host drains).
+    fn state_again(&mut self) -> VecDeque<(u32, Record)> {
+        let mut state = Vec::new();
         if let Some(s) = self.serial.clone() {
-            self.tell(Record::Board { serial: s });
+            state.push(Record::Board { serial: s });
         }
         if let Some(l) = self.link {
-            self.tell(Record::Link(l));
+            state.push(Record::Link(l));
         }
         if let Some(b) = self.battery {
-            self.tell(Record::Battery(b));
+            state.push(Record::Battery(b));
         }
         if let Some(c) = self.clock {
-            self.tell(Record::Clock(c));
+            state.push(Record::Clock(c));
         }
         let confirmed = self.session.tracker().ply_count(View::Confirmed);
-        let mut provisional = Vec::new();
         self.session.tracker().for_each_move(View::Live, |m| {
             if usize::from(m.ply) > confirmed {
-                provisional.push(move_wire(m));
+                state.push(Record::Move { confirmed: false, mv: move_wire(m) });
             }
         });
-        for mv in provisional {
-            self.tell(Record::Move { confirmed: false, mv });
-        }
-        let alerts: Vec<AlertWire> = self.alerts.drain(..).map(|(_, a)| a).collect();
-        for a in alerts {
-            // Numbered again (and so kept again) by `tell`.
-            self.tell(Record::Alert(a));
-        }
+        // Numbered again, and so kept again by `note`.
+        state.extend(self.alerts.drain(..).map(|(_, a)| Record::Alert(a)));
+        state.into_iter().map(|r| (self.note(&r), r)).collect()
     }
 
     /// Sends the next moves of a resume while the queue to the host is short; at its end,
@@ -509,7 +548,14 @@ impl Device {
                 }
                 continue;
             }
-            self.send_now(&Up::Synced { seq: r.synced });
+            if let Some(seq) = r.synced.take() {
+                self.send_now(&Up::Synced { seq });
+                continue;
+            }
+            if let Some((seq, record)) = r.retell.pop_front() {
+                self.send_now(&Up::Record { seq, record });
+                continue;
+            }
             let held = core::mem::take(&mut self.held);
             self.bridge_out.extend_from_slice(&held);
             return;

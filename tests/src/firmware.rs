@@ -180,6 +180,13 @@ fn carry(
                 {
                     *st = Some(s);
                 }
+                if let Ok(Up::Record { record, .. }) = &f
+                    && std::env::var_os("E2E_BOX_DEBUG").is_some()
+                {
+                    let kind = format!("{record:?}");
+                    let kind: String = kind.chars().take_while(|c| c.is_alphanumeric()).collect();
+                    eprintln!("record {kind}");
+                }
             });
             // The relay down: what the box sends meanwhile goes nowhere.
             if present {

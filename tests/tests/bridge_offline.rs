@@ -310,12 +310,42 @@ fn through_the_bridge(game: usize, profile: Profile, seed: u64, faults: Faults) 
 fn over_a_clean_line_the_host_gets_the_relays_effects_one_for_one() {
     for (game, profile) in [(4, Profile::Slide), (7, Profile::Takeback), (2, Profile::Burst)] {
         let (bench, relay) = through_the_bridge(game, profile, 1, Faults::default());
-        let relay = relay.effects;
-        assert!(relay.iter().any(|e| matches!(e, Effect::Move { state: MoveState::Confirmed, .. })));
-        for (i, (h, r)) in bench.effects.iter().zip(&relay).enumerate() {
+        assert!(relay.effects.iter().any(|e| matches!(e, Effect::Move { state: MoveState::Confirmed, .. })));
+        // Clock readings are thinned on the bridge (see `dgt_bridge::device::CLOCK_EVERY_MS`);
+        // everything else crosses one for one.
+        let (relay_clocks, relay): (Vec<&Effect>, Vec<&Effect>) =
+            relay.effects.iter().partition(|e| matches!(e, Effect::Clock(_)));
+        let (host_clocks, host): (Vec<&Effect>, Vec<&Effect>) =
+            bench.effects.iter().partition(|e| matches!(e, Effect::Clock(_)));
+        for (i, (h, r)) in host.iter().zip(&relay).enumerate() {
             assert_eq!(h, r, "game {game} {profile:?}: effect {i} of {} (host, relay)", relay.len());
         }
-        assert_eq!(bench.effects.len(), relay.len(), "game {game} {profile:?}: as many effects");
+        assert_eq!(host.len(), relay.len(), "game {game} {profile:?}: as many effects");
+        // The host's readings are some of the relay's, in order, with every change of the
+        // clock that runs, and the last one.
+        let mut rest = relay_clocks.iter();
+        assert!(
+            host_clocks.iter().all(|h| rest.any(|r| r == h)),
+            "game {game} {profile:?}: clock readings the relay never had"
+        );
+        let running = |cs: &[&Effect]| {
+            let mut out: Vec<Option<shakmaty::Color>> = cs
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Clock(c) => Some(c.running),
+                    _ => None,
+                })
+                .collect();
+            out.dedup();
+            out
+        };
+        assert_eq!(
+            running(&host_clocks),
+            running(&relay_clocks),
+            "game {game} {profile:?}: every change of the running clock"
+        );
+        assert_eq!(host_clocks.last(), relay_clocks.last(), "game {game} {profile:?}: the last reading");
+        assert!(host_clocks.len() < relay_clocks.len(), "game {game} {profile:?}: readings thinned");
         let stats = bench.host.as_ref().expect("connected").stats();
         assert_eq!((stats.duplicates, stats.gaps, stats.unreadable), (0, 0, 0));
     }

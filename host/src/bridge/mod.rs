@@ -215,8 +215,9 @@ async fn route(
     {
         let (number, board) = relay.board_for_serial(&serial);
         let (tx, rx) = mpsc::channel(UP_QUEUE);
-        let bridge =
-            BridgeAttached { path: shown.to_owned(), hello: h.clone(), ups: rx, downs: downs.clone() };
+        // The board's identity, whether the greeting or a record told it.
+        let hello = DeviceHello { board: Some(serial.clone()), ..h.clone() };
+        let bridge = BridgeAttached { path: shown.to_owned(), hello, ups: rx, downs: downs.clone() };
         if board.send(BoardInput::Bridge(bridge)).await.is_ok() {
             tracing::info!(path = %shown, %serial, board = number, "board identified on the relay box");
             *attached = Some(Attachment { board: number, serial, ups: tx });
@@ -257,11 +258,13 @@ fn refused(v: u8, shown: &str, relay: &Relay, attached: Option<&Attachment>, tro
     alert(relay, attached.map(|a| a.board), AlertLevel::Error, message);
 }
 
-/// Damaged frames since the last report, at most one report a minute.
+/// Damaged frames since the last report, at most one report a minute, on the board's
+/// console (they wait until the box's board is known).
 fn report_bad(bad: u32, shown: &str, relay: &Relay, attached: Option<&Attachment>, trouble: &mut Trouble) {
     if bad <= trouble.reported_bad || trouble.last_report.is_some_and(|t| t.elapsed() < REPORT_EVERY) {
         return;
     }
+    let Some(board) = attached.map(|a| a.board) else { return };
     let new = bad - trouble.reported_bad;
     trouble.reported_bad = bad;
     trouble.last_report = Some(Instant::now());
@@ -270,5 +273,5 @@ fn report_bad(bad: u32, shown: &str, relay: &Relay, attached: Option<&Attachment
         "Bridge {shown}: {new} damaged frame(s) skipped ({bad} since it opened; a checksum or framing error: \
          noise on the line, or another device on it). Nothing of them was taken; what they carried is sent again."
     );
-    alert(relay, attached.map(|a| a.board), AlertLevel::Warning, message);
+    alert(relay, Some(board), AlertLevel::Warning, message);
 }
