@@ -28,12 +28,12 @@ use alloc::collections::VecDeque;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use dgt_core::View;
+use dgt_core::{ResumePly, View};
 use dgt_session::{BoardSession, Effect, Link, LinkState, SessionConfig};
 
 use crate::convert::{game_result, move_wire, record_of, refusal_of};
 use crate::frame::{FrameDecoder, FrameError, encode};
-use crate::game::{GameLog, LineCursor};
+use crate::game::{GameLog, LineCursor, resume_from};
 use crate::wire::{
     Action, AlertWire, ClockWire, DeviceHello, DeviceStatus, Down, LinkWire, Outcome, Record, Resume, Up,
 };
@@ -73,11 +73,13 @@ impl DeviceConfig {
     /// Default settings for a firmware and a platform.
     pub fn new(firmware: &'static str, platform: &'static str) -> DeviceConfig {
         DeviceConfig {
-            session: SessionConfig::default(),
+            // The line gets its room once per game (256 plies, 5 KiB: nearly every game): no
+            // reallocation to fragment the heap.
+            session: SessionConfig { line_capacity: 256, ..SessionConfig::default() },
             firmware,
             platform,
             port: "UART0",
-            bridge_queue: 4096,
+            bridge_queue: 2048,
             reopen_ms: 1_000,
             status_ms: 1_000,
             log_events: 1_024,
@@ -85,7 +87,7 @@ impl DeviceConfig {
     }
 }
 
-/// Memory figures the platform measures, reported in [`Up::Status`].
+/// Figures the platform measures, reported in [`Up::Status`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryUse {
     /// Heap bytes in use.
@@ -94,6 +96,8 @@ pub struct MemoryUse {
     pub heap_peak: u32,
     /// Most stack bytes used.
     pub stack_peak: u32,
+    /// Bytes the UARTs received but could not keep (a receiver overrun).
+    pub uart_lost: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,8 +111,9 @@ enum Which {
 struct Resuming {
     /// Lines still to begin, with their first ply.
     lines: VecDeque<(Which, u16)>,
-    /// The line under way.
-    cursor: Option<(Which, LineCursor)>,
+    /// The line under way, and the ply it ends with (its head's count: moves confirmed
+    /// meanwhile come live, after [`Up::Synced`]).
+    cursor: Option<(Which, LineCursor, u16)>,
     /// The last record the lines cover (`None` once [`Up::Synced`] is sent).
     synced: Option<u32>,
     /// The state a host does not journal, numbered again, sent after `Synced`.
@@ -226,6 +231,7 @@ impl Device {
             heap_used: self.memory.heap_used,
             heap_peak: self.memory.heap_peak,
             stack_peak: self.memory.stack_peak,
+            uart_lost: self.memory.uart_lost,
         }
     }
 
@@ -415,9 +421,14 @@ impl Device {
         let seq = self.seq;
         match record {
             Record::GameStarted { start, new_record: true } => {
-                // The host lags two games behind only if it was away for a whole game:
-                // the older one is not kept.
-                self.previous = self.current.take();
+                // The session has begun another line and handed over the old one's plies:
+                // kept while the host may lack some of that game (it lags two games behind
+                // only if it was away for a whole game: the older one is not kept).
+                let finished = self.session.take_finished_plies();
+                self.previous = self.current.take().filter(|g| g.last_seq > self.acked).map(|mut g| {
+                    g.plies = finished.unwrap_or_default();
+                    g
+                });
                 self.current = Some(GameLog::new(start.clone(), seq));
             }
             Record::Board { serial } => self.serial = Some(serial.clone()),
@@ -431,8 +442,10 @@ impl Device {
                 self.alerts.push_back((seq, a.clone()));
             }
             other => {
-                if let Some(g) = &mut self.current {
-                    g.apply(other);
+                if let Some(g) = &mut self.current
+                    && g.apply_head(other)
+                {
+                    g.last_seq = seq;
                 }
             }
         }
@@ -453,7 +466,9 @@ impl Device {
                 g.key = key;
             }
         }
-        if self.current.as_ref().is_some_and(|g| g.started <= self.acked) {
+        if self.current.as_ref().is_some_and(|g| g.started <= self.acked)
+            || self.previous.as_ref().is_some_and(|g| g.last_seq <= self.acked)
+        {
             self.previous = None;
         }
         let acked = self.acked;
@@ -467,15 +482,16 @@ impl Device {
         self.session.set_number(r.board);
         let mut lines = VecDeque::new();
         let is_host_game = |g: &GameLog| r.key.is_some() && g.key == r.key;
+        let plies = self.session.game_plies();
         if let Some(prev) = self.previous.as_ref().filter(|g| is_host_game(g)) {
-            lines.push_back((Which::Previous, prev.resume_from(r.plies, r.hash)));
+            lines.push_back((Which::Previous, resume_from(&prev.plies, r.plies, r.hash)));
             if self.current.is_some() {
                 lines.push_back((Which::Current, 1));
             }
         } else if let Some(cur) = &mut self.current {
             let from = if is_host_game(cur) {
-                cur.resume_from(r.plies, r.hash)
-            } else if cur.key.is_none() && r.key.is_some() && cur.resume_from(r.plies, r.hash) > 1 {
+                resume_from(plies, r.plies, r.hash)
+            } else if cur.key.is_none() && r.key.is_some() && resume_from(plies, r.plies, r.hash) > 1 {
                 // The host journaled this game but its acknowledgement did not arrive
                 // (it stopped first): its journal holds this game's first plies.
                 cur.key = r.key;
@@ -524,27 +540,24 @@ impl Device {
     fn pump(&mut self) {
         let Some(mut r) = self.resuming.take() else { return };
         while self.bridge_out.len() < LINE_LOW_WATER {
-            if let Some((which, cursor)) = &mut r.cursor {
-                let log = match which {
-                    Which::Previous => self.previous.as_ref(),
-                    Which::Current => self.current.as_ref(),
+            if let Some((which, cursor, end)) = &mut r.cursor {
+                let mv = match self.line(*which) {
+                    Some((_, plies)) => cursor.next_move(&plies[..plies.len().min(usize::from(*end))]),
+                    None => None,
                 };
-                match log.and_then(|l| cursor.next_move(l)) {
+                match mv {
                     Some(mv) => self.send_now(&Up::LineMove(mv)),
                     None => r.cursor = None,
                 }
                 continue;
             }
             if let Some((which, from)) = r.lines.pop_front() {
-                let log = match which {
-                    Which::Previous => self.previous.as_ref(),
-                    Which::Current => self.current.as_ref(),
-                };
-                if let Some(log) = log {
-                    let cursor = LineCursor::new(log, from);
-                    let head = log.head(from, cursor.fen());
+                if let Some((log, plies)) = self.line(which) {
+                    let cursor = LineCursor::new(log, plies, from);
+                    let head = log.head(plies.len(), from, cursor.fen());
+                    let end = head.plies;
                     self.send_now(&Up::Line(head));
-                    r.cursor = Some((which, cursor));
+                    r.cursor = Some((which, cursor, end));
                 }
                 continue;
             }
@@ -561,6 +574,15 @@ impl Device {
             return;
         }
         self.resuming = Some(r);
+    }
+
+    /// A game's log and its plies: the previous game keeps its own, the current game's are
+    /// the session's line.
+    fn line(&self, which: Which) -> Option<(&GameLog, &[ResumePly])> {
+        match which {
+            Which::Previous => self.previous.as_ref().map(|g| (g, g.plies.as_slice())),
+            Which::Current => self.current.as_ref().map(|g| (g, self.session.game_plies())),
+        }
     }
 
     // Not inlined: an action may restart the session's tracker, whose construction takes

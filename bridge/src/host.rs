@@ -5,7 +5,7 @@
 //! # Exactly once
 //! The host keeps a [`GameLog`] mirror of what it was told of the current game (what its
 //! journal holds, or will once the disk takes it). When it (re)connects it sends
-//! [`Resume`] with that game's key, length and [`GameLog::line_hash`]; records are ignored
+//! [`Resume`] with that game's key, length and [`crate::game::line_hash`]; records are ignored
 //! until the device's [`Up::Synced`]. The lines that come are *absolute*: a move at ply
 //! `p` the mirror holds already is skipped, a different one replaces what follows it
 //! (a takeback, then the move), and the line's end truncates a longer mirror and sets the
@@ -28,7 +28,7 @@ use alloc::format;
 use dgt_session::{Alert, AlertCode, AlertLevel, Effect, LinkState};
 
 use crate::convert::{Unreadable, effect_of};
-use crate::game::{GameLog, Ply};
+use crate::game::{GameLog, line_hash, ply_of};
 use crate::wire::{
     Action, DeviceHello, DeviceStatus, Down, GameKey, LineHead, LinkWire, MoveWire, Outcome, Record, Resume,
     Up,
@@ -276,7 +276,7 @@ impl HostEnd {
                 board: self.board,
                 key: m.key,
                 plies: m.plies.len() as u16,
-                hash: m.line_hash(m.plies.len()),
+                hash: line_hash(&m.plies, m.plies.len()),
             },
             None => Resume { board: self.board, ..Resume::default() },
         };
@@ -421,7 +421,7 @@ impl HostEnd {
         let fen_before = core::mem::replace(&mut line.fen, mv.fen.clone());
         let held = self.mirror.as_ref().and_then(|m| m.plies.get(p - 1).copied());
         match held {
-            Some(h) if Some(h) == Ply::of(&mv) => {}
+            Some(h) if Some(h) == ply_of(&mv) => {}
             Some(_) => {
                 let to_ply = mv.ply - 1;
                 if !self.take(Record::TakenBack { to_ply, fen: fen_before }, 0)

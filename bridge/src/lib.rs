@@ -30,6 +30,6 @@ pub mod wire;
 
 pub use device::{Device, DeviceConfig, MemoryUse};
 pub use frame::{FrameDecoder, FrameError, FrameStats, MAX_FRAME, VERSION};
-pub use game::{GameLog, LineCursor, Ply};
+pub use game::{GameLog, LineCursor, line_hash, ply_of, resume_from};
 pub use host::{Answer, HostEnd, HostStats};
 pub use wire::{Action, DeviceHello, DeviceStatus, Down, GameKey, Outcome, Record, Resume, Up};

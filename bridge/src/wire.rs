@@ -139,6 +139,8 @@ pub struct DeviceStatus {
     pub heap_peak: u32,
     /// Most stack bytes used since start (0 when the platform does not measure it).
     pub stack_peak: u32,
+    /// Bytes the UARTs received but could not keep (a receiver overrun).
+    pub uart_lost: u32,
 }
 
 /// One session effect (what [`dgt_session::Effect`] says, without the bytes for the

@@ -7,7 +7,7 @@ use dgt_core::{
 use dgt_protocol::Orientation;
 use shakmaty::uci::UciMove;
 
-use crate::board::{BoardSession, GameLine, PLIES};
+use crate::board::{BoardSession, PLIES};
 use crate::effect::Effect;
 
 /// Why an operator action was refused. Nothing changed.
@@ -81,7 +81,7 @@ impl BoardSession {
         let start_fen = fen.map(|_| dgt_core::FenText::of(&pos).to_string());
         let orientation = if self.flipped { Orientation::Rotated } else { Orientation::Normal };
         let kind = if start_fen.is_some() { StartKind::Fen } else { StartKind::Standard };
-        self.game = Some(GameLine::new(start_fen.clone()));
+        self.begin_line(start_fen.clone());
         self.effects.push_back(Effect::GameStarted {
             orientation,
             kind,

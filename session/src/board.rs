@@ -49,6 +49,10 @@ pub struct SessionConfig {
     pub link: LinkTiming,
     /// How long the clock of a live game may stay stopped before the operator is alerted.
     pub clock_pause_ms: u64,
+    /// Plies the confirmed line has room for from its start (it doubles beyond, up to
+    /// [`PLIES`]). A device sets what most games need, so that a game makes one allocation
+    /// and no reallocation fragments its heap.
+    pub line_capacity: usize,
 }
 
 impl Default for SessionConfig {
@@ -57,6 +61,7 @@ impl Default for SessionConfig {
             tracker: dgt_core::Config::default(),
             link: LinkTiming::default(),
             clock_pause_ms: CLOCK_PAUSE_ALERT_MS,
+            line_capacity: 0,
         }
     }
 }
@@ -88,8 +93,8 @@ pub(crate) struct GameLine {
 }
 
 impl GameLine {
-    pub(crate) fn new(start_fen: Option<String>) -> GameLine {
-        GameLine { start_fen, plies: Vec::new(), result: None, white_clock: None }
+    pub(crate) fn new(start_fen: Option<String>, capacity: usize) -> GameLine {
+        GameLine { start_fen, plies: Vec::with_capacity(capacity), result: None, white_clock: None }
     }
 
     /// The start position and castling mode (the standard start when none is given).
@@ -113,6 +118,8 @@ pub struct BoardSession {
     pub(crate) tracker: Box<Tracker<PLIES>>,
     /// The confirmed line as told, once a game exists.
     pub(crate) game: Option<GameLine>,
+    /// The previous game's plies, from when a new game replaced it until taken.
+    finished: Option<Vec<ResumePly>>,
     /// The tracker's next `GameStarted` is the operator's new game, whose record exists.
     pub(crate) resuming: bool,
     /// The next game starts from this operator position.
@@ -147,6 +154,7 @@ impl BoardSession {
             // Built in its allocation, not on the stack (see `Tracker::new`).
             tracker: Box::write(Box::new_uninit(), Tracker::new(config.tracker)),
             game: None,
+            finished: None,
             resuming: false,
             next_start_fen: None,
             flipped: false,
@@ -207,6 +215,23 @@ impl BoardSession {
         &self.tracker
     }
 
+    /// The confirmed plies of the game as told (what a journal of its effects holds).
+    pub fn game_plies(&self) -> &[ResumePly] {
+        self.game.as_ref().map_or(&[], |g| &g.plies)
+    }
+
+    /// The previous game's confirmed plies, once a new game replaced it; taken once (a
+    /// relay box keeps them for a host that has not seen that game's end).
+    pub fn take_finished_plies(&mut self) -> Option<Vec<ResumePly>> {
+        self.finished.take()
+    }
+
+    /// A new game's line replaces the current one, whose plies are kept until taken.
+    pub(crate) fn begin_line(&mut self, start_fen: Option<String>) {
+        let line = GameLine::new(start_fen, self.config.line_capacity);
+        self.finished = self.game.replace(line).map(|g| g.plies);
+    }
+
     /// The next thing to do, oldest first.
     pub fn next_effect(&mut self) -> Option<Effect> {
         self.effects.pop_front()
@@ -241,7 +266,7 @@ impl BoardSession {
     /// reported as a mismatch. White's clock display, when the journal kept it, is given
     /// back to the tracker: a clock read in the middle of a game cannot tell it.
     pub fn resume(&mut self, now: u64, saved: &SavedGame) {
-        let mut line = GameLine::new(saved.start_fen.clone());
+        let mut line = GameLine::new(saved.start_fen.clone(), self.config.line_capacity);
         line.result = saved.result;
         line.white_clock = saved.white_clock;
         let mut bad = None;
@@ -740,7 +765,7 @@ impl BoardSession {
                     }
                 };
                 self.next_start_fen = None;
-                self.game = Some(GameLine::new(start_fen.clone()));
+                self.begin_line(start_fen.clone());
                 self.effects.push_back(Effect::GameStarted {
                     orientation,
                     kind,
@@ -755,7 +780,7 @@ impl BoardSession {
                 self.health.moves_made();
                 if self.game.is_none() {
                     let orientation = if self.flipped { Orientation::Rotated } else { Orientation::Normal };
-                    self.game = Some(GameLine::new(None));
+                    self.begin_line(None);
                     self.effects.push_back(Effect::GameStarted {
                         orientation,
                         kind: StartKind::Standard,
@@ -766,6 +791,11 @@ impl BoardSession {
                 self.note_clock_side();
                 if let Some(g) = &mut self.game {
                     g.plies.truncate(usize::from(info.ply).saturating_sub(1));
+                    if g.plies.len() == g.plies.capacity() {
+                        // Doubling, but never past what the tracker holds.
+                        let room = (g.plies.len() * 2).clamp(8, PLIES.max(g.plies.len() + 1));
+                        g.plies.reserve_exact(room - g.plies.len());
+                    }
                     g.plies.push(ResumePly { uci: info.uci, clk: info.clk, emt: info.emt });
                 }
                 crate::log::debug!(board = self.number, ply = info.ply, san = %info.san, "move confirmed");

@@ -13,7 +13,8 @@
 //!   once, and the garbage counted on both ends.
 
 use dgt_bridge::wire::{GameStart, StartWire};
-use dgt_bridge::{Device, DeviceConfig, Down, FrameDecoder, GameKey, GameLog, HostEnd, Ply, Up};
+use dgt_bridge::{Device, DeviceConfig, Down, FrameDecoder, GameKey, GameLog, HostEnd, Up};
+use dgt_core::ResumePly;
 use dgt_e2e_tests::offline::{OfflineOptions, Wire, replay_through_tracker};
 use dgt_hil_sim::hands::Profile;
 use dgt_session::{Effect, MoveState};
@@ -96,7 +97,8 @@ impl Journal {
         let mut log = GameLog::new(start, 0);
         log.key = self.key();
         for (uci, clk, emt) in &g.moves {
-            log.plies.push(Ply::new(UciMove::from_ascii(uci.as_bytes()).expect("journaled UCI"), *clk, *emt));
+            let uci = UciMove::from_ascii(uci.as_bytes()).expect("journaled UCI");
+            log.plies.push(ResumePly { uci, clk: *clk, emt: *emt });
         }
         log.result = g.result.as_deref().map(|r| {
             let r = match r {
@@ -121,6 +123,9 @@ struct Faults {
     restarts: Vec<u64>,
     /// One byte of every this many writes of the device is changed on the way (0: none).
     corrupt_every: usize,
+    /// An operator starts a new game on the box at this time, with a tool of their own (not
+    /// through the journaling host, whose cable may be out then).
+    new_game_at: Option<u64>,
 }
 
 /// The device, the line and the host, in virtual time.
@@ -184,6 +189,13 @@ impl Bench {
 
     /// Carries bytes both ways at `now` until nothing moves.
     fn line(&mut self, now: u64) {
+        if self.faults.new_game_at.is_some_and(|t| now >= t) {
+            self.faults.new_game_at = None;
+            let mut bytes = Vec::new();
+            let action = dgt_bridge::Action::NewGame { fen: None };
+            dgt_bridge::frame::encode(&Down::Action { id: 900, action }, &mut bytes).expect("frame");
+            self.device.on_bridge_bytes(now, &bytes);
+        }
         if self.faults.garbage_every_ms > 0 && now >= self.next_garbage {
             self.next_garbage = now + self.faults.garbage_every_ms;
             let garbage = [0x13u8, 0x00, 0xFF, 0x42, 0x07, 0x00, 0x99];
@@ -301,6 +313,9 @@ fn through_the_bridge(game: usize, profile: Profile, seed: u64, faults: Faults) 
         }
     }
     bench.until(offline.end_ms + 1);
+    if let Some(t) = bench.faults.new_game_at {
+        bench.until(t + 20_000);
+    }
     let effects =
         offline.effects.into_iter().map(|(_, e)| e).filter(|e| !matches!(e, Effect::Write(_))).collect();
     (bench, RelaySide { effects, confirmed: offline.confirmed, result: offline.result })
@@ -359,6 +374,7 @@ fn garbage_a_pulled_cable_and_host_restarts_lose_nothing_and_repeat_nothing() {
             pulled: Some((95_000, 104_000)),
             restarts: vec![40_000, 160_000, 161_000],
             corrupt_every: 97,
+            new_game_at: None,
         };
         let (bench, RelaySide { effects: relay, confirmed, result }) =
             through_the_bridge(game, profile, 3, faults);
@@ -392,4 +408,29 @@ fn garbage_a_pulled_cable_and_host_restarts_lose_nothing_and_repeat_nothing() {
         let host = bench.host.expect("connected").stats();
         assert!(host.resumes >= 1 && host.gaps >= 1, "game {game}: lost frames were resumed ({host:?})");
     }
+}
+
+/// The game's end happens while the host is away, then the next game starts: back, the host
+/// gets the end of its game (the box kept that game's plies for it) and the new game, once.
+#[test]
+fn a_host_away_across_the_end_of_a_game_gets_its_end_and_the_next_game() {
+    let games = dgt_e2e_tests::acceptance::worldcup().expect("World Cup games");
+    let opts = OfflineOptions { keep_events: true, ..OfflineOptions::default() };
+    let end = replay_through_tracker(&games[9], Profile::Clean, 5, &opts).end_ms;
+    let faults = Faults {
+        pulled: Some((end - 60_000, end + 8_000)),
+        new_game_at: Some(end + 2_000),
+        ..Faults::default()
+    };
+    let (bench, RelaySide { confirmed, result, .. }) = through_the_bridge(9, Profile::Clean, 5, faults);
+    let j = &bench.journal;
+    assert!(j.misfits.is_empty(), "records that did not fit: {:?}", j.misfits);
+    assert_eq!(j.games.len(), 2, "the game, then the operator's new one: {j:?}");
+    let line: Vec<(String, Option<u32>)> = j.games[0].moves.iter().map(|(u, c, _)| (u.clone(), *c)).collect();
+    assert_eq!(line, confirmed, "the first game whole, its last moves from the box's keeping");
+    assert_eq!(j.games[0].result, result, "its result");
+    assert!(result.is_some(), "the game ended on the board");
+    assert!(j.games[1].moves.is_empty() && j.games[1].result.is_none(), "the new game, empty");
+    let moves = j.moves.len();
+    assert_eq!(moves, confirmed.len(), "every move journaled once");
 }

@@ -50,6 +50,7 @@ fn assert_exact(report: &BoxRunReport, boards: usize) {
         let s = s.unwrap_or_else(|| panic!("box {i} sent no status: {report}"));
         assert!(s.bad_frames > 0, "box {i} counted the garbage it was sent: {report}");
         assert!(s.heap_peak > 0 && s.stack_peak > 0, "box {i} measures its memory: {report}");
+        assert_eq!(s.uart_lost, 0, "box {i} lost no byte its UARTs received: {report}");
     }
     for (serial, alerts) in &report.bridge_alerts {
         assert!(

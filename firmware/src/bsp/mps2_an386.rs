@@ -7,7 +7,10 @@
 //! - SysTick at 1 kHz: the millisecond clock.
 //!
 //! A CMSDK UART holds one received byte; its RX interrupt moves each byte at once into a
-//! queue of [`RX_QUEUE`] bytes, so nothing is lost while the loop is busy. Writes go a
+//! queue ([`BOARD_RX_QUEUE`], [`HOST_RX_QUEUE`] bytes), so nothing is lost while the loop is busy (the tracker's
+//! deepest search takes a while on a microcontroller). A full queue leaves the byte in the
+//! UART and stops the interrupt until the loop has read: QEMU then holds the next bytes
+//! back; a real UART overruns, which is counted ([`MemoryUse::uart_lost`]). Writes go a
 //! byte at a time while the UART is not full; they never wait.
 
 use core::cell::{Cell, RefCell};
@@ -25,8 +28,11 @@ use crate::{MemoryUse, Platform};
 
 /// The system clock.
 const SYSCLK_HZ: u32 = 25_000_000;
-/// Received bytes a UART keeps until the loop reads them.
-pub const RX_QUEUE: usize = 512;
+/// Received bytes the board's UART keeps until the loop reads them: two seconds at 9600
+/// baud, longer than the tracker's deepest search takes.
+pub const BOARD_RX_QUEUE: usize = 2048;
+/// Received bytes the host's UART keeps (its frames are short: acknowledgements, actions).
+pub const HOST_RX_QUEUE: usize = 512;
 
 const UART0: usize = 0x4000_4000;
 const UART1: usize = 0x4000_5000;
@@ -40,6 +46,7 @@ const INTCLEAR: usize = 0x0C;
 const BAUDDIV: usize = 0x10;
 const STATE_TX_FULL: u32 = 1 << 0;
 const STATE_RX_FULL: u32 = 1 << 1;
+const STATE_RX_OVERRUN: u32 = 1 << 3;
 const CTRL_TX_EN: u32 = 1 << 0;
 const CTRL_RX_EN: u32 = 1 << 1;
 const CTRL_RX_INT: u32 = 1 << 3;
@@ -60,20 +67,24 @@ unsafe impl InterruptNumber for Irq {
     }
 }
 
-/// Bytes received, and how many were lost because the queue was full.
-struct RxQueue {
-    bytes: Mutex<RefCell<Deque<u8, RX_QUEUE>>>,
+/// Bytes received, and how many the UART lost (an overrun).
+pub struct RxQueue<const N: usize> {
+    bytes: Mutex<RefCell<Deque<u8, N>>>,
     lost: Mutex<Cell<u32>>,
 }
 
-impl RxQueue {
-    const fn new() -> RxQueue {
+impl<const N: usize> RxQueue<N> {
+    const fn new() -> RxQueue<N> {
         RxQueue { bytes: Mutex::new(RefCell::new(Deque::new())), lost: Mutex::new(Cell::new(0)) }
+    }
+
+    fn lost(&self) -> u32 {
+        critical_section::with(|cs| self.lost.borrow(cs).get())
     }
 }
 
-static BOARD_RX: RxQueue = RxQueue::new();
-static HOST_RX: RxQueue = RxQueue::new();
+static BOARD_RX: RxQueue<BOARD_RX_QUEUE> = RxQueue::new();
+static HOST_RX: RxQueue<HOST_RX_QUEUE> = RxQueue::new();
 static MILLIS: Mutex<Cell<u64>> = Mutex::new(Cell::new(0));
 
 fn read_reg(base: usize, offset: usize) -> u32 {
@@ -87,30 +98,30 @@ fn write_reg(base: usize, offset: usize, value: u32) {
     unsafe { ((base + offset) as *mut u32).write_volatile(value) }
 }
 
-/// A CMSDK APB UART, `embedded-io` on top.
+/// A CMSDK APB UART, `embedded-io` on top, receiving into a queue of `N` bytes.
 #[derive(Debug)]
-pub struct CmsdkUart {
+pub struct CmsdkUart<const N: usize> {
     base: usize,
-    rx: Option<&'static RxQueue>,
+    rx: Option<&'static RxQueue<N>>,
 }
 
-impl core::fmt::Debug for RxQueue {
+impl<const N: usize> core::fmt::Debug for RxQueue<N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("RxQueue")
     }
 }
 
-impl CmsdkUart {
-    fn new(base: usize, baud: u32, rx: Option<&'static RxQueue>) -> CmsdkUart {
+impl<const N: usize> CmsdkUart<N> {
+    fn new(base: usize, baud: u32, rx: Option<&'static RxQueue<N>>) -> CmsdkUart<N> {
         write_reg(base, BAUDDIV, SYSCLK_HZ / baud);
         let ctrl = CTRL_TX_EN | if rx.is_some() { CTRL_RX_EN | CTRL_RX_INT } else { 0 };
         write_reg(base, CTRL, ctrl);
         CmsdkUart { base, rx }
     }
 
-    /// Bytes lost because the receive queue was full.
+    /// Bytes the UART lost (an overrun).
     pub fn lost(&self) -> u32 {
-        self.rx.map_or(0, |q| critical_section::with(|cs| q.lost.borrow(cs).get()))
+        self.rx.map_or(0, RxQueue::lost)
     }
 
     fn put(&mut self, byte: u8) {
@@ -119,11 +130,11 @@ impl CmsdkUart {
     }
 }
 
-impl ErrorType for CmsdkUart {
+impl<const N: usize> ErrorType for CmsdkUart<N> {
     type Error = Infallible;
 }
 
-impl ReadReady for CmsdkUart {
+impl<const N: usize> ReadReady for CmsdkUart<N> {
     fn read_ready(&mut self) -> Result<bool, Infallible> {
         let Some(q) = self.rx else { return Ok(false) };
         // A byte the interrupt has not fetched yet is fetched here too.
@@ -132,7 +143,7 @@ impl ReadReady for CmsdkUart {
     }
 }
 
-impl Read for CmsdkUart {
+impl<const N: usize> Read for CmsdkUart<N> {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Infallible> {
         let Some(q) = self.rx else { return Ok(0) };
         loop {
@@ -154,13 +165,13 @@ impl Read for CmsdkUart {
     }
 }
 
-impl WriteReady for CmsdkUart {
+impl<const N: usize> WriteReady for CmsdkUart<N> {
     fn write_ready(&mut self) -> Result<bool, Infallible> {
         Ok(read_reg(self.base, STATE) & STATE_TX_FULL == 0)
     }
 }
 
-impl Write for CmsdkUart {
+impl<const N: usize> Write for CmsdkUart<N> {
     fn write(&mut self, buf: &[u8]) -> Result<usize, Infallible> {
         let mut n = 0;
         for &b in buf {
@@ -179,7 +190,7 @@ impl Write for CmsdkUart {
     }
 }
 
-impl core::fmt::Write for CmsdkUart {
+impl<const N: usize> core::fmt::Write for CmsdkUart<N> {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         for b in s.bytes() {
             self.put(b);
@@ -188,19 +199,27 @@ impl core::fmt::Write for CmsdkUart {
     }
 }
 
-/// Moves the bytes a UART received into its queue. The interrupt is cleared first: a byte
-/// that arrives after the last look at the UART raises it again (cleared after, it would
-/// leave that byte in the UART with no interrupt to fetch it, and the UART would take no
-/// other).
-fn receive(base: usize, q: &RxQueue) {
+/// Moves the bytes a UART received into its queue, while there is room. The interrupt is
+/// cleared first: a byte that arrives after the last look at the UART raises it again
+/// (cleared after, it would leave that byte in the UART with no interrupt to fetch it). A
+/// full queue leaves the byte in the UART and masks the interrupt until the loop reads.
+fn receive<const N: usize>(base: usize, q: &RxQueue<N>) {
     write_reg(base, INTCLEAR, INT_RX);
     critical_section::with(|cs| {
         let mut bytes = q.bytes.borrow_ref_mut(cs);
-        while read_reg(base, STATE) & STATE_RX_FULL != 0 {
-            let b = read_reg(base, DATA) as u8;
-            if bytes.push_back(b).is_err() {
-                q.lost.borrow(cs).set(q.lost.borrow(cs).get() + 1);
-            }
+        let state = read_reg(base, STATE);
+        if state & STATE_RX_OVERRUN != 0 {
+            write_reg(base, STATE, STATE_RX_OVERRUN);
+            q.lost.borrow(cs).set(q.lost.borrow(cs).get() + 1);
+        }
+        while !bytes.is_full() && read_reg(base, STATE) & STATE_RX_FULL != 0 {
+            let _ = bytes.push_back(read_reg(base, DATA) as u8);
+        }
+        let ctrl = read_reg(base, CTRL);
+        if bytes.is_full() {
+            write_reg(base, CTRL, ctrl & !CTRL_RX_INT);
+        } else if ctrl & CTRL_RX_INT == 0 {
+            write_reg(base, CTRL, ctrl | CTRL_RX_INT);
         }
     });
 }
@@ -224,14 +243,14 @@ unsafe fn DefaultHandler(irqn: i16) {
 }
 
 /// The console (UART2): the boot line and panics.
-pub fn console() -> CmsdkUart {
+pub fn console() -> CmsdkUart<1> {
     CmsdkUart::new(UART2, 115_200, None)
 }
 
 /// The mps2-an386 as a [`Platform`].
 #[derive(Debug)]
 pub struct Mps2An386 {
-    uarts: Option<(CmsdkUart, CmsdkUart)>,
+    uarts: Option<(Board, Host)>,
     heap: &'static super::heap::CountingHeap,
 }
 
@@ -256,12 +275,17 @@ impl Mps2An386 {
     }
 }
 
+/// The board's UART.
+pub type Board = CmsdkUart<BOARD_RX_QUEUE>;
+/// The host's UART.
+pub type Host = CmsdkUart<HOST_RX_QUEUE>;
+
 impl Platform for Mps2An386 {
-    type Board = CmsdkUart;
-    type Host = CmsdkUart;
+    type Board = Board;
+    type Host = Host;
     const NAME: &'static str = "mps2-an386";
 
-    fn uarts(&mut self) -> (CmsdkUart, CmsdkUart) {
+    fn uarts(&mut self) -> (Board, Host) {
         match self.uarts.take() {
             Some(u) => u,
             // Taken twice: fresh handles on the same UARTs (the queues are shared).
@@ -285,6 +309,7 @@ impl Platform for Mps2An386 {
             heap_used: self.heap.used() as u32,
             heap_peak: self.heap.peak() as u32,
             stack_peak: super::stack::peak(),
+            uart_lost: BOARD_RX.lost() + HOST_RX.lost(),
         }
     }
 }

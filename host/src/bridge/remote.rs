@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use dgt_bridge::convert::{admin_error, move_info};
 use dgt_bridge::wire::{EndWire, GameStart, ResultWire, StartWire};
-use dgt_bridge::{Action, Answer, DeviceHello, Down, GameKey, GameLog, HostEnd, Outcome, Ply, Up};
+use dgt_bridge::{Action, Answer, DeviceHello, Down, GameKey, GameLog, HostEnd, Outcome, Up};
 use dgt_core::MoveInfo;
+use dgt_core::ResumePly;
 use dgt_session::{AdminError, Effect, LinkState};
 use shakmaty::uci::UciMove;
 use tokio::sync::mpsc;
@@ -222,7 +223,7 @@ pub fn game_log(rec: &GameRecord) -> GameLog {
     for m in &rec.moves {
         // A journal line that does not read ends the mirror there: the box sends the rest.
         let Ok(uci) = UciMove::from_ascii(m.uci.as_bytes()) else { break };
-        log.plies.push(Ply::new(uci, m.clk, m.emt));
+        log.plies.push(ResumePly { uci, clk: m.clk, emt: m.emt });
     }
     log.result = rec.result.as_deref().and_then(|r| {
         let r = match r {
