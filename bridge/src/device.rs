@@ -32,12 +32,15 @@ use dgt_core::{ResumePly, View};
 use dgt_session::{BoardSession, Effect, Link, LinkState, SessionConfig};
 
 use crate::convert::{game_result, move_wire, record_of, refusal_of};
-use crate::frame::{FrameDecoder, FrameError, encode};
+use crate::frame::{FrameDecoder, FrameError, MAX_ENCODED, encode};
 use crate::game::{GameLog, LineCursor, resume_from};
 use crate::wire::{
     Action, AlertWire, ClockWire, DeviceHello, DeviceStatus, Down, LinkWire, Outcome, Record, Resume, Up,
 };
 
+/// Positions a catch-up search may visit on the device (see
+/// [`dgt_core::Config::catch_up_budget`]): about 170 ms on a Cortex-M4.
+pub const CATCH_UP_BUDGET: u32 = 10_000;
 /// Unacknowledged alerts kept for a host that reconnects.
 pub const MAX_ALERTS: usize = 8;
 /// A line's next move is made once fewer bytes than this wait for the host.
@@ -73,13 +76,19 @@ impl DeviceConfig {
     /// Default settings for a firmware and a platform.
     pub fn new(firmware: &'static str, platform: &'static str) -> DeviceConfig {
         DeviceConfig {
-            // The line gets its room once per game (256 plies, 5 KiB: nearly every game): no
-            // reallocation to fragment the heap.
-            session: SessionConfig { line_capacity: 256, ..SessionConfig::default() },
+            // The line gets room for 300 plies (6 KiB; nearly every game) with its first ply,
+            // a longer game 150 more at a time: few allocations to fragment the heap. A
+            // catch-up search visits at most 10,000 positions (the host's 300,000 take five
+            // seconds on a Cortex-M4, while the board's bytes wait).
+            session: SessionConfig {
+                line_capacity: 300,
+                tracker: dgt_core::Config { catch_up_budget: CATCH_UP_BUDGET, ..dgt_core::Config::default() },
+                ..SessionConfig::default()
+            },
             firmware,
             platform,
             port: "UART0",
-            bridge_queue: 2048,
+            bridge_queue: 1024,
             reopen_ms: 1_000,
             status_ms: 1_000,
             log_events: 1_024,
@@ -89,7 +98,7 @@ impl DeviceConfig {
 
 /// Figures the platform measures, reported in [`Up::Status`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MemoryUse {
+pub struct PlatformFigures {
     /// Heap bytes in use.
     pub heap_used: u32,
     /// Most heap bytes in use at once.
@@ -98,6 +107,8 @@ pub struct MemoryUse {
     pub stack_peak: u32,
     /// Bytes the UARTs received but could not keep (a receiver overrun).
     pub uart_lost: u32,
+    /// The longest turn of the main loop, milliseconds (the board waits that long at most).
+    pub longest_step_ms: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,7 +162,7 @@ pub struct Device {
     /// When a Hello last answered a refused frame (at most one a second).
     last_refusal_hello: Option<u64>,
     dropped: u32,
-    memory: MemoryUse,
+    memory: PlatformFigures,
 }
 
 impl Device {
@@ -164,7 +175,8 @@ impl Device {
             opening: None,
             reopen_at: None,
             board_out: Vec::new(),
-            bridge_out: Vec::new(),
+            // Its whole room at once: the queue never reallocates.
+            bridge_out: Vec::with_capacity(config.bridge_queue + MAX_ENCODED),
             held: Vec::new(),
             frames: FrameDecoder::new(),
             seq: 0,
@@ -182,7 +194,7 @@ impl Device {
             next_status: now + config.status_ms,
             last_refusal_hello: None,
             dropped: 0,
-            memory: MemoryUse::default(),
+            memory: PlatformFigures::default(),
         };
         d.hello(now);
         d.open_link(now);
@@ -211,8 +223,8 @@ impl Device {
         self.pump();
     }
 
-    /// The platform's memory figures, for the next status.
-    pub fn set_memory(&mut self, memory: MemoryUse) {
+    /// The platform's figures, for the next status.
+    pub fn set_memory(&mut self, memory: PlatformFigures) {
         self.memory = memory;
     }
 
@@ -232,6 +244,7 @@ impl Device {
             heap_peak: self.memory.heap_peak,
             stack_peak: self.memory.stack_peak,
             uart_lost: self.memory.uart_lost,
+            longest_step_ms: self.memory.longest_step_ms,
         }
     }
 
@@ -314,7 +327,7 @@ impl Device {
                 // A host that (re)connected resumes afresh: a resume under way, and what
                 // waited behind it, were for the one before.
                 self.resuming = None;
-                self.held.clear();
+                self.held = Vec::new();
                 self.hello(now);
             }
             Down::Resume(r) => self.resume(&r),
@@ -427,6 +440,8 @@ impl Device {
                 let finished = self.session.take_finished_plies();
                 self.previous = self.current.take().filter(|g| g.last_seq > self.acked).map(|mut g| {
                     g.plies = finished.unwrap_or_default();
+                    // Only its plies: the room left in the line is the next game's.
+                    g.plies.shrink_to_fit();
                     g
                 });
                 self.current = Some(GameLog::new(start.clone(), seq));
@@ -501,7 +516,7 @@ impl Device {
             };
             lines.push_back((Which::Current, from));
         }
-        self.held.clear();
+        self.held = Vec::with_capacity(self.config.bridge_queue + MAX_ENCODED);
         let synced = self.seq;
         let retell = self.state_again();
         self.resuming = Some(Resuming { lines, cursor: None, synced: Some(synced), retell });

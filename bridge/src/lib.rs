@@ -28,7 +28,7 @@ pub mod game;
 pub mod host;
 pub mod wire;
 
-pub use device::{Device, DeviceConfig, MemoryUse};
+pub use device::{Device, DeviceConfig, PlatformFigures};
 pub use frame::{FrameDecoder, FrameError, FrameStats, MAX_FRAME, VERSION};
 pub use game::{GameLog, LineCursor, line_hash, ply_of, resume_from};
 pub use host::{Answer, HostEnd, HostStats};

@@ -141,6 +141,8 @@ pub struct DeviceStatus {
     pub stack_peak: u32,
     /// Bytes the UARTs received but could not keep (a receiver overrun).
     pub uart_lost: u32,
+    /// The longest turn of the device's main loop, milliseconds.
+    pub longest_step_ms: u32,
 }
 
 /// One session effect (what [`dgt_session::Effect`] says, without the bytes for the

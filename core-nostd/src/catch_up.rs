@@ -14,8 +14,9 @@ use crate::search::{board_diff, has_two_kings, touched, undoes_own_last};
 /// The most plies a catch-up line has: a board read late at blitz pace for a few seconds.
 pub const CATCH_UP_DEPTH: usize = 12;
 
-/// Positions one catch-up search may visit (a few tens of milliseconds): it runs while the
-/// relay reads the board, so it gives up rather than hold the reading of the other boards.
+/// Positions one catch-up search may visit by default (a few tens of milliseconds on a
+/// host): it runs while the relay reads the board, so it gives up rather than hold the
+/// reading of the other boards. A slower machine sets less ([`crate::Config::catch_up_budget`]).
 pub const CATCH_UP_BUDGET: u32 = 300_000;
 
 /// A catch-up line.
@@ -41,19 +42,20 @@ struct Walk<'a, G> {
 /// The line of fewest plies, `lengths` at most, from `pos` to `target` that moves pieces
 /// only from and to `touched` squares; among lines of that length, the one whose plies the
 /// board reported most in their order (`order`, which rejects a line the board's reports
-/// contradict with None). None when there is none, or when the search visited
-/// [`CATCH_UP_BUDGET`] positions without settling it.
+/// contradict with None). None when there is none, or when the search visited `budget`
+/// positions without settling it.
 pub(crate) fn find_touched_line<G: Fn(&[Move]) -> Option<u8>>(
     pos: &Chess,
     target: &Board,
     touched: Bitboard,
     lengths: core::ops::RangeInclusive<usize>,
     order: &G,
+    budget: u32,
 ) -> Option<CatchUp> {
     if !has_two_kings(target) || !board_diff(pos.board(), target).is_subset(touched) {
         return None;
     }
-    let mut walk = Walk { target, touched, order, budget: CATCH_UP_BUDGET, best: None, tied: false };
+    let mut walk = Walk { target, touched, order, budget, best: None, tied: false };
     for depth in lengths.filter(|&d| (1..=CATCH_UP_DEPTH).contains(&d)) {
         let mut path = LongPath::new();
         if !walk.lines(pos, depth, &mut path) {
@@ -139,8 +141,15 @@ mod tests {
         let mut touched = board_diff(start.board(), end.board());
         // The squares a piece passed through (b5, the bishop's) were reported too.
         touched |= Bitboard::from_square(shakmaty::Square::B5);
-        let found =
-            find_touched_line(&start, end.board(), touched, 1..=CATCH_UP_DEPTH, &|_| Some(0)).expect("found");
+        let found = find_touched_line(
+            &start,
+            end.board(),
+            touched,
+            1..=CATCH_UP_DEPTH,
+            &|_| Some(0),
+            CATCH_UP_BUDGET,
+        )
+        .expect("found");
         // The board alone does not say in which order each side made its moves.
         assert_eq!(found.path.len(), line.len());
         assert!(found.tied);
@@ -153,7 +162,8 @@ mod tests {
             played.push(m).expect("room");
         }
         let order = |path: &[Move]| Some(path.iter().zip(&played).filter(|(a, b)| a == b).count() as u8);
-        let found = find_touched_line(&start, end.board(), touched, 10..=10, &order).expect("found");
+        let found =
+            find_touched_line(&start, end.board(), touched, 10..=10, &order, CATCH_UP_BUDGET).expect("found");
         assert!(!found.tied);
         assert_eq!(play_all(&start, &line), {
             let mut p = start.clone();
@@ -170,6 +180,8 @@ mod tests {
         let end = play_all(&start, &["e2e4", "e7e5", "f1b5", "a7a6", "b5a4"]);
         // Without b5, the bishop cannot have got to a4 in the two moves the line has.
         let touched = board_diff(start.board(), end.board());
-        assert!(find_touched_line(&start, end.board(), touched, 5..=5, &|_| Some(0)).is_none());
+        assert!(
+            find_touched_line(&start, end.board(), touched, 5..=5, &|_| Some(0), CATCH_UP_BUDGET).is_none()
+        );
     }
 }

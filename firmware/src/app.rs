@@ -7,7 +7,7 @@
 
 use alloc::collections::VecDeque;
 
-use dgt_bridge::{Device, DeviceConfig, MemoryUse};
+use dgt_bridge::{Device, DeviceConfig, PlatformFigures};
 use embedded_io::{Read, ReadReady, Write, WriteReady};
 
 /// Bytes read from a UART at a time.
@@ -61,7 +61,7 @@ where
     }
 
     /// The platform's memory figures, for the next status to the host.
-    pub fn set_memory(&mut self, memory: MemoryUse) {
+    pub fn set_memory(&mut self, memory: PlatformFigures) {
         self.device.set_memory(memory);
     }
 

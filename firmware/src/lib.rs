@@ -20,7 +20,7 @@ pub mod app;
 pub mod bsp;
 
 pub use app::App;
-pub use dgt_bridge::{DeviceConfig, MemoryUse};
+pub use dgt_bridge::{DeviceConfig, PlatformFigures};
 
 use embedded_io::{Read, ReadReady, Write, WriteReady};
 
@@ -43,7 +43,7 @@ pub trait Platform {
     /// Sleeps until the next interrupt (a byte, the millisecond tick).
     fn sleep(&self);
     /// Heap and stack figures.
-    fn memory(&self) -> MemoryUse;
+    fn memory(&self) -> PlatformFigures;
 }
 
 /// How often the memory figures are taken (the stack's high-water mark is a scan).
@@ -54,13 +54,15 @@ pub fn run<P: Platform>(mut platform: P, config: DeviceConfig) -> ! {
     let (board, host) = platform.uarts();
     let mut app = App::new(platform.now_ms(), config, board, host);
     let mut next_memory = 0;
+    let mut longest_step = 0;
     loop {
         let now = platform.now_ms();
         if now >= next_memory {
             next_memory = now + MEMORY_EVERY_MS;
-            app.set_memory(platform.memory());
+            app.set_memory(PlatformFigures { longest_step_ms: longest_step, ..platform.memory() });
         }
         app.step(now);
+        longest_step = longest_step.max(u32::try_from(platform.now_ms() - now).unwrap_or(u32::MAX));
         if app.is_idle() {
             platform.sleep();
         }

@@ -15,7 +15,7 @@ use dgt_relay_firmware::{DeviceConfig, FIRMWARE, Platform, run};
 /// The heap: what the RAM leaves after the static data and the stack, which needs about
 /// 22 KiB at its deepest (the tracker's catch-up search); see BENCHMARKS.md for the figures
 /// of one board.
-const HEAP_BYTES: usize = 36 * 1024;
+const HEAP_BYTES: usize = 32 * 1024;
 
 #[global_allocator]
 static HEAP: CountingHeap = CountingHeap::empty();

@@ -49,9 +49,10 @@ pub struct SessionConfig {
     pub link: LinkTiming,
     /// How long the clock of a live game may stay stopped before the operator is alerted.
     pub clock_pause_ms: u64,
-    /// Plies the confirmed line has room for from its start (it doubles beyond, up to
-    /// [`PLIES`]). A device sets what most games need, so that a game makes one allocation
-    /// and no reallocation fragments its heap.
+    /// Plies the confirmed line gets room for with its first ply; a longer game gets half
+    /// as much again at a time (0: the line doubles as it grows), up to [`PLIES`]. A device
+    /// sets what nearly every game needs: a game then makes one allocation, of the size the
+    /// previous game's line freed, so that reallocations do not fragment its heap.
     pub line_capacity: usize,
 }
 
@@ -93,8 +94,8 @@ pub(crate) struct GameLine {
 }
 
 impl GameLine {
-    pub(crate) fn new(start_fen: Option<String>, capacity: usize) -> GameLine {
-        GameLine { start_fen, plies: Vec::with_capacity(capacity), result: None, white_clock: None }
+    pub(crate) fn new(start_fen: Option<String>) -> GameLine {
+        GameLine { start_fen, plies: Vec::new(), result: None, white_clock: None }
     }
 
     /// The start position and castling mode (the standard start when none is given).
@@ -228,7 +229,7 @@ impl BoardSession {
 
     /// A new game's line replaces the current one, whose plies are kept until taken.
     pub(crate) fn begin_line(&mut self, start_fen: Option<String>) {
-        let line = GameLine::new(start_fen, self.config.line_capacity);
+        let line = GameLine::new(start_fen);
         self.finished = self.game.replace(line).map(|g| g.plies);
     }
 
@@ -266,7 +267,7 @@ impl BoardSession {
     /// reported as a mismatch. White's clock display, when the journal kept it, is given
     /// back to the tracker: a clock read in the middle of a game cannot tell it.
     pub fn resume(&mut self, now: u64, saved: &SavedGame) {
-        let mut line = GameLine::new(saved.start_fen.clone(), self.config.line_capacity);
+        let mut line = GameLine::new(saved.start_fen.clone());
         line.result = saved.result;
         line.white_clock = saved.white_clock;
         let mut bad = None;
@@ -789,12 +790,21 @@ impl BoardSession {
                     });
                 }
                 self.note_clock_side();
+                let first = self.config.line_capacity;
                 if let Some(g) = &mut self.game {
                     g.plies.truncate(usize::from(info.ply).saturating_sub(1));
                     if g.plies.len() == g.plies.capacity() {
-                        // Doubling, but never past what the tracker holds.
-                        let room = (g.plies.len() * 2).clamp(8, PLIES.max(g.plies.len() + 1));
-                        g.plies.reserve_exact(room - g.plies.len());
+                        // With a configured room: that room with the first ply (by then the
+                        // previous game's line has been handed over and freed, and its block is
+                        // there to take), then half as much again at a time. Without: doubling.
+                        // Never past what the tracker holds.
+                        let len = g.plies.len();
+                        let room = match (len, first) {
+                            (0, f) if f > 0 => f,
+                            (_, f) if f > 0 => (len + f / 2).clamp(len + 1, PLIES.max(len + 1)),
+                            _ => (len * 2).clamp(8, PLIES.max(len + 1)),
+                        };
+                        g.plies.reserve_exact(room - len);
                     }
                     g.plies.push(ResumePly { uci: info.uci, clk: info.clk, emt: info.emt });
                 }

@@ -33,7 +33,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let order = |path: &[shakmaty::Move]| {
             self.explains_placements(path, touched, since).then(|| self.plies_in_reported_order(path))
         };
-        let Some(found) = find_touched_line(&self.confirmed_pos, target, touched, lengths, &order) else {
+        let budget = self.config.catch_up_budget;
+        let Some(found) = find_touched_line(&self.confirmed_pos, target, touched, lengths, &order, budget)
+        else {
             return false;
         };
         let hidden = found.tied && !self.back_from_outage;

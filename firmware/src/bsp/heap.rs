@@ -1,15 +1,15 @@
-//! The heap: `embedded-alloc`'s first-fit allocator over a static array, counting the
+//! The heap: `embedded-alloc`'s TLSF allocator (two-level segregated fit: bounded time, little fragmentation) over a static array, counting the
 //! bytes in use and their peak (the figures the host gets in the bridge's status).
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use embedded_alloc::LlffHeap;
+use embedded_alloc::TlsfHeap;
 
 /// An allocator that counts.
 pub struct CountingHeap {
-    heap: LlffHeap,
+    heap: TlsfHeap,
     used: AtomicUsize,
     peak: AtomicUsize,
 }
@@ -23,7 +23,7 @@ impl core::fmt::Debug for CountingHeap {
 impl CountingHeap {
     /// A heap with no memory yet; see [`CountingHeap::init`].
     pub const fn empty() -> CountingHeap {
-        CountingHeap { heap: LlffHeap::empty(), used: AtomicUsize::new(0), peak: AtomicUsize::new(0) }
+        CountingHeap { heap: TlsfHeap::empty(), used: AtomicUsize::new(0), peak: AtomicUsize::new(0) }
     }
 
     /// Gives the heap its memory. Call once, before the first allocation.
@@ -44,7 +44,7 @@ impl CountingHeap {
     }
 }
 
-// SAFETY: every call is passed on unchanged to `LlffHeap`, a sound allocator; the counters
+// SAFETY: every call is passed on unchanged to `TlsfHeap`, a sound allocator; the counters
 // do not affect what is allocated.
 unsafe impl GlobalAlloc for CountingHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {

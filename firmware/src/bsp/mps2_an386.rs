@@ -10,7 +10,7 @@
 //! queue ([`BOARD_RX_QUEUE`], [`HOST_RX_QUEUE`] bytes), so nothing is lost while the loop is busy (the tracker's
 //! deepest search takes a while on a microcontroller). A full queue leaves the byte in the
 //! UART and stops the interrupt until the loop has read: QEMU then holds the next bytes
-//! back; a real UART overruns, which is counted ([`MemoryUse::uart_lost`]). Writes go a
+//! back; a real UART overruns, which is counted ([`PlatformFigures::uart_lost`]). Writes go a
 //! byte at a time while the UART is not full; they never wait.
 
 use core::cell::{Cell, RefCell};
@@ -24,7 +24,7 @@ use critical_section::Mutex;
 use embedded_io::{ErrorType, Read, ReadReady, Write, WriteReady};
 use heapless::Deque;
 
-use crate::{MemoryUse, Platform};
+use crate::{Platform, PlatformFigures};
 
 /// The system clock.
 const SYSCLK_HZ: u32 = 25_000_000;
@@ -304,12 +304,13 @@ impl Platform for Mps2An386 {
         cortex_m::asm::wfi();
     }
 
-    fn memory(&self) -> MemoryUse {
-        MemoryUse {
+    fn memory(&self) -> PlatformFigures {
+        PlatformFigures {
             heap_used: self.heap.used() as u32,
             heap_peak: self.heap.peak() as u32,
             stack_peak: super::stack::peak(),
             uart_lost: BOARD_RX.lost() + HOST_RX.lost(),
+            longest_step_ms: 0,
         }
     }
 }
