@@ -291,11 +291,12 @@ fn main() -> anyhow::Result<()> {
         let Some(st) = st else { continue };
         let static_ram = s.data + s.bss - s.heap;
         println!(
-            "box {i}: heap peak {} B, stack peak {} B, {} bytes lost by its UARTs; RAM in use at most {} B \
-             (static {} + heap peak + stack peak)",
+            "box {i}: heap peak {} B, stack peak {} B, {} bytes lost by its UARTs, longest loop turn {} ms; RAM \
+             in use at most {} B (static {} + heap peak + stack peak)",
             st.heap_peak,
             st.stack_peak,
             st.uart_lost,
+            st.longest_step_ms,
             static_ram + u64::from(st.heap_peak) + u64::from(st.stack_peak),
             static_ram
         );
