@@ -255,6 +255,10 @@ pub struct Config {
     pub takeback_to_start_max_plies: u16,
     /// A flag fall shown by the clock ends the game.
     pub flag_fall_ends_game: bool,
+    /// Positions a catch-up search (a board many plies ahead of the line) may visit before
+    /// it gives up: the time the tracker may hold the reading of the board. The default
+    /// suits a host; a microcontroller, a hundred times slower, sets less.
+    pub catch_up_budget: u32,
 }
 
 impl Default for Config {
@@ -267,6 +271,7 @@ impl Default for Config {
             chess960: false,
             takeback_to_start_max_plies: 2,
             flag_fall_ends_game: true,
+            catch_up_budget: crate::search::BUDGET,
         }
     }
 }

@@ -54,6 +54,7 @@ pub mod config;
 pub mod event;
 pub mod fen;
 pub mod pgn;
+pub mod replay;
 mod search;
 pub mod timing;
 mod tracker;
@@ -64,6 +65,7 @@ pub use event::{
 };
 pub use fen::{FEN_MAX, FenError, FenText, castling_mode_of, position_from_fen};
 pub use pgn::{GameText, Hms, PgnHeader, PgnPly};
+pub use replay::Replay;
 pub use search::{MAX_DEPTH, board_diff};
 pub use timing::Timing;
 pub use tracker::{GameState, Reading, ResumeError, ResumePly, StartError, Tracker, View};

@@ -275,9 +275,10 @@ impl<'a> Search<'a> {
         Search { ends: Ends::UnderReply(board), touched: None, budget: u32::MAX }
     }
 
-    /// Only over `touched` squares, within [`BUDGET`] positions.
-    pub fn over(self, touched: Bitboard) -> Search<'a> {
-        Search { touched: Some(touched), budget: BUDGET, ..self }
+    /// Only over `touched` squares, within `budget` positions ([`BUDGET`] on a host; see
+    /// [`Config::catch_up_budget`](crate::Config::catch_up_budget)).
+    pub fn over(self, touched: Bitboard, budget: u32) -> Search<'a> {
+        Search { touched: Some(touched), budget, ..self }
     }
 
     /// The lines of the first length in `lengths` that has any line `judge` accepts (it
@@ -536,7 +537,7 @@ mod tests {
         let mut touched = board_diff(start.board(), end.board());
         // The squares a piece passed through (b5, the bishop's) were reported too.
         touched |= Bitboard::from_square(Square::B5);
-        let search = Search::to(end.board()).over(touched);
+        let search = Search::to(end.board()).over(touched, BUDGET);
         let found = search.shortest(&start, 1..=LONGEST, &|_| Ok(Score::default())).expect("found");
         // The board alone does not say in which order each side made its moves.
         assert_eq!(found.line.len(), line.len());
@@ -566,7 +567,7 @@ mod tests {
         let end = play_all(&start, &["e2e4", "e7e5", "f1b5", "a7a6", "b5a4"]);
         // Without b5, the bishop cannot have got to a4 in the two moves the line has.
         let touched = board_diff(start.board(), end.board());
-        let search = Search::to(end.board()).over(touched);
+        let search = Search::to(end.board()).over(touched, BUDGET);
         assert!(search.shortest(&start, 5..=5, &|_| Ok(Score::default())).is_none());
     }
 }

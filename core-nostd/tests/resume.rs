@@ -285,3 +285,26 @@ fn a_resumed_game_keeps_the_clock_sides_it_was_given() {
         (Some(white), Some(black), Some(ClockSide::Left))
     );
 }
+
+/// `Tracker::reset` makes a used tracker what `Tracker::new` makes, field for field (the
+/// debug form names every field), and a game restored on it goes on as on a new one.
+#[test]
+fn a_reset_tracker_is_a_new_one() {
+    let mut s = clocked();
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5", "g1f3"]);
+    assert_ne!(format!("{:?}", s.tracker), format!("{:?}", Tracker::<600>::new(config())));
+    let mut reset = s.tracker.clone();
+    reset.reset(config());
+    assert_eq!(format!("{reset:?}"), format!("{:?}", Tracker::<600>::new(config())));
+    let mut r = restarted(&s);
+    let mut again = restarted(&s);
+    again.tracker = reset;
+    let now = again.now;
+    again
+        .tracker
+        .resume(Chess::default(), CastlingMode::Standard, Orientation::Normal, journal(&s), now, &mut |_| {})
+        .expect("resume");
+    r.dump();
+    again.dump();
+    assert_eq!(movetext(&again), movetext(&r));
+}

@@ -106,6 +106,8 @@ pub struct Config {
     pub ports: Vec<PathBuf>,
     /// Serial ports that carry a chain of boards in DGT's bus mode.
     pub bus: Vec<PathBuf>,
+    /// Serial ports with a relay box on them (the board's session runs on the box).
+    pub bridge: Vec<PathBuf>,
     /// Also look for USB and Bluetooth serial devices.
     pub discover: bool,
     /// Silence after which a board is declared not responding (milliseconds).
@@ -145,6 +147,7 @@ impl Default for Config {
             token: None,
             ports: Vec::new(),
             bus: Vec::new(),
+            bridge: Vec::new(),
             discover: false,
             silence_ms: 5000,
             battery_poll_ms: 60_000,
@@ -171,6 +174,8 @@ struct RawConfig {
     ports: Vec<PathBuf>,
     #[serde(default)]
     bus: Vec<PathBuf>,
+    #[serde(default)]
+    bridge: Vec<PathBuf>,
     #[serde(default)]
     discover: bool,
     silence_ms: Option<Spanned<u64>>,
@@ -324,6 +329,7 @@ impl Config {
         }
         cfg.ports = raw.ports;
         cfg.bus = raw.bus;
+        cfg.bridge = raw.bridge;
         cfg.discover = raw.discover;
         if let Some(s) = raw.silence_ms {
             in_range("silence_ms", *s.get_ref(), 500, 60_000).map_err(|e| at(s.span().start, e))?;

@@ -7,10 +7,12 @@
 //! files ([`export`]) and NATS ([`nats`], also the edges' source). [`tournament`] is the
 //! model they all read (event, rounds, pairings; [`config`] and [`trf`] are read into it).
 //! [`http`] serves the routes on [`server`]; [`relay`] wires everything together and
-//! [`shutdown`] stops it. [`fuzz`] holds the fuzz targets (arbitrary bytes into each input of
+//! [`shutdown`] stops it. A board whose session runs on a relay box comes through a [`bridge`]
+//! instead of a port. [`fuzz`] holds the fuzz targets (arbitrary bytes into each input of
 //! the relay).
 
 pub mod board;
+pub mod bridge;
 pub mod clock;
 pub mod config;
 pub mod delay;

@@ -50,6 +50,10 @@ enum Cmd {
         /// board first (repeatable).
         #[arg(long = "bus")]
         bus: Vec<PathBuf>,
+        /// A serial port with a relay box on it, whose firmware runs the board's session
+        /// (repeatable; see docs/bridge.md).
+        #[arg(long = "bridge")]
+        bridge: Vec<PathBuf>,
         /// Also open every serial device that appears with a DGT board's USB vendor id, and
         /// every Bluetooth RFCOMM port.
         #[arg(long)]
@@ -166,7 +170,7 @@ fn main() -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Cmd::Run { config, ports, bus, discover, trf, round, common } => {
+        Cmd::Run { config, ports, bus, bridge, discover, trf, round, common } => {
             let mut cfg = match &config {
                 Some(path) => Config::load(path)?,
                 None => Config::default(),
@@ -182,12 +186,13 @@ fn main() -> anyhow::Result<()> {
             }
             cfg.ports.extend(ports);
             cfg.bus.extend(bus);
+            cfg.bridge.extend(bridge);
             cfg.discover |= discover;
             apply_common(&mut cfg, common)?;
-            if cfg.ports.is_empty() && cfg.bus.is_empty() && !cfg.discover {
+            if cfg.ports.is_empty() && cfg.bus.is_empty() && cfg.bridge.is_empty() && !cfg.discover {
                 bail!(
-                    "no board to relay: give --port PATH, --bus PATH, --discover, or ports/bus/discover in the \
-                     config"
+                    "no board to relay: give --port PATH, --bus PATH, --bridge PATH, --discover, or \
+                     ports/bus/bridge/discover in the config"
                 );
             }
             run(cfg, clock, None, None)
@@ -390,6 +395,9 @@ async fn serve(
     }
     for p in &cfg.bus {
         relay.add_bus_port(p.clone());
+    }
+    for p in &cfg.bridge {
+        relay.add_bridge(p.clone(), std::time::Duration::from_millis(cfg.silence_ms));
     }
     // An edge's feed comes from the stream.
     let follower = edge.map(|opts| {

@@ -460,6 +460,14 @@ impl Relay {
         ));
     }
 
+    /// Starts the task of a relay box's bridge on `path` (`--bridge`; see
+    /// [`crate::bridge`]); a box silent for `silence` makes its board not responding.
+    pub fn add_bridge(self: &Arc<Self>, path: PathBuf, silence: Duration) {
+        let span = tracing::info_span!("bridge", path = %path.display());
+        let run = crate::bridge::run_bridge(path, Arc::clone(self), self.shutdown.listener(), silence);
+        self.spawn(tracing::Instrument::instrument(run, span));
+    }
+
     /// True when a port task runs for `path`.
     pub fn has_port(&self, path: &std::path::Path) -> bool {
         self.registry.lock().unwrap_or_else(|p| p.into_inner()).ports.contains(path)

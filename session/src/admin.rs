@@ -1,13 +1,13 @@
 //! What an operator may do to a board's game, checked by the core before anything changes.
 
-use alloc::{boxed::Box, format, string::String, string::ToString, vec::Vec};
+use alloc::{format, string::String, string::ToString, vec::Vec};
 use dgt_core::{
-    FenError, GameResult, MoveInfo, ResumeError, ResumePly, StartKind, Tracker, View, position_from_fen,
+    FenError, GameResult, MoveInfo, Replay, ResumeError, ResumePly, StartKind, View, position_from_fen,
 };
 use dgt_protocol::Orientation;
 use shakmaty::uci::UciMove;
 
-use crate::board::{BoardSession, GameLine, PLIES};
+use crate::board::{BoardSession, PLIES};
 use crate::effect::Effect;
 
 /// Why an operator action was refused. Nothing changed.
@@ -81,7 +81,7 @@ impl BoardSession {
         let start_fen = fen.map(|_| dgt_core::FenText::of(&pos).to_string());
         let orientation = if self.flipped { Orientation::Rotated } else { Orientation::Normal };
         let kind = if start_fen.is_some() { StartKind::Fen } else { StartKind::Standard };
-        self.game = Some(GameLine::new(start_fen.clone()));
+        self.begin_line(start_fen.clone());
         self.effects.push_back(Effect::GameStarted {
             orientation,
             kind,
@@ -90,7 +90,7 @@ impl BoardSession {
         });
         self.next_start_fen = start_fen;
         let t = self.t(now);
-        *self.tracker = Tracker::new(self.config.tracker);
+        self.tracker.reset(self.config.tracker);
         self.resuming = true;
         let mut events = Vec::new();
         self.tracker.start_from_position(pos, mode, None, t, &mut |e| events.push(e));
@@ -111,29 +111,21 @@ impl BoardSession {
     /// the correction would be refused. The operator's console asks this before sending.
     pub fn check_correction(
         &self,
-        now: u64,
+        _now: u64,
         from_ply: usize,
         moves: &[String],
     ) -> Result<Vec<MoveInfo>, AdminError> {
-        let (tracker, _, _) = self.corrected(now, from_ply, moves)?;
-        let mut out = Vec::new();
-        tracker.for_each_move(View::Confirmed, |m| {
-            if usize::from(m.ply) >= from_ply {
-                out.push(*m);
-            }
-        });
-        Ok(out)
+        self.corrected(from_ply, moves).map(|(checked, _)| checked)
     }
 
-    /// The game with the confirmed moves from `from_ply` on replaced by `moves`: its tracker,
-    /// the tracker's events and the plies; or why that is refused.
-    #[allow(clippy::type_complexity)]
+    /// The game's plies with the confirmed moves from `from_ply` on replaced by `moves`,
+    /// replayed from the start position (a [`Replay`]: no second tracker): the corrected
+    /// moves and the whole line; or why that is refused.
     fn corrected(
         &self,
-        now: u64,
         from_ply: usize,
         moves: &[String],
-    ) -> Result<(Box<Tracker<PLIES>>, Vec<dgt_core::Event>, Vec<ResumePly>), AdminError> {
+    ) -> Result<(Vec<MoveInfo>, Vec<ResumePly>), AdminError> {
         let Some(g) = &self.game else { return Err(AdminError::NoGame) };
         let have = g.plies.len();
         if from_ply == 0 || from_ply > have + 1 {
@@ -147,30 +139,47 @@ impl BoardSession {
             let uci = UciMove::from_ascii(text.as_bytes()).map_err(|_| AdminError::NotUci(text.clone()))?;
             plies.push(ResumePly { uci, clk: None, emt: None });
         }
-        let (start, mode) = g.start().map_err(|e| AdminError::Journal(e.to_string()))?;
-        let orientation = if self.flipped { Orientation::Rotated } else { Orientation::Normal };
-        let t = self.t(now);
-        let mut tracker: Box<Tracker<PLIES>> = Box::new(Tracker::new(self.config.tracker));
-        let mut events = Vec::new();
-        tracker.resume(start, mode, orientation, plies.iter().copied(), t, &mut |e| events.push(e)).map_err(
-            |e| match e {
-                ResumeError::IllegalMove { ply } if ply >= from_ply => {
-                    AdminError::Illegal { ply, uci: moves[ply - from_ply].clone() }
+        let (start, _) = g.start().map_err(|e| AdminError::Journal(e.to_string()))?;
+        let mut replay = Replay::new(start);
+        let mut checked = Vec::new();
+        for (i, p) in plies.iter().enumerate() {
+            let ply = i + 1;
+            match replay.play(*p) {
+                Some(m) if ply >= from_ply => checked.push(m),
+                Some(_) => {}
+                None if ply >= from_ply => {
+                    return Err(AdminError::Illegal { ply, uci: moves[ply - from_ply].clone() });
                 }
-                ResumeError::IllegalMove { ply } => AdminError::Journal(format!("ply {ply} is not legal")),
-                ResumeError::TooManyPlies => AdminError::TooLong,
-            },
-        )?;
-        Ok((tracker, events, plies))
+                None => return Err(AdminError::Journal(format!("ply {ply} is not legal"))),
+            }
+        }
+        Ok((checked, plies))
     }
 
     /// The operator replaces the confirmed moves from `from_ply` (1-based) on with `moves`
-    /// (UCI). The core plays them from the position before `from_ply`; an illegal one
-    /// refuses the whole correction. The corrected plies have no clock values.
+    /// (UCI). The corrected line is checked first (an illegal move refuses the whole
+    /// correction); then the tracker is restarted in place on it. The corrected plies have
+    /// no clock values.
     pub fn correct(&mut self, now: u64, from_ply: usize, moves: &[String]) -> Result<(), AdminError> {
-        let (tracker, mut events, plies) = self.corrected(now, from_ply, moves)?;
+        let (_, plies) = self.corrected(from_ply, moves)?;
+        let Some(g) = &self.game else { return Err(AdminError::NoGame) };
+        let (start, mode) = g.start().map_err(|e| AdminError::Journal(e.to_string()))?;
+        let orientation = if self.flipped { Orientation::Rotated } else { Orientation::Normal };
+        let t = self.t(now);
+        self.tracker.reset(self.config.tracker);
+        let mut events = Vec::new();
+        let resumed =
+            self.tracker.resume(start, mode, orientation, plies.iter().copied(), t, &mut |e| events.push(e));
+        if let Err(e) = resumed {
+            // The replay took the line, the tracker did not: it goes on with the old line.
+            self.restart_tracker(now);
+            self.flush();
+            return Err(match e {
+                ResumeError::IllegalMove { ply } => AdminError::Journal(format!("ply {ply} is not legal")),
+                ResumeError::TooManyPlies => AdminError::TooLong,
+            });
+        }
         // Accepted: the corrected line replaces the old one from `from_ply` on.
-        self.tracker = tracker;
         self.resuming = false;
         let to_ply = from_ply - 1;
         let mut fen = None;

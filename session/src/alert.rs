@@ -78,12 +78,15 @@ pub enum AlertCode {
     BoardIdle,
     /// The board of an idle game changes again.
     BoardActive,
+    /// A relay box's bridge: frames of another protocol version refused, damaged frames
+    /// skipped, the box not answering (raised by the host's bridge).
+    Bridge,
 }
 
 impl AlertCode {
     /// Every code, in declaration order: for the feed's schema check and the clients' docs.
     /// A test keeps it whole (its match stops compiling when a code is added).
-    pub const ALL: [AlertCode; 26] = [
+    pub const ALL: [AlertCode; 27] = [
         AlertCode::NotResponding,
         AlertCode::BoardBack,
         AlertCode::PositionMismatch,
@@ -110,6 +113,7 @@ impl AlertCode {
         AlertCode::PortIdentified,
         AlertCode::BoardIdle,
         AlertCode::BoardActive,
+        AlertCode::Bridge,
     ];
 
     /// The stable string (`not_responding`, ...), as serialised.
@@ -141,6 +145,7 @@ impl AlertCode {
             AlertCode::PortIdentified => "port_identified",
             AlertCode::BoardIdle => "board_idle",
             AlertCode::BoardActive => "board_active",
+            AlertCode::Bridge => "bridge",
         }
     }
 }
@@ -207,6 +212,7 @@ mod tests {
                 AlertCode::PortIdentified => 23,
                 AlertCode::BoardIdle => 24,
                 AlertCode::BoardActive => 25,
+                AlertCode::Bridge => 26,
             };
             assert_eq!(place, i, "{code}");
         }

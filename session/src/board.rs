@@ -52,6 +52,11 @@ pub struct SessionConfig {
     /// How long the clock of a live game may run with nothing changing on the board before
     /// the operator is alerted.
     pub board_idle_ms: u64,
+    /// Plies the confirmed line gets room for with its first ply; a longer game gets half
+    /// as much again at a time (0: the line doubles as it grows), up to [`PLIES`]. A device
+    /// sets what nearly every game needs: a game then makes one allocation, of the size the
+    /// previous game's line freed, so that reallocations do not fragment its heap.
+    pub line_capacity: usize,
 }
 
 impl Default for SessionConfig {
@@ -61,6 +66,7 @@ impl Default for SessionConfig {
             link: LinkTiming::default(),
             clock_pause_ms: CLOCK_PAUSE_ALERT_MS,
             board_idle_ms: BOARD_IDLE_ALERT_MS,
+            line_capacity: 0,
         }
     }
 }
@@ -117,6 +123,8 @@ pub struct BoardSession {
     pub(crate) tracker: Box<Tracker<PLIES>>,
     /// The confirmed line as told, once a game exists.
     pub(crate) game: Option<GameLine>,
+    /// The previous game's plies, from when a new game replaced it until taken.
+    finished: Option<Vec<ResumePly>>,
     /// The tracker's next `GameStarted` is the operator's new game, whose record exists.
     pub(crate) resuming: bool,
     /// The next game starts from this operator position.
@@ -149,8 +157,10 @@ impl BoardSession {
             link: None,
             port: None,
             state: LinkState::Offline,
-            tracker: Box::new(Tracker::new(config.tracker)),
+            // Built in its allocation, not on the stack (see `Tracker::new`).
+            tracker: Box::write(Box::new_uninit(), Tracker::new(config.tracker)),
             game: None,
+            finished: None,
             resuming: false,
             next_start_fen: None,
             flipped: false,
@@ -168,6 +178,12 @@ impl BoardSession {
     /// The board number.
     pub fn number(&self) -> u32 {
         self.number
+    }
+
+    /// Renumbers the board (the number its alerts name): a relay box learns the number
+    /// from its host after its session started.
+    pub fn set_number(&mut self, number: u32) {
+        self.number = number;
     }
 
     /// The serial number, once known.
@@ -203,6 +219,23 @@ impl BoardSession {
     /// The tracker, for queries (the live `Clock` tag, the board, the position).
     pub fn tracker(&self) -> &Tracker<PLIES> {
         &self.tracker
+    }
+
+    /// The confirmed plies of the game as told (what a journal of its effects holds).
+    pub fn game_plies(&self) -> &[ResumePly] {
+        self.game.as_ref().map_or(&[], |g| &g.plies)
+    }
+
+    /// The previous game's confirmed plies, once a new game replaced it; taken once (a
+    /// relay box keeps them for a host that has not seen that game's end).
+    pub fn take_finished_plies(&mut self) -> Option<Vec<ResumePly>> {
+        self.finished.take()
+    }
+
+    /// A new game's line replaces the current one, whose plies are kept until taken.
+    pub(crate) fn begin_line(&mut self, start_fen: Option<String>) {
+        let line = GameLine::new(start_fen);
+        self.finished = self.game.replace(line).map(|g| g.plies);
     }
 
     /// The next thing to do, oldest first.
@@ -677,7 +710,7 @@ impl BoardSession {
         let t = self.t(now);
         let orientation = if self.flipped { Orientation::Rotated } else { Orientation::Normal };
         let Some(g) = &self.game else { return };
-        *self.tracker = Tracker::new(self.config.tracker);
+        self.tracker.reset(self.config.tracker);
         self.resuming = false;
         let mut events = Vec::new();
         let result = match g.start() {
@@ -762,7 +795,7 @@ impl BoardSession {
                     }
                 };
                 self.next_start_fen = None;
-                self.game = Some(GameLine::new(start_fen.clone()));
+                self.begin_line(start_fen.clone());
                 self.effects.push_back(Effect::GameStarted {
                     orientation,
                     kind,
@@ -777,7 +810,7 @@ impl BoardSession {
                 self.health.moves_made();
                 if self.game.is_none() {
                     let orientation = if self.flipped { Orientation::Rotated } else { Orientation::Normal };
-                    self.game = Some(GameLine::new(None));
+                    self.begin_line(None);
                     self.effects.push_back(Effect::GameStarted {
                         orientation,
                         kind: StartKind::Standard,
@@ -786,8 +819,22 @@ impl BoardSession {
                     });
                 }
                 self.note_clock_side();
+                let first = self.config.line_capacity;
                 if let Some(g) = &mut self.game {
                     g.plies.truncate(usize::from(info.ply).saturating_sub(1));
+                    if g.plies.len() == g.plies.capacity() {
+                        // With a configured room: that room with the first ply (by then the
+                        // previous game's line has been handed over and freed, and its block is
+                        // there to take), then half as much again at a time. Without: doubling.
+                        // Never past what the tracker holds.
+                        let len = g.plies.len();
+                        let room = match (len, first) {
+                            (0, f) if f > 0 => f,
+                            (_, f) if f > 0 => (len + f / 2).clamp(len + 1, PLIES.max(len + 1)),
+                            _ => (len * 2).clamp(8, PLIES.max(len + 1)),
+                        };
+                        g.plies.reserve_exact(room - len);
+                    }
                     g.plies.push(ResumePly { uci: info.uci, clk: info.clk, emt: info.emt });
                 }
                 crate::log::debug!(board = self.number, ply = info.ply, san = %info.san, "move confirmed");

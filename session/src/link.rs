@@ -39,7 +39,8 @@ pub const MAX_CLOCK_QUEUE: usize = 16;
 /// Unanswered battery polls after which a board that never answered one is not polled
 /// again on this link (a USB board).
 pub const BATTERY_MISSES: u32 = 3;
-/// Most EEPROM events kept from one event log (a full log holds at most 0x1F00 bytes).
+/// Most EEPROM events kept from one event log by default (a full log holds at most 0x1F00
+/// bytes, so nothing is dropped); see [`Link::limit_event_log`].
 pub const MAX_EE_EVENTS: usize = 0x2000;
 
 /// Timing of a link, in milliseconds.
@@ -175,6 +176,8 @@ pub struct Link {
     battery_answered: bool,
     /// An event log being received: its events so far and the payload bytes still due.
     ee: Option<(Vec<EeEvent>, usize)>,
+    /// Most events kept of an event log: the newest.
+    max_ee: usize,
     handshake_attempts: u32,
     next_handshake_ms: u64,
     next_keepalive_ms: u64,
@@ -205,6 +208,7 @@ impl Link {
             battery_misses: 0,
             battery_answered: false,
             ee: None,
+            max_ee: MAX_EE_EVENTS,
             handshake_attempts: 1,
             next_handshake_ms: now + timing.handshake_retry_ms,
             next_keepalive_ms: now,
@@ -217,6 +221,13 @@ impl Link {
         link.send(&[Command::Reset]);
         link.send(&HANDSHAKE);
         link
+    }
+
+    /// Keeps at most `events` events of an event log, the newest (a device with little
+    /// memory): the reconciliation then reaches back as far as they do, and reconstructs
+    /// from the board's position beyond that.
+    pub fn limit_event_log(&mut self, events: usize) {
+        self.max_ee = events.max(1);
     }
 
     /// The timing in use.
@@ -348,6 +359,7 @@ impl Link {
         }
         let mut got: Vec<Got> = Vec::new();
         let ee = &mut self.ee;
+        let max_ee = self.max_ee;
         // Whether a message came (the board is alive), and the bytes thrown away.
         let mut heard = false;
         let mut junk = 0u64;
@@ -387,7 +399,12 @@ impl Link {
                 heard = true;
                 let Some((events, due)) = ee.as_mut() else { return };
                 *due = due.saturating_sub(ee_len(&e));
-                if e != EeEvent::Eof && events.len() < MAX_EE_EVENTS {
+                if e != EeEvent::Eof {
+                    if events.len() >= max_ee {
+                        // The oldest quarter goes: the newest events are the ones that
+                        // reach the board as it is now.
+                        events.drain(..(max_ee / 4).max(1));
+                    }
                     events.push(e);
                 }
                 if (*due == 0 || e == EeEvent::Eof)

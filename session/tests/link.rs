@@ -484,6 +484,38 @@ fn the_event_log_arrives_whole_in_100_byte_chunks_after_3000_nops() {
 }
 
 #[test]
+fn a_limited_link_keeps_the_newest_events_of_a_long_log() {
+    let mut w = Wire::open(Board::new(Clock::Acks, None));
+    w.link.limit_event_log(100);
+    assert!(w.link.request_event_log());
+    w.exchange();
+    let sq = |i| DgtSquare::new(i).unwrap();
+    let newest = [
+        EeEvent::Field { square: sq(52), piece: PieceCode::Empty, quick: false },
+        EeEvent::Field { square: sq(36), piece: PieceCode::WhitePawn, quick: true },
+    ];
+    let mut events = vec![EeEvent::PowerUp];
+    events.extend(vec![EeEvent::Nop; 1000]);
+    events.extend(newest);
+    events.push(EeEvent::Eof);
+    let mut bytes = vec![0u8; 4096];
+    let n = dgt_protocol::ee::encode_ee_moves(&events, &mut bytes).unwrap();
+    w.board.mute = true;
+    w.board_says(&bytes[..n]);
+    let log = w
+        .events
+        .iter()
+        .find_map(|(_, e)| match e {
+            LinkEvent::EventLog(l) => Some(l.clone()),
+            _ => None,
+        })
+        .expect("the log");
+    assert!(log.len() <= 100 && log.len() > 75, "{} events kept", log.len());
+    assert_eq!(log[log.len() - 2..], newest);
+    assert!(!log.contains(&EeEvent::PowerUp), "the oldest went");
+}
+
+#[test]
 fn the_event_log_is_not_asked_for_before_the_handshake() {
     let mut link = Link::open(0, FAST);
     link.take_output();

@@ -10,6 +10,8 @@
 //! - [`captures`]: the three real board captures written into a pty chunk by chunk.
 //! - [`export_format`]: an export-format checker written from the PGN standard.
 //! - [`faults`]: the relay killed with SIGKILL and restarted under live games.
+//! - [`firmware`]: relay boxes: the firmware booted in QEMU between a simulated board and
+//!   the relay, the relay killed and garbage on the bridge.
 //! - [`offline`]: the tracker fed straight from the simulated firmware, no relay, no pty.
 //! - [`bus_offline`]: a chain of simulated firmwares read by the relay's own bus poller and
 //!   sessions, in one deterministic loop.
@@ -23,6 +25,7 @@ pub mod captures;
 pub mod export_format;
 pub mod faults;
 pub mod feed;
+pub mod firmware;
 pub mod interop;
 pub mod nats;
 pub mod offline;

@@ -434,7 +434,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
             Ok(Score { order: self.plies_in_reported_order(path), ..Score::default() })
         };
-        let found = Search::to(target).over(touched).shortest(&self.confirmed_pos, lengths, &judge)?;
+        let found = Search::to(target).over(touched, self.config.catch_up_budget).shortest(
+            &self.confirmed_pos,
+            lengths,
+            &judge,
+        )?;
         Some(Candidate { basis: Basis::CatchUp, keep: 0, line: found.line, tied: found.tied })
     }
 

@@ -361,6 +361,11 @@ impl<const PLIES: usize> Default for Tracker<PLIES> {
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// A tracker waiting for its first board dump.
+    ///
+    /// Always inlined: a caller that writes it straight into a heap allocation
+    /// (`Box::write(Box::new_uninit(), Tracker::new(config))`) then builds it in place,
+    /// instead of in a stack frame of the tracker's whole size.
+    #[inline(always)]
     pub fn new(config: Config) -> Self {
         Tracker {
             config,
@@ -410,6 +415,107 @@ impl<const PLIES: usize> Tracker<PLIES> {
             first_look: false,
             evaluated_ms: 0,
         }
+    }
+
+    /// Makes this tracker what [`Tracker::new`] makes, in place. A tracker restarted
+    /// this way (a flip, a correction) needs no second tracker's worth of stack, which a
+    /// new one built and moved into place takes: on a microcontroller that is most of the
+    /// stack. Every field is named, so a field added to the tracker must be reset here.
+    pub fn reset(&mut self, config: Config) {
+        let Tracker {
+            config: c,
+            phys,
+            state,
+            kind,
+            start,
+            start_hash,
+            castling_mode,
+            records,
+            confirmed,
+            confirmed_pos,
+            tip,
+            meta,
+            order_alerted,
+            back_from_outage,
+            last_confirmed_seen,
+            result,
+            last_change_ms,
+            dirty,
+            at_tip,
+            tip_left_ms,
+            touched_off_tip,
+            seen_boards,
+            shown_boards,
+            pressed_boards,
+            unexplained_since,
+            mismatch,
+            last_dump_request,
+            asked,
+            ask_again,
+            last_dump_ms,
+            last_dump_asked,
+            last_change_seq,
+            seq,
+            dump_leaves,
+            pending_press,
+            lever,
+            last_press_ms,
+            clocks,
+            last_clock_state,
+            armed_orientation,
+            full_reported,
+            resumed_at,
+            away_since,
+            centre_since,
+            first_look,
+            evaluated_ms,
+        } = self;
+        *c = config;
+        *phys = PhysBoard::new();
+        *state = GameState::Idle;
+        *kind = StartKind::Standard;
+        *start = Chess::default();
+        *start_hash = placement_hash(Chess::default().board());
+        *castling_mode = CastlingMode::Standard;
+        records.clear();
+        *confirmed = 0;
+        *confirmed_pos = Chess::default();
+        *tip = Chess::default();
+        meta.clear();
+        *order_alerted = None;
+        *back_from_outage = false;
+        *last_confirmed_seen = Stamp::default();
+        *result = None;
+        *last_change_ms = 0;
+        *dirty = false;
+        *at_tip = false;
+        *tip_left_ms = 0;
+        *touched_off_tip = Bitboard::EMPTY;
+        seen_boards.clear();
+        shown_boards.clear();
+        pressed_boards.clear();
+        *unexplained_since = None;
+        *mismatch = None;
+        *last_dump_request = None;
+        *asked = None;
+        *ask_again = false;
+        *last_dump_ms = None;
+        *last_dump_asked = None;
+        *last_change_seq = 0;
+        *seq = 0;
+        *dump_leaves = None;
+        pending_press.clear();
+        *lever = None;
+        *last_press_ms = [None; 2];
+        *clocks = Clocks::new();
+        *last_clock_state = ClockState::default();
+        *armed_orientation = None;
+        *full_reported = false;
+        *resumed_at = 0;
+        *away_since = None;
+        *centre_since = None;
+        *first_look = false;
+        *evaluated_ms = 0;
     }
 
     /// The settings in use.

@@ -47,6 +47,9 @@ pub enum AdminError {
     /// The board refused: the command does not fit its game. Nothing changed.
     #[error("{0}")]
     Refused(#[from] dgt_session::AdminError),
+    /// The board's relay box is not connected, or did not answer. Nothing changed.
+    #[error("{0}")]
+    Unreachable(String),
     /// Done in memory, but the journal cannot be written: retried in the background.
     #[error("saved in memory only: the journal cannot be written ({0}); retried every second")]
     Storage(String),
@@ -59,6 +62,8 @@ pub type CheckedCorrection = Vec<(MoveView, String)>;
 pub enum BoardInput {
     /// An identified port of this board: read and write it from now on.
     Attach(Attached),
+    /// A relay box running this board's session: its effects come over the bridge now.
+    Bridge(crate::bridge::BridgeAttached),
     /// An operator command, answered when done.
     Admin(AdminCommand, oneshot::Sender<Result<(), AdminError>>),
     /// A correction checked, not made (`?dry_run=1`): the corrected moves, or why the
@@ -77,6 +82,7 @@ impl std::fmt::Debug for BoardInput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BoardInput::Attach(a) => f.debug_tuple("Attach").field(a).finish(),
+            BoardInput::Bridge(b) => f.debug_tuple("Bridge").field(&b.path).finish(),
             BoardInput::Admin(c, _) => f.debug_tuple("Admin").field(c).finish(),
             BoardInput::CheckCorrection { from_ply, moves, .. } => {
                 f.debug_struct("CheckCorrection").field("from_ply", from_ply).field("moves", moves).finish()

@@ -1,5 +1,5 @@
-//! One board's task: the async shell around its [`dgt_session::BoardSession`], a board
-//! source on a serial port.
+//! One board's task: the async shell around its [`dgt_session::BoardSession`] on a serial
+//! port, or around a relay box's session across a bridge ([`crate::bridge`]).
 //!
 //! The task reads the board's port, hands the bytes and the time to the session, sleeps
 //! until the session's next deadline or the next bytes, writes the bytes the session wants
@@ -20,6 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dgt_session::{BoardSession, Effect, LinkState};
+
+use crate::bridge::{BridgeAttached, Remote, Session};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -61,10 +63,10 @@ struct Port {
     released: tokio::sync::oneshot::Sender<String>,
 }
 
-/// One board on a serial port. See the module docs.
+/// One board, on a serial port or a bridge. See the module docs.
 pub struct BoardTask {
     number: u32,
-    session: BoardSession,
+    session: Session,
     clock: Clock,
     tap: Option<mpsc::UnboundedSender<(u32, u64, Effect)>>,
     port: Option<Port>,
@@ -72,7 +74,7 @@ pub struct BoardTask {
 }
 
 /// What the session knows of the board, for its outputs.
-fn source<'a>(session: &'a BoardSession, port: &'a Option<Port>) -> Source<'a> {
+fn source<'a>(session: &'a Session, port: &'a Option<Port>) -> Source<'a> {
     Source {
         serial: session.serial(),
         port: port.as_ref().map(|p| p.path.as_str()).or_else(|| session.port()),
@@ -90,7 +92,7 @@ impl BoardTask {
             svc.tournament.lock().event.time_control.as_deref().and_then(|t| t.parse().ok());
         let (clock, tap) = (svc.clock.clone(), svc.tap.clone());
         let (outputs, saved) = Outputs::new(number, svc, resume);
-        let mut session = BoardSession::new(number, serial, config);
+        let mut session = Session::Local(Box::new(BoardSession::new(number, serial, config)));
         if let Some(saved) = saved {
             session.resume(clock.ms(), &saved);
         }
@@ -118,14 +120,16 @@ impl BoardTask {
                 msg = input.recv() => match msg {
                     None => break,
                     Some(BoardInput::Attach(a)) => self.attach(a),
+                    Some(BoardInput::Bridge(b)) => self.attach_bridge(b),
                     Some(BoardInput::Admin(cmd, reply)) => {
                         let r = self.admin(cmd).await;
                         let _ = reply.send(r);
                     }
                     Some(BoardInput::CheckCorrection { from_ply, moves, reply }) => {
-                        let _ = reply.send(self.check_correction(from_ply, &moves));
+                        let _ = reply.send(self.check_correction(from_ply, &moves).await);
                     }
                 },
+                up = self.session.recv() => self.session.take(up),
                 n = read_port(&mut self.port, &mut buf) => {
                     let now = self.now();
                     match n {
@@ -156,8 +160,22 @@ impl BoardTask {
             let _ = old.released.send("the board appeared on another port".into());
         }
         let now = self.now();
-        self.port = Some(Port { path: a.path.clone(), io: a.io, released: a.released });
-        self.session.attach(now, a.link, &a.path);
+        if self.session.attach(now, a.link, &a.path) {
+            self.port = Some(Port { path: a.path.clone(), io: a.io, released: a.released });
+        } else {
+            let _ = a.released.send("the board's session runs on a relay box (bridge)".into());
+        }
+    }
+
+    /// The board's session runs on a relay box from now on: its port, if any, is given
+    /// back, and the journal is brought up to the box's game (see [`crate::bridge`]).
+    fn attach_bridge(&mut self, b: BridgeAttached) {
+        if let Some(old) = self.port.take() {
+            let _ = old.released.send("the board is on a relay box's bridge".into());
+        }
+        let now = self.now();
+        let remote = Remote::new(b, self.number, self.outputs.game_record(), now);
+        self.session = Session::Remote(Box::new(remote));
     }
 
     /// The port is gone: the session keeps the board, the port task reopens it.
@@ -192,6 +210,11 @@ impl BoardTask {
         }
         // What the effects changed in the feed, together.
         self.outputs.publish();
+        let key = self
+            .outputs
+            .game_record()
+            .map(|g| dgt_bridge::GameKey { round: g.header.round, board: g.header.board });
+        self.session.applied(key, !self.outputs.has_pending());
     }
 
     async fn write(&mut self, bytes: &[u8]) {
@@ -208,11 +231,16 @@ impl BoardTask {
 
     /// A correction as the session would make it, made on nothing: each corrected move
     /// with the position after it.
-    fn check_correction(&self, from_ply: u32, moves: &[String]) -> Result<CheckedCorrection, AdminError> {
+    async fn check_correction(
+        &mut self,
+        from_ply: u32,
+        moves: &[String],
+    ) -> Result<CheckedCorrection, AdminError> {
         if !self.outputs.has_game() {
             return Err(dgt_session::AdminError::NoGame.into());
         }
-        let checked = self.session.check_correction(self.now(), from_ply as usize, moves)?;
+        let now = self.now();
+        let checked = self.session.check_correction(now, from_ply as usize, moves).await?;
         Ok(checked.iter().map(|m| (MoveView::from(m), m.fen.to_string())).collect())
     }
 
@@ -231,16 +259,16 @@ impl BoardTask {
                 return self.outputs.journaled();
             }
             AdminCommand::Result(r) => {
-                self.session.set_result(now, r)?;
+                self.session.set_result(now, r).await?;
             }
             AdminCommand::Flip => {
-                self.session.flip(now)?;
+                self.session.flip(now).await?;
             }
             AdminCommand::NewGame(fen) => {
-                self.session.new_game(now, fen.as_deref())?;
+                self.session.new_game(now, fen.as_deref()).await?;
             }
             AdminCommand::Correct { from_ply, moves } => {
-                self.session.correct(now, from_ply as usize, &moves)?;
+                self.session.correct(now, from_ply as usize, &moves).await?;
             }
         }
         self.apply_effects().await;

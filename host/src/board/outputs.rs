@@ -128,6 +128,11 @@ impl Outputs {
         (out, saved)
     }
 
+    /// The game being recorded, as journaled: what a relay box's session is brought up to.
+    pub fn game_record(&self) -> Option<&GameRecord> {
+        self.game.as_ref().map(|g| &g.rec)
+    }
+
     /// A game is being recorded.
     pub fn has_game(&self) -> bool {
         self.game.is_some()

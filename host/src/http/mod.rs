@@ -134,9 +134,8 @@ impl ApiError {
             | ApiError::Trf(_)
             | ApiError::Board(AdminError::Refused(_))
             | ApiError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::Board(AdminError::Gone | AdminError::Storage(_)) | ApiError::Busy(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ApiError::Board(AdminError::Gone | AdminError::Storage(_) | AdminError::Unreachable(_))
+            | ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,

@@ -1,0 +1,295 @@
+//! [`App`]: one turn of the relay box's main loop, over any two UARTs: what the board and
+//! the host sent goes into the [`Device`], what is due runs, and what the device wants
+//! written goes out as fast as each UART takes it, never blocking on one.
+//!
+//! Plain code over `embedded-io`'s traits, so the same loop runs on every board support
+//! and in host unit tests (below).
+
+use alloc::collections::VecDeque;
+
+use dgt_bridge::{Device, DeviceConfig, PlatformFigures};
+use embedded_io::{Read, ReadReady, Write, WriteReady};
+
+/// Bytes read from a UART at a time.
+const CHUNK: usize = 64;
+
+/// What the loop counts besides what the device counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UartErrors {
+    /// Reads or writes on the board's UART that failed (an overrun, a framing error).
+    pub board: u32,
+    /// Reads or writes on the host's UART that failed.
+    pub host: u32,
+}
+
+/// The relay box's main loop over a board UART `B` and a host UART `H`.
+#[derive(Debug)]
+pub struct App<B, H> {
+    device: Device,
+    board: B,
+    host: H,
+    /// Bytes for the board its UART has not taken yet.
+    board_tx: VecDeque<u8>,
+    errors: UartErrors,
+}
+
+impl<B, H> App<B, H>
+where
+    B: Read + ReadReady + Write + WriteReady,
+    H: Read + ReadReady + Write + WriteReady,
+{
+    /// The box started at `now`: the board's handshake and the greeting to the host are
+    /// queued.
+    pub fn new(now: u64, config: DeviceConfig, board: B, host: H) -> App<B, H> {
+        App {
+            device: Device::new(now, config),
+            board,
+            host,
+            board_tx: VecDeque::new(),
+            errors: UartErrors::default(),
+        }
+    }
+
+    /// The device, for queries.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The UARTs' failures so far.
+    pub fn errors(&self) -> UartErrors {
+        self.errors
+    }
+
+    /// The platform's memory figures, for the next status to the host.
+    pub fn set_memory(&mut self, memory: PlatformFigures) {
+        self.device.set_memory(memory);
+    }
+
+    /// When [`App::step`] has something to do without new bytes.
+    pub fn next_deadline(&self) -> u64 {
+        self.device.next_deadline()
+    }
+
+    /// True when nothing waits to be written: the loop may sleep until an interrupt (a
+    /// byte, the millisecond tick).
+    pub fn is_idle(&self) -> bool {
+        self.board_tx.is_empty() && self.device.bridge_output().is_empty()
+    }
+
+    /// One turn at `now`: reads, deadlines, writes.
+    pub fn step(&mut self, now: u64) {
+        let mut buf = [0u8; CHUNK];
+        while self.board.read_ready().unwrap_or(false) {
+            match self.board.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => self.device.on_board_bytes(now, &buf[..n]),
+                Err(_) => {
+                    self.errors.board += 1;
+                    break;
+                }
+            }
+        }
+        while self.host.read_ready().unwrap_or(false) {
+            match self.host.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => self.device.on_bridge_bytes(now, &buf[..n]),
+                Err(_) => {
+                    self.errors.host += 1;
+                    break;
+                }
+            }
+        }
+        if now >= self.device.next_deadline() {
+            self.device.poll(now);
+        }
+        self.board_tx.extend(self.device.take_board_output());
+        while !self.board_tx.is_empty() && self.board.write_ready().unwrap_or(false) {
+            let (front, _) = self.board_tx.as_slices();
+            match self.board.write(front) {
+                Ok(n) => {
+                    self.board_tx.drain(..n);
+                }
+                Err(_) => {
+                    self.errors.board += 1;
+                    break;
+                }
+            }
+        }
+        while !self.device.bridge_output().is_empty() && self.host.write_ready().unwrap_or(false) {
+            match self.host.write(self.device.bridge_output()) {
+                Ok(n) => self.device.bridge_written(n),
+                Err(_) => {
+                    self.errors.host += 1;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use std::vec::Vec;
+
+    use super::*;
+    use dgt_bridge::wire::Record;
+    use dgt_bridge::{Down, FrameDecoder, Up};
+    use dgt_protocol::Message;
+    use embedded_io::{ErrorKind, ErrorType};
+
+    /// A UART in memory: what the far end sent, what was written, and how many bytes it
+    /// takes per write (0: none now).
+    #[derive(Debug, Default)]
+    struct FakeUart {
+        rx: VecDeque<u8>,
+        tx: Vec<u8>,
+        takes: Option<usize>,
+        fail_reads: bool,
+    }
+
+    #[derive(Debug)]
+    struct Broken;
+
+    impl core::fmt::Display for Broken {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            f.write_str("a UART error")
+        }
+    }
+
+    impl core::error::Error for Broken {}
+
+    impl embedded_io::Error for Broken {
+        fn kind(&self) -> ErrorKind {
+            ErrorKind::Other
+        }
+    }
+
+    impl ErrorType for FakeUart {
+        type Error = Broken;
+    }
+
+    impl ReadReady for FakeUart {
+        fn read_ready(&mut self) -> Result<bool, Broken> {
+            Ok(!self.rx.is_empty())
+        }
+    }
+
+    impl Read for FakeUart {
+        fn read(&mut self, buf: &mut [u8]) -> Result<usize, Broken> {
+            if self.fail_reads {
+                self.fail_reads = false;
+                return Err(Broken);
+            }
+            let n = buf.len().min(self.rx.len());
+            for (b, v) in buf.iter_mut().zip(self.rx.drain(..n)) {
+                *b = v;
+            }
+            Ok(n)
+        }
+    }
+
+    impl WriteReady for FakeUart {
+        fn write_ready(&mut self) -> Result<bool, Broken> {
+            Ok(self.takes != Some(0))
+        }
+    }
+
+    impl Write for FakeUart {
+        fn write(&mut self, buf: &[u8]) -> Result<usize, Broken> {
+            let n = self.takes.map_or(buf.len(), |t| t.min(buf.len()));
+            self.tx.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> Result<(), Broken> {
+            Ok(())
+        }
+    }
+
+    fn app() -> App<FakeUart, FakeUart> {
+        App::new(0, DeviceConfig::new("test 0", "fake"), FakeUart::default(), FakeUart::default())
+    }
+
+    fn ups(bytes: &[u8]) -> Vec<Up> {
+        let mut out = Vec::new();
+        FrameDecoder::new().feed(bytes, |f: Result<Up, _>| out.extend(f.ok()));
+        out
+    }
+
+    fn encode(m: &Message<'_>) -> Vec<u8> {
+        let mut out = std::vec![0u8; m.encoded_len()];
+        let n = m.encode(&mut out).expect("encodable");
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn at_boot_the_host_is_greeted_and_the_board_reset() {
+        let mut a = app();
+        a.step(0);
+        assert!(
+            matches!(ups(&a.host.tx)[..], [Up::Hello(ref h)] if h.platform == "fake" && h.board.is_none())
+        );
+        assert_eq!(a.board.tx.first(), Some(&0x40), "the reset starts the handshake");
+        assert!(a.is_idle());
+    }
+
+    #[test]
+    fn a_board_that_answers_is_told_to_the_host_by_its_serial_number() {
+        let mut a = app();
+        a.step(0);
+        a.board.rx.extend(encode(&Message::Version { major: 3, minor: 1 }));
+        a.board.rx.extend(encode(&Message::SerialNumber(b"24518")));
+        a.step(5);
+        let records: Vec<Record> = ups(&a.host.tx)
+            .into_iter()
+            .filter_map(|u| match u {
+                Up::Record { record, .. } => Some(record),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(records.first(), Some(&Record::Board { serial: "24518".into() }));
+        assert!(records.iter().any(|r| matches!(r, Record::Link(_))));
+    }
+
+    #[test]
+    fn a_slow_uart_gets_every_byte_in_order_without_blocking_the_loop() {
+        let mut fast = app();
+        fast.step(0);
+        let mut slow = app();
+        slow.host.takes = Some(0);
+        slow.step(0);
+        assert!(slow.host.tx.is_empty() && !slow.is_idle(), "nothing taken: the bytes wait");
+        slow.host.takes = Some(3);
+        for t in 1..200 {
+            slow.step(t);
+            if slow.is_idle() {
+                break;
+            }
+        }
+        assert_eq!(ups(&slow.host.tx), ups(&fast.host.tx));
+        assert!(slow.host.tx.len() > 3);
+    }
+
+    #[test]
+    fn garbage_from_the_host_is_counted_and_a_failed_read_too() {
+        let mut a = app();
+        a.step(0);
+        a.host.rx.extend([0x17, 0x00, 0x55, 0x66, 0x00]);
+        a.step(1);
+        let mut hello = Vec::new();
+        dgt_bridge::frame::encode(&Down::Hello { host: "test".into() }, &mut hello).expect("frame");
+        a.host.rx.extend(hello);
+        a.host.tx.clear();
+        a.step(2);
+        assert!(matches!(ups(&a.host.tx)[..], [Up::Hello(_)]), "a greeting after garbage is answered");
+        let s = a.device().status(3);
+        assert_eq!((s.bad_frames, s.frames), (2, 1));
+        a.host.fail_reads = true;
+        a.host.rx.push_back(0);
+        a.step(4);
+        assert_eq!(a.errors().host, 1);
+    }
+}
