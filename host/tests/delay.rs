@@ -29,6 +29,8 @@ struct Seen {
     got: Instant,
     plies: usize,
     result: Option<String>,
+    /// The board's alerts (the outputs that carry alerts; 0 elsewhere).
+    alerts: usize,
 }
 
 fn bearer() -> String {
@@ -47,6 +49,10 @@ fn from_view(b: Option<&serde_json::Value>) -> (usize, Option<String>) {
     (b["moves"].as_array().map_or(0, Vec::len), b["result"].as_str().map(str::to_owned))
 }
 
+fn alerts_of(b: Option<&serde_json::Value>) -> usize {
+    b.and_then(|b| b["alerts"].as_array()).map_or(0, Vec::len)
+}
+
 fn board_one(boards: &serde_json::Value) -> Option<&serde_json::Value> {
     boards.as_array().and_then(|a| a.iter().find(|b| b["board"] == 1))
 }
@@ -58,19 +64,27 @@ fn observe(
     standin: &StandIn,
     log: &mut BTreeMap<&'static str, Vec<Seen>>,
 ) {
+    let alerts = std::cell::Cell::new(0);
     let mut look = |name: &'static str, f: &mut dyn FnMut() -> (usize, Option<String>)| {
         let asked = Instant::now();
+        alerts.set(0);
         let (plies, result) = f();
-        log.entry(name).or_default().push(Seen { asked, got: Instant::now(), plies, result });
+        let alerts = alerts.get();
+        log.entry(name).or_default().push(Seen { asked, got: Instant::now(), plies, result, alerts });
     };
     look("operator", &mut || {
         let (s, body) =
             common::http(relay.addr, "GET", "/api/admin/boards", &[("Authorization", &bearer())], "");
         assert_eq!(s, 200, "{body}");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        alerts.set(alerts_of(board_one(&v["boards"])));
         from_view(board_one(&v["boards"]))
     });
-    look("api/boards", &mut || from_view(board_one(&relay.json("/api/boards"))));
+    look("api/boards", &mut || {
+        let boards = relay.json("/api/boards");
+        alerts.set(alerts_of(board_one(&boards)));
+        from_view(board_one(&boards))
+    });
     look("api/games", &mut || {
         let (s, body) = relay.get("/api/games/1/1");
         if s == 404 {
@@ -116,6 +130,7 @@ fn follow_feed(addr: std::net::SocketAddr, log: Arc<Mutex<Vec<Seen>>>, until: In
         let snap = common::ws_next(&mut ws, Duration::from_secs(5)).await;
         assert_eq!(snap["type"], "snapshot", "{snap}");
         let (mut plies, mut result) = from_view(board_one(&snap["boards"]));
+        let mut alerts = alerts_of(board_one(&snap["boards"]));
         while Instant::now() < until {
             let f = match tokio::time::timeout(
                 Duration::from_millis(500),
@@ -137,12 +152,16 @@ fn follow_feed(addr: std::net::SocketAddr, log: Arc<Mutex<Vec<Seen>>>, until: In
                     plies = f["from_ply"].as_u64().unwrap() as usize - 1
                 }
                 Some("result") => result = f["result"].as_str().map(str::to_owned),
-                Some("board") => (plies, result) = from_view(Some(&f["view"])),
+                Some("alert") => alerts += 1,
+                Some("board") => {
+                    (plies, result) = from_view(Some(&f["view"]));
+                    alerts = alerts_of(Some(&f["view"]));
+                }
                 _ => continue,
             }
             let now = Instant::now();
-            log.lock().unwrap().push(Seen { asked: now, got: now, plies, result: result.clone() });
-            if plies == PLIES && result.is_some() {
+            log.lock().unwrap().push(Seen { asked: now, got: now, plies, result: result.clone(), alerts });
+            if plies == PLIES && result.is_some() && alerts >= 1 {
                 return;
             }
         }
@@ -203,7 +222,10 @@ fn every_public_output_lags_by_the_delay_and_the_operator_sees_it_live() {
     let play = board.start_scenario(plan, StartPolicy::WhenHostListens).unwrap();
     let mut log: BTreeMap<&'static str, Vec<Seen>> = BTreeMap::new();
     let done = |log: &BTreeMap<&'static str, Vec<Seen>>| {
+        let alerts = |name| log.get(name).and_then(|s: &Vec<Seen>| s.last()).map_or(0, |s| s.alerts);
         log.len() == 8
+            && alerts("api/boards") >= 1
+            && alerts("api/boards") == alerts("operator")
             && log.iter().all(|(name, seen)| {
                 seen.last().is_some_and(|s| {
                     (*name == "index.json" || s.plies == PLIES) && s.result.as_deref() == Some("1-0")
@@ -222,7 +244,12 @@ fn every_public_output_lags_by_the_delay_and_the_operator_sees_it_live() {
     }
     play.wait(Duration::from_secs(30)).unwrap();
     // The feed reaches the end too.
-    while !feed_log.lock().unwrap().last().is_some_and(|s| s.plies == PLIES && s.result.is_some()) {
+    while !feed_log
+        .lock()
+        .unwrap()
+        .last()
+        .is_some_and(|s| s.plies == PLIES && s.result.is_some() && s.alerts >= 1)
+    {
         assert!(
             Instant::now() < until,
             "the feed did not show the whole game: {:?}",
@@ -234,6 +261,7 @@ fn every_public_output_lags_by_the_delay_and_the_operator_sees_it_live() {
     log.insert("websocket", std::mem::take(&mut *feed_log.lock().unwrap()));
     let operator = log.remove("operator").unwrap();
     let mut checked = 0;
+    let mut checked_alerts = 0;
     for (name, seen) in &log {
         for ply in 1..=PLIES {
             if *name == "index.json" {
@@ -255,6 +283,21 @@ fn every_public_output_lags_by_the_delay_and_the_operator_sees_it_live() {
             "{name}: the result shown {:?} after it was live",
             first.got - live
         );
+        // The board's alerts (the result from the board's kings, a stopped clock) wait
+        // with the game.
+        for k in 1..=operator.last().unwrap().alerts {
+            if !matches!(*name, "api/boards" | "websocket") {
+                break;
+            }
+            let live = live_after(&operator, |s| s.alerts >= k);
+            let first = seen.iter().find(|s| s.alerts >= k).unwrap();
+            assert!(
+                first.got >= live + DELAY,
+                "{name}: alert {k} shown {:?} after it was live",
+                first.got - live
+            );
+            checked_alerts += 1;
+        }
         // Self-consistent: the result never comes before the last move.
         if *name != "index.json" {
             assert!(seen.iter().all(|s| s.result.is_none() || s.plies == PLIES), "{name}: {seen:?}");
@@ -262,6 +305,7 @@ fn every_public_output_lags_by_the_delay_and_the_operator_sees_it_live() {
     }
     // Seven outputs show moves (index.json shows the result only).
     assert_eq!(checked, 7 * PLIES);
+    assert!(checked_alerts >= 2, "the board's alerts were sampled on the feed and /api/boards");
 
     // The admin route: typed errors, and the delay goes back to zero.
     let auth = [("Authorization", bearer())];

@@ -119,6 +119,16 @@ pub(super) fn raise(list: &mut Vec<AlertEntry>, id: u64, alert: AlertView, at: u
     entry
 }
 
+/// Keeps a copy of an alert already kept elsewhere (the spectators' delayed copy of the
+/// operator's book): the alerts it clears are marked, and the list is trimmed.
+pub(super) fn keep(list: &mut Vec<AlertEntry>, entry: AlertEntry) {
+    for a in list.iter_mut().filter(|a| entry.clears.contains(&a.id)) {
+        a.cleared_by = Some(entry.id);
+    }
+    list.push(entry);
+    trim_alerts(list);
+}
+
 /// Marks alert `id` of `list` acknowledged at `at`, if it is there and was not yet.
 pub(super) fn acknowledge(list: &mut [AlertEntry], id: u64, at: u64) {
     if let Some(a) = list.iter_mut().find(|a| a.id == id) {

@@ -27,6 +27,9 @@ enum Pending {
     Delta(Delta),
     /// A clock reading that is not a delta (see [`Hub::clock`]).
     Reading(u32, ClockView),
+    /// An alert as the operator's book keeps it (id, time, what it clears), about a board
+    /// or (`None`) the relay.
+    Alert(Option<u32>, AlertEntry),
 }
 
 struct HubInner {
@@ -35,8 +38,9 @@ struct HubInner {
     round: u32,
     /// The live boards: the operator's views.
     boards: BTreeMap<u32, BoardView>,
-    /// The boards as spectators see them, the live ones `delay` ago (see [`crate::delay`]);
-    /// their alerts are taken from `boards`, as alerts are not delayed.
+    /// The boards as spectators see them, the live ones `delay` ago (see [`crate::delay`]),
+    /// their alerts included: an alert about a board tells of its game (a result, a stopped
+    /// clock), so it waits with the game.
     public: BTreeMap<u32, BoardView>,
     /// Game changes waiting for the broadcast delay, oldest first.
     pending: crate::delay::DelayLine<Pending>,
@@ -91,46 +95,56 @@ impl HubInner {
         Snapshot { seq: self.seq, boards: self.public.values().map(|v| self.public_view(v)).collect() }
     }
 
-    /// A public board as spectators see it, with the live alerts.
+    /// A public board as spectators see it.
     fn public_view(&self, v: &BoardView) -> BoardView {
-        let alerts = self.boards.get(&v.board).map_or(&v.alerts, |l| &l.alerts);
-        BoardView { port: None, alerts: alerts.iter().map(|a| self.private.entry(a)).collect(), ..v.clone() }
+        self.private.view(v)
     }
 
-    /// Numbers `delta`, applies it to the public boards and sends it to the subscribers.
-    fn send(&mut self, out: &Outlets, mut delta: Delta, wall: u64) -> u64 {
-        // A whole board released late keeps the public board's connection state (sent at
-        // once, so newer) and the live alerts.
-        if let Delta::Board { view } = &mut delta {
-            if let Some(old) = self.public.get(&view.board) {
-                view.status = old.status;
-                view.serial.clone_from(&old.serial);
-                view.port.clone_from(&old.port);
+    /// Numbers a public change, applies it to the public boards and sends it to the
+    /// subscribers. Alerts and acknowledgements are already in the operator's book.
+    fn send(&mut self, out: &Outlets, item: Pending) -> u64 {
+        let round = self.round;
+        let (board, body) = match item {
+            Pending::Reading(board, clock) => {
+                if let Some(v) = self.public.get_mut(&board) {
+                    v.clock = Some(clock);
+                }
+                return self.seq;
             }
-            if let Some(live) = self.boards.get(&view.board) {
-                view.alerts.clone_from(&live.alerts);
+            Pending::Alert(board, entry) => {
+                if let Some(n) = board {
+                    let view = self.public.entry(n).or_insert_with(|| BoardView::new(n, round));
+                    alerts::keep(&mut view.alerts, entry.clone());
+                }
+                (board, serde_json::to_string(&AlertFrame { board, alert: &self.private.entry(&entry) }))
             }
-        }
+            Pending::Delta(mut delta) => {
+                // A whole board released late keeps the public board's connection state
+                // (sent at once, so newer) and its alerts (released on their own).
+                if let Delta::Board { view } = &mut delta {
+                    let old = self.public.get(&view.board);
+                    view.status = old.map_or(view.status, |o| o.status);
+                    view.serial = old.and_then(|o| o.serial.clone()).or(view.serial.take());
+                    view.port = old.and_then(|o| o.port.clone()).or(view.port.take());
+                    view.alerts = old.map(|o| o.alerts.clone()).unwrap_or_default();
+                }
+                delta.apply(&mut self.public, round);
+                if let Delta::AlertAck { board: Some(n), id, acked_at } = &delta
+                    && let Some(v) = self.public.get_mut(n)
+                {
+                    alerts::acknowledge(&mut v.alerts, *id, *acked_at);
+                }
+                let body = match &delta {
+                    Delta::AlertAck { .. } => serde_json::to_string(&delta),
+                    _ => serde_json::to_string(&*self.private.delta(&delta)),
+                };
+                (delta.board(), body)
+            }
+        };
         self.seq += 1;
         let seq = self.seq;
-        let round = self.round;
-        delta.apply(&mut self.public, round);
-        let body = match &delta {
-            Delta::Alert { board, alert } => {
-                if let Some(n) = board {
-                    self.public.entry(*n).or_insert_with(|| BoardView::new(*n, round));
-                }
-                let entry = self.add_alert(*board, alert.clone(), wall);
-                serde_json::to_string(&AlertFrame { board: *board, alert: &self.private.entry(&entry) })
-            }
-            Delta::AlertAck { board, id, acked_at } => {
-                self.set_acked(*board, *id, *acked_at);
-                serde_json::to_string(&delta)
-            }
-            _ => serde_json::to_string(&*self.private.delta(&delta)),
-        };
         let body = body.unwrap_or_else(|e| format!(r#"{{"type":"error","message":"{e}"}}"#));
-        let frame = Arc::new(Frame::new(seq, delta.board(), &body));
+        let frame = Arc::new(Frame::new(seq, board, &body));
         match &mut self.batch {
             Some(batch) => batch.push(frame),
             None => out.send(vec![frame]),
@@ -139,18 +153,9 @@ impl HubInner {
     }
 
     /// Sends the changes that have waited out `delay` at `now`.
-    fn release(&mut self, out: &Outlets, now: Instant, wall: u64, delay: Duration) {
+    fn release(&mut self, out: &Outlets, now: Instant, delay: Duration) {
         for p in self.pending.release(now, delay) {
-            match p {
-                Pending::Delta(d) => {
-                    self.send(out, d, wall);
-                }
-                Pending::Reading(board, clock) => {
-                    if let Some(v) = self.public.get_mut(&board) {
-                        v.clock = Some(clock);
-                    }
-                }
-            }
+            self.send(out, p);
         }
     }
 }
@@ -344,16 +349,31 @@ impl Hub {
         }
         let round = inner.round;
         delta.apply(&mut inner.boards, round);
+        // Alerts and acknowledgements go into the operator's book at once.
+        let item = match delta {
+            Delta::Alert { board, alert } => Pending::Alert(board, inner.add_alert(board, alert, wall)),
+            Delta::AlertAck { board, id, acked_at } => {
+                inner.set_acked(board, id, acked_at);
+                Pending::Delta(Delta::AlertAck { board, id, acked_at })
+            }
+            other => Pending::Delta(other),
+        };
+        // Spectators get a board's game, clocks and alerts (which tell of its game: a
+        // result, a stopped clock) with the delay; its connection state and the
+        // relay-wide alerts at once.
+        let at_once = match &item {
+            Pending::Delta(Delta::Status { .. }) => true,
+            Pending::Alert(board, _) | Pending::Delta(Delta::AlertAck { board, .. }) => board.is_none(),
+            _ => false,
+        };
         let delay = self.delay.get();
-        // Alerts and connection states are not the game: spectators get them at once.
-        let game = !matches!(delta, Delta::Alert { .. } | Delta::AlertAck { .. } | Delta::Status { .. });
-        if game && (!delay.is_zero() || !inner.pending.is_empty()) {
-            inner.pending.push(now, Pending::Delta(delta));
+        if !at_once && (!delay.is_zero() || !inner.pending.is_empty()) {
+            inner.pending.push(now, item);
             // With the delay back to zero, what waited goes first, then this.
-            inner.release(&self.out, now, wall, delay);
+            inner.release(&self.out, now, delay);
             return inner.seq;
         }
-        inner.send(&self.out, delta, wall)
+        inner.send(&self.out, item)
     }
 
     /// Takes a clock reading of `board`. The reading always updates the board's state (so
@@ -385,7 +405,7 @@ impl Hub {
             }
         } else {
             inner.pending.push(now, Pending::Reading(board, clock));
-            inner.release(&self.out, now, self.clock.wall_ms(), delay);
+            inner.release(&self.out, now, delay);
         }
         None
     }
@@ -397,10 +417,10 @@ impl Hub {
 
     /// Sends the public changes that have waited out the delay by now.
     pub fn release(&self) {
-        let (now, wall) = (self.clock.now(), self.clock.wall_ms());
+        let now = self.clock.now();
         let mut inner = self.lock();
         let delay = self.delay.get();
-        inner.release(&self.out, now, wall, delay);
+        inner.release(&self.out, now, delay);
     }
 
     /// When the next waiting public change is due, if one waits.
@@ -565,25 +585,37 @@ mod tests {
     fn with_a_delay_spectators_get_the_game_late_in_order_and_the_operator_at_once() {
         let hub = Hub::new(1, Clock::manual(1_764_000_000_000));
         hub.delay().set(3).unwrap();
-        let (snap, mut rx) = hub.subscribe();
+        let (_, mut rx) = hub.subscribe();
+        let alert = |code, message: &str| AlertView {
+            code,
+            level: AlertLevel::Warning,
+            message: message.into(),
+            squares: Vec::new(),
+        };
         hub.publish(Delta::Move { board: 1, state: MoveState::Confirmed, mv: mv(1, "e4"), fen: None });
         hub.clock_reading(1, clocks(300, 299, Some(Side::Black)));
+        // An alert about the board tells of its game: it waits with it.
+        hub.publish(Delta::Alert { board: Some(1), alert: alert(AlertCode::ResultFromBoard, "1-0") });
         hub.publish(Delta::Result { board: 1, result: Some("1-0".into()), termination: None });
-        // An alert is not the game: it goes at once.
-        hub.publish(Delta::Alert {
-            board: Some(1),
-            alert: AlertView {
-                code: AlertCode::Storage,
-                level: AlertLevel::Warning,
-                message: "disk".into(),
-                squares: Vec::new(),
-            },
-        });
-        assert_eq!(hub.board(1).unwrap().moves.len(), 1);
-        assert_eq!(hub.board(1).unwrap().result.as_deref(), Some("1-0"));
-        assert!(hub.public_board(1).is_none_or(|b| b.moves.is_empty() && b.result.is_none()));
-        assert_eq!(rx.try_recv().unwrap().seq, snap.seq + 1);
+        let id = hub.board(1).unwrap().alerts[0].id;
+        hub.ack(id).unwrap();
+        // A relay-wide alert is not a game's: it goes at once.
+        hub.publish(Delta::Alert { board: None, alert: alert(AlertCode::Storage, "disk") });
+        let live = hub.board(1).unwrap();
+        assert_eq!((live.moves.len(), live.result.as_deref()), (1, Some("1-0")));
+        assert!(live.alerts[0].acked_at.is_some(), "the operator's book has it at once");
+        assert!(
+            hub.public_board(1)
+                .is_none_or(|b| b.moves.is_empty() && b.result.is_none() && b.alerts.is_empty())
+        );
+        assert!(!serde_json::to_string(&hub.public_boards()).unwrap().contains("1-0"));
+        let relay_wide: serde_json::Value =
+            serde_json::from_str(rx.try_recv().unwrap().json.as_str()).unwrap();
+        assert_eq!((relay_wide["type"].as_str(), relay_wide["board"].is_null()), (Some("alert"), true));
+        assert_eq!(relay_wide["alert"]["message"], "disk");
         assert!(rx.try_recv().is_err());
+        let (late, _) = hub.subscribe();
+        assert!(!serde_json::to_string(&late).unwrap().contains("1-0"), "nor in a snapshot");
         hub.clock().advance(Duration::from_millis(2900));
         hub.release();
         assert!(rx.try_recv().is_err());
@@ -593,14 +625,18 @@ mod tests {
         let types: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
             .map(|f| serde_json::from_str::<serde_json::Value>(f.json.as_str()).unwrap()["type"].to_string())
             .collect();
-        assert_eq!(types, [r#""move""#, r#""clock""#, r#""result""#]);
+        assert_eq!(types, [r#""move""#, r#""clock""#, r#""alert""#, r#""result""#, r#""alert_ack""#]);
         let public = hub.public_board(1).unwrap();
         assert_eq!((public.moves.len(), public.result.as_deref()), (1, Some("1-0")));
+        assert_eq!(public.alerts.len(), 1);
+        assert_eq!((public.alerts[0].id, public.alerts[0].acked_at.is_some()), (id, true));
         assert!(hub.next_due().is_none());
         // Back to no delay: straight through.
         hub.delay().set(0).unwrap();
         hub.publish(Delta::Result { board: 1, result: None, termination: None });
         assert!(hub.public_board(1).unwrap().result.is_none());
+        hub.publish(Delta::Alert { board: Some(1), alert: alert(AlertCode::ClockPaused, "paused") });
+        assert_eq!(hub.public_board(1).unwrap().alerts.len(), 2);
     }
 
     fn clocks(white: u32, black: u32, running: Option<Side>) -> ClockView {
