@@ -75,10 +75,24 @@ impl Access {
     }
 }
 
-/// Failed admin calls per client address, with backoff.
+/// Failed admin calls from all addresses together before every failing address is
+/// blocked (many addresses guessing at once, or one proxy's clients).
+pub const FREE_FAILURES_OVERALL: u32 = 100;
+
+/// Failed admin calls per client address and overall, with backoff. Only failures count
+/// and only failing calls are refused: a call with the right token is always served, so
+/// a client guessing from the operator's address (or behind the same proxy) cannot lock
+/// the operator out. What the backoff protects is the token's guessing rate; a token has
+/// at least 16 characters, which no rate of guesses finds.
 #[derive(Debug, Default)]
 pub struct AdminGuard {
-    by_ip: Mutex<HashMap<IpAddr, Failures>>,
+    inner: Mutex<GuardInner>,
+}
+
+#[derive(Debug, Default)]
+struct GuardInner {
+    by_ip: HashMap<IpAddr, Failures>,
+    overall: Option<Failures>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -88,22 +102,50 @@ struct Failures {
     blocked_until: Option<Instant>,
 }
 
+impl Failures {
+    fn new(now: Instant) -> Failures {
+        Failures { count: 0, last: now, blocked_until: None }
+    }
+
+    /// Counts a failure at `now`; past `free` failures, blocks for twice as long as the
+    /// last block (1 s up to [`MAX_BLOCK`]) and returns the block.
+    fn fail(&mut self, now: Instant, free: u32) -> Option<Duration> {
+        if now.saturating_duration_since(self.last) >= FORGET_AFTER {
+            *self = Failures::new(now);
+        }
+        self.count = self.count.saturating_add(1);
+        self.last = now;
+        let block = self.count.checked_sub(free + 1).map(|over| {
+            Duration::from_secs(1u64.checked_shl(over.min(16)).unwrap_or(u64::MAX)).min(MAX_BLOCK)
+        });
+        self.blocked_until = block.map(|b| now + b);
+        block
+    }
+
+    fn blocked(&self, now: Instant) -> Option<Duration> {
+        self.blocked_until.filter(|until| *until > now).map(|until| until - now)
+    }
+}
+
 impl AdminGuard {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Failures>> {
-        self.by_ip.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, GuardInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// How long `ip` is still blocked at `now`, if it is.
+    /// How long failing calls from `ip` are still refused at `now`, if they are: the
+    /// address's block or the overall one, whichever lasts longer.
     pub fn blocked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
-        let map = self.lock();
-        let until = map.get(&ip)?.blocked_until?;
-        (until > now).then(|| until - now)
+        let inner = self.lock();
+        let own = inner.by_ip.get(&ip).and_then(|f| f.blocked(now));
+        let overall = inner.overall.as_ref().and_then(|f| f.blocked(now));
+        own.max(overall)
     }
 
-    /// A failed call from `ip` at `now`: returns the failures counted and the block it
-    /// started, if any.
+    /// A failed call from `ip` at `now`: returns the address's failures counted and the
+    /// block it started (of the address or overall), if any.
     pub fn failed(&self, ip: IpAddr, now: Instant) -> (u32, Option<Duration>) {
-        let mut map = self.lock();
+        let mut inner = self.lock();
+        let map = &mut inner.by_ip;
         if map.len() >= MAX_TRACKED && !map.contains_key(&ip) {
             map.retain(|_, f| now.saturating_duration_since(f.last) < FORGET_AFTER);
             if map.len() >= MAX_TRACKED
@@ -112,22 +154,11 @@ impl AdminGuard {
                 map.remove(&oldest);
             }
         }
-        let f = map.entry(ip).or_insert(Failures { count: 0, last: now, blocked_until: None });
-        if now.saturating_duration_since(f.last) >= FORGET_AFTER {
-            *f = Failures { count: 0, last: now, blocked_until: None };
-        }
-        f.count = f.count.saturating_add(1);
-        f.last = now;
-        let block = f.count.checked_sub(FREE_FAILURES + 1).map(|over| {
-            Duration::from_secs(1u64.checked_shl(over.min(16)).unwrap_or(u64::MAX)).min(MAX_BLOCK)
-        });
-        f.blocked_until = block.map(|b| now + b);
-        (f.count, block)
-    }
-
-    /// A successful call from `ip`: its failures are forgotten.
-    pub fn succeeded(&self, ip: IpAddr) {
-        self.lock().remove(&ip);
+        let f = map.entry(ip).or_insert(Failures::new(now));
+        let own = f.fail(now, FREE_FAILURES);
+        let count = f.count;
+        let overall = inner.overall.get_or_insert(Failures::new(now)).fail(now, FREE_FAILURES_OVERALL);
+        (count, own.max(overall))
     }
 }
 
@@ -208,12 +239,10 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Lets a call with the right token through, always; refuses the others, counting each
+/// failure (logged) and answering `429` while the caller's address, or every address,
+/// has failed too often (see [`AdminGuard`]).
 pub(super) async fn require_token(State(g): State<Guarded>, req: Request, next: Next) -> Response {
-    let ip = peer_ip(&req);
-    let now = g.relay.clock.now();
-    if let Some(wait) = ip.and_then(|ip| g.failures.blocked(ip, now)) {
-        return ApiError::TooMany(wait).into_response();
-    }
     let given = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -221,22 +250,26 @@ pub(super) async fn require_token(State(g): State<Guarded>, req: Request, next: 
         .and_then(|v| v.strip_prefix("Bearer "));
     let token = &g.relay.token;
     if given.is_some_and(|t| !token.is_empty() && same(t.trim().as_bytes(), token.as_bytes())) {
-        if let Some(ip) = ip {
-            g.failures.succeeded(ip);
-        }
         return next.run(req).await;
     }
+    let ip = peer_ip(&req);
+    let now = g.relay.clock.now();
     let path = req.uri().path().to_owned();
     let why = if given.is_some() { "wrong token" } else { "no bearer token" };
-    if let Some(ip) = ip {
-        let (failures, block) = g.failures.failed(ip, now);
-        tracing::warn!(peer = %ip, %path, failures, "admin call refused: {why}");
-        if let Some(block) = block {
-            tracing::warn!(peer = %ip, failures, seconds = block.as_secs(), "admin calls from this address blocked");
-            return ApiError::TooMany(block).into_response();
-        }
-    } else {
+    let Some(ip) = ip else {
         tracing::warn!(%path, "admin call refused: {why}");
+        return ApiError::Unauthorized.into_response();
+    };
+    if let Some(wait) = g.failures.blocked(ip, now) {
+        // Not counted: a block is not lengthened by the calls it refuses.
+        tracing::debug!(peer = %ip, %path, "admin call refused while blocked: {why}");
+        return ApiError::TooMany(wait).into_response();
+    }
+    let (failures, block) = g.failures.failed(ip, now);
+    tracing::warn!(peer = %ip, %path, failures, "admin call refused: {why}");
+    if let Some(block) = block {
+        tracing::warn!(peer = %ip, failures, seconds = block.as_secs(), "failing admin calls blocked");
+        return ApiError::TooMany(block).into_response();
     }
     ApiError::Unauthorized.into_response()
 }
@@ -316,15 +349,29 @@ mod tests {
             assert_eq!(g.blocked(a, t), None);
         }
         assert_eq!(blocks, [1, 2, 4, 8, 16, 32, 60, 60, 60, 60]);
-        // Another address is not affected; a success forgets.
+        // Another address is not affected.
         assert_eq!(g.failed(b, t), (1, None));
-        g.succeeded(a);
-        assert_eq!(g.failed(a, t), (1, None));
         // Failures long ago are forgotten.
         for _ in 0..FREE_FAILURES {
             g.failed(b, t);
         }
         assert_eq!(g.failed(b, t + FORGET_AFTER), (1, None));
+    }
+
+    #[test]
+    fn many_addresses_failing_together_are_slowed_overall() {
+        let g = AdminGuard::default();
+        let t = Instant::now();
+        // Each address under its own limit: the overall one blocks past its own.
+        for i in 0..FREE_FAILURES_OVERALL {
+            let ip = IpAddr::from((i / FREE_FAILURES).to_be_bytes());
+            assert_eq!(g.failed(ip, t).1, None, "failure {i}");
+        }
+        let fresh: IpAddr = "198.51.100.7".parse().unwrap();
+        assert_eq!(g.blocked(fresh, t), None);
+        assert_eq!(g.failed(fresh, t), (1, Some(Duration::from_secs(1))));
+        assert_eq!(g.blocked(fresh, t), Some(Duration::from_secs(1)), "every address waits");
+        assert_eq!(g.blocked(fresh, t + Duration::from_secs(1)), None);
     }
 
     #[test]
@@ -334,6 +381,6 @@ mod tests {
         for i in 0..(MAX_TRACKED as u32 + 100) {
             g.failed(IpAddr::from(i.to_be_bytes()), t + Duration::from_millis(u64::from(i)));
         }
-        assert_eq!(g.lock().len(), MAX_TRACKED);
+        assert_eq!(g.lock().by_ip.len(), MAX_TRACKED);
     }
 }

@@ -12,9 +12,11 @@
 //! [`crate::feed::MAX_CLIENT_MESSAGE`], and subscribers to the configured maximum.
 //!
 //! # Exposure
-//! - Wrong or missing tokens are logged and limited per client address ([`AdminGuard`]):
-//!   after [`FREE_FAILURES`] failures each further one blocks the address for twice as
-//!   long as the last (1 s up to [`MAX_BLOCK`]), answered `429` with `Retry-After`.
+//! - Wrong or missing tokens are logged and limited per client address and overall
+//!   ([`AdminGuard`]): after [`FREE_FAILURES`] failures of an address (or
+//!   [`FREE_FAILURES_OVERALL`] of all together) each further one blocks failing calls for
+//!   twice as long as the last (1 s up to [`MAX_BLOCK`]), answered `429` with
+//!   `Retry-After`. The right token is always served.
 //! - On a loopback listener, the admin routes and the websocket check `Host` (a loopback
 //!   name with the relay's port, or the host of an allowed origin) and `Origin` when a
 //!   browser sends one (the relay's own origin or an allowed one): a web page the operator
@@ -44,7 +46,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 pub use access::{
-    Access, AdminGuard, FORGET_AFTER, FREE_FAILURES, LOOPBACK_NAMES, MAX_BLOCK, MAX_TRACKED, cors_route,
+    Access, AdminGuard, FORGET_AFTER, FREE_FAILURES, FREE_FAILURES_OVERALL, LOOPBACK_NAMES, MAX_BLOCK,
+    MAX_TRACKED, cors_route,
 };
 pub use public::feed_upgrade;
 
