@@ -362,6 +362,66 @@ fn round_through_the_relay(name: &str, failures: &[Fail]) {
     assert_eq!(t["rounds"][0]["live"], 0, "{t}");
 }
 
+/// Issue 27, recipe 5: SIGTERM while a push hangs on an endpoint that never answers
+/// (`timeout_s = 60`): the push in flight is dropped, the last push gets the stop's short
+/// time limit, and the relay exits at once with every journaled move on disk.
+#[test]
+fn sigterm_during_a_hanging_push_exits_at_once_with_the_journal_flushed() {
+    let dir = common::tmpdir("hangingpush");
+    // An endpoint that takes connections and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    {
+        let accepted = Arc::clone(&accepted);
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming().flatten() {
+                accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                held.push(stream);
+            }
+        });
+    }
+    let head = "[event]\nname = \"Hanging push\"\nround = 1\n";
+    let config = common::config_with_push(&dir, head, ROUND, TOKEN, &url);
+    let text = std::fs::read_to_string(&config).unwrap().replace("timeout_s = 1\n", "timeout_s = 60\n");
+    std::fs::write(&config, text).unwrap();
+    let board = common::sim_board(&dir, 20451, 20.0);
+    let data = dir.join("data");
+    let (cfg, port, data_arg) =
+        (config.display().to_string(), board.path().display().to_string(), data.display().to_string());
+    let mut relay =
+        common::Relay::start(&dir, &["run", "--config", &cfg, "--port", &port, "--data", &data_arg]);
+    relay.wait_boards("board active", Duration::from_secs(15), |v| {
+        v.as_array().is_some_and(|a| a.iter().any(|b| b["status"] == "active"))
+    });
+    let games = common::sample_games();
+    let play = board.start_scenario(short_game(&games[0], 8, "1-0"), StartPolicy::WhenHostListens).unwrap();
+    play.wait(Duration::from_secs(60)).unwrap();
+    let v = relay.wait_boards("the game relayed", Duration::from_secs(20), |v| {
+        v.as_array().is_some_and(|a| a.iter().any(|b| b["moves"].as_array().is_some_and(|m| m.len() == 8)))
+    });
+    let n = v.as_array().unwrap().iter().find(|b| b["moves"].as_array().unwrap().len() == 8).unwrap()["board"]
+        .as_u64()
+        .unwrap() as u32;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while accepted.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "no push reached the endpoint: {}", relay.logs());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A push is in flight, held by the endpoint for up to 60 s.
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    assert!(relay.terminate().success(), "{}", relay.logs());
+    let took = t0.elapsed();
+    eprintln!("stopped {took:?} after SIGTERM");
+    let logs = relay.logs();
+    assert!(logs.contains("push in flight dropped"), "{logs}");
+    assert!(logs.contains("journals and PGN flushed"), "{logs}");
+    let journal = dgt_relay::store::replay(&data.join(format!("round-1/game-{n}.journal"))).unwrap().unwrap();
+    assert_eq!(journal.moves.len(), 8);
+}
+
 #[test]
 fn a_round_on_simulated_boards_reaches_a_clean_server() {
     round_through_the_relay("push-relay-clean", &[]);

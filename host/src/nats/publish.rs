@@ -146,12 +146,23 @@ impl Publisher {
                 }
                 dirty.insert(key);
             }
-            let result = self.sync_all(&js, &mut stream_ready, &mut dirty).await;
-            self.report(result.as_ref().map(|_| ()));
-            let stopping = tokio::select! {
-                _ = appends.changed() => false,
-                _ = tokio::time::sleep(RETRY), if !dirty.is_empty() => false,
-                _ = stop.wait() => true,
+            // A sync in flight (a server that does not answer holds each message for
+            // [`ACK_TIMEOUT`]) is dropped when the relay stops: the last sync below goes on
+            // from the cursors, with the stop's time limit.
+            let synced = tokio::select! {
+                result = self.sync_all(&js, &mut stream_ready, &mut dirty) => Some(result),
+                _ = stop.wait() => None,
+            };
+            let stopping = match synced {
+                Some(result) => {
+                    self.report(result.as_ref().map(|_| ()));
+                    tokio::select! {
+                        _ = appends.changed() => false,
+                        _ = tokio::time::sleep(RETRY), if !dirty.is_empty() => false,
+                        _ = stop.wait() => true,
+                    }
+                }
+                None => true,
             };
             if stopping {
                 for (key, _) in appends.take() {

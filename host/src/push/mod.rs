@@ -63,8 +63,9 @@ pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 pub const SETTLE: Duration = Duration::from_millis(150);
 /// Longest wait between retries.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
-/// How long the last push at shutdown may take.
-pub const STOP_PUSH: Duration = Duration::from_secs(5);
+/// How long the last push at shutdown may take (a push in flight is dropped): the relay
+/// exits within 5 s.
+pub const STOP_PUSH: Duration = Duration::from_secs(3);
 
 /// A round's PGN cut into its games (each ends with its blank line).
 pub fn split_games(text: &str) -> Vec<&str> {
@@ -291,7 +292,21 @@ impl Pusher {
                     .await
                     .unwrap_or_else(|_| Err(PushError::Network("stopped".into())))
             } else {
-                self.push_round(round, &games, &mut next_request).await
+                // A push in flight (up to the request's time limit) is dropped when the relay
+                // stops: the last push below sends the same, with the stop's time limit.
+                let pushed = tokio::select! {
+                    outcome = self.push_round(round, &games, &mut next_request) => Some(outcome),
+                    _ = stop.wait() => None,
+                };
+                match pushed {
+                    Some(outcome) => outcome,
+                    None => {
+                        tracing::info!("push in flight dropped: the relay is stopping");
+                        next_request = self.clock.now();
+                        dirty = true;
+                        continue;
+                    }
+                }
             };
             let now = self.clock.unix_s();
             match outcome {
