@@ -121,6 +121,10 @@ pub struct Config {
     /// Most websocket subscribers at once (lowered at start to fit the file descriptor
     /// limit, see [`crate::server::FdBudget`]).
     pub max_subscribers: usize,
+    /// Feed connections one client address may hold (behind a reverse proxy, every
+    /// spectator has the proxy's address); their snapshots scale with it (see
+    /// [`crate::feed::ClientLimits::for_address`]).
+    pub feed_per_address: usize,
     /// The Lichess push (`[lichess]`), when configured.
     pub lichess: Option<crate::push::LichessSettings>,
     /// Most open connections at once, HTTP and websocket; `None`: sized at start under the
@@ -154,6 +158,7 @@ impl Default for Config {
             tournament: Tournament::default(),
             boards: Vec::new(),
             max_subscribers: 2000,
+            feed_per_address: 64,
             lichess: None,
             max_connections: None,
             header_timeout_ms: 10_000,
@@ -181,6 +186,7 @@ struct RawConfig {
     silence_ms: Option<Spanned<u64>>,
     battery_poll_ms: Option<Spanned<u64>>,
     max_subscribers: Option<Spanned<usize>>,
+    feed_per_address: Option<Spanned<usize>>,
     delay_s: Option<Spanned<u64>>,
     max_connections: Option<Spanned<usize>>,
     header_timeout_ms: Option<Spanned<u64>>,
@@ -343,6 +349,11 @@ impl Config {
             in_range("max_subscribers", *m.get_ref() as u64, 1, 100_000)
                 .map_err(|e| at(m.span().start, e))?;
             cfg.max_subscribers = m.into_inner();
+        }
+        if let Some(m) = raw.feed_per_address {
+            in_range("feed_per_address", *m.get_ref() as u64, 1, 100_000)
+                .map_err(|e| at(m.span().start, e))?;
+            cfg.feed_per_address = m.into_inner();
         }
         if let Some(d) = raw.delay_s {
             cfg.delay_s = crate::delay::check(*d.get_ref()).map_err(|e| at(d.span().start, e))?;

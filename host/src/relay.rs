@@ -53,6 +53,8 @@ pub struct Relay {
     pub token: String,
     /// Most websocket subscribers at once.
     pub max_subscribers: usize,
+    /// The limits of a feed client (per connection and per address).
+    pub feed_limits: crate::feed::ClientLimits,
     registry: Mutex<Registry>,
     shutdown: Shutdown,
     /// Stopped after the boards, so the last PGN is written after the last move.
@@ -110,6 +112,7 @@ impl Relay {
             tournament: SharedTournament::new(config.tournament.clone()),
             token: config.token.clone().unwrap_or_default(),
             max_subscribers: config.max_subscribers,
+            feed_limits: crate::feed::ClientLimits::for_address(config.feed_per_address),
             registry: Mutex::new(registry),
             shutdown: Shutdown::new(),
             writer_shutdown: Shutdown::new(),

@@ -478,3 +478,66 @@ async fn a_client_flooding_resync_is_limited_then_disconnected_and_others_are_se
     }
     println!("flood: {sent} resyncs sent, {snapshots} snapshots, {limited} refusals; ping {:?}", t.elapsed());
 }
+
+/// Issue 27, recipe 6: four clients on one address that reconnect at once and ask for
+/// snapshots get them at the address's rate (a burst of 20, then 10 a second), not one per
+/// connection; refused connections are answered 429.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_reconnecting_for_snapshots_get_them_at_the_addresss_rate() {
+    let dir = tmpdir("reconnect");
+    let data = dir.join("data");
+    let relay = Relay::start(
+        &dir,
+        &["run", "--port", "/dev/ttyUSB-absent-for-test", "--data", data.to_str().unwrap()],
+    );
+    let url = format!("ws://{}/ws", relay.addr);
+    let t0 = Instant::now();
+    let run = Duration::from_secs(3);
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                let (mut snapshots, mut refused, mut connections) = (0u32, 0u32, 0u32);
+                while t0.elapsed() < run {
+                    let mut ws = match tokio_tungstenite::connect_async(&url).await {
+                        Ok((ws, _)) => ws,
+                        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => {
+                            assert_eq!(r.status(), 429);
+                            refused += 1;
+                            continue;
+                        }
+                        Err(e) => panic!("{e}"),
+                    };
+                    connections += 1;
+                    for _ in 0..3 {
+                        let _ = ws.send(Message::Text(r#"{"type":"resync"}"#.into())).await;
+                    }
+                    // What comes within a moment: the snapshots given.
+                    while let Ok(Some(Ok(m))) =
+                        tokio::time::timeout(Duration::from_millis(20), ws.next()).await
+                    {
+                        if let Message::Text(t) = m
+                            && t.as_str().contains(r#""type":"snapshot""#)
+                        {
+                            snapshots += 1;
+                        }
+                    }
+                    let _ = ws.close(None).await;
+                }
+                (snapshots, refused, connections)
+            })
+        })
+        .collect();
+    let (mut snapshots, mut refused, mut connections) = (0, 0, 0);
+    for c in clients {
+        let (s, r, n) = c.await.unwrap();
+        (snapshots, refused, connections) = (snapshots + s, refused + r, connections + n);
+    }
+    let took = t0.elapsed();
+    println!("{connections} connections, {refused} refused, {snapshots} snapshots in {took:?}");
+    // The burst, then one every 100 ms of the run (and a few in flight as it ends).
+    let allowed = 20 + (took.as_millis() / 100) as u32 + 4;
+    assert!(snapshots <= allowed, "{snapshots} snapshots in {took:?} (at most {allowed})");
+    assert!(refused > 0, "reconnects beyond the rate were refused");
+    assert!(snapshots >= 20, "the address was served: {snapshots}");
+}

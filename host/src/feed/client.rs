@@ -33,6 +33,9 @@ pub struct ClientSocket {
     pub read_ahead: Bytes,
     /// Kept until the socket closes.
     pub keep: Keep,
+    /// Its place in its address's quota (see [`super::AddressQuotas`]), which its
+    /// snapshots are taken from.
+    pub ticket: super::AddressTicket,
 }
 
 /// What the client sent, for the websocket protocol's reader, and what the protocol
@@ -118,6 +121,20 @@ pub async fn serve_client(
             };
             match action {
                 ClientAction::Reply(m) => seat.send(wire::text(&m)),
+                ClientAction::Snapshot { .. } if !socket.ticket.snapshot(clock.now()) => {
+                    match client.address_limited(clock.now()) {
+                        ClientAction::Close(m, end) => {
+                            tracing::info!(?end, "websocket client disconnected");
+                            seat.close(vec![wire::text(&m)]);
+                            return end;
+                        }
+                        other => {
+                            if let ClientAction::Reply(m) = other {
+                                seat.send(wire::text(&m));
+                            }
+                        }
+                    }
+                }
                 ClientAction::Snapshot { resync } => {
                     let snap = hub.snapshot_for(&seat);
                     let frame =

@@ -225,6 +225,8 @@ pub struct Hub {
     delay: crate::delay::Delay,
     /// The relay's clock: when changes happen, and the times stamped on moves and alerts.
     clock: Clock,
+    /// The feed's use per client address.
+    quotas: super::AddressQuotas,
 }
 
 impl std::fmt::Debug for Hub {
@@ -254,7 +256,13 @@ impl Hub {
             out: Outlets { ring: broadcast::channel(RING).0, writers: Writers::default() },
             delay: crate::delay::Delay::default(),
             clock,
+            quotas: super::AddressQuotas::default(),
         }
+    }
+
+    /// The feed's use per client address.
+    pub fn quotas(&self) -> &super::AddressQuotas {
+        &self.quotas
     }
 
     /// The relay's clock, as the hub reads it.

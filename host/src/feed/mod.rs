@@ -7,6 +7,7 @@
 //! - `frame.rs`: a numbered delta as JSON and as its websocket frame;
 //! - `clocks.rs`: when a clock reading is news;
 //! - `session.rs`: one client's requests, limits and answers, apart from its socket;
+//! - `quota.rs`: limits per client address across its connections;
 //! - `client.rs`: one websocket client's task, reading what it sends;
 //! - `alerts.rs`: the alert book (ids, times, what resolves what, acknowledgements);
 //! - `privacy.rs`: what spectators must not see.
@@ -46,6 +47,7 @@ mod clocks;
 mod frame;
 mod hub;
 mod privacy;
+mod quota;
 mod session;
 mod views;
 mod wire;
@@ -57,6 +59,7 @@ pub use clocks::clock_needs_delta;
 pub use frame::{Frame, RING};
 pub use hub::{Change, Hub};
 pub use privacy::Private;
+pub use quota::{AddressQuotas, AddressTicket, QuotaRefusal};
 pub use session::{ClientAction, ClientEnd, ClientInput, ClientLimits, ClientSession, snapshot_frame};
 pub use views::{BoardStatus, BoardView, ClockView, Delta, MoveState, MoveView, Side, Snapshot};
 pub use writer::Keep;

@@ -66,6 +66,13 @@ pub struct ClientLimits {
     /// Messages refused for their rate (`rate_limited`) tolerated within
     /// [`ClientLimits::resync_window`] before the client is disconnected.
     pub max_limited: usize,
+    /// Feed connections one client address may hold open (see `quota.rs`).
+    pub per_address: usize,
+    /// Snapshots (each connection's first, `subscribe`, `resync`) one client address's
+    /// connections may take together in a burst...
+    pub address_snapshot_burst: u32,
+    /// ...and then one every this long.
+    pub address_snapshot_every: Duration,
 }
 
 impl Default for ClientLimits {
@@ -80,13 +87,32 @@ impl Default for ClientLimits {
             message_burst: 30,
             message_every: Duration::from_millis(100),
             max_limited: 20,
+            per_address: 64,
+            address_snapshot_burst: 20,
+            address_snapshot_every: Duration::from_millis(100),
+        }
+    }
+}
+
+impl ClientLimits {
+    /// The default limits with `per_address` connections per client address, and the
+    /// address's snapshots scaled with it: a burst of a quarter of them (at least 20), and
+    /// 10 a second for every 64 connections.
+    pub fn for_address(per_address: usize) -> ClientLimits {
+        let per_address = per_address.max(1);
+        let scale = u32::try_from(per_address.div_ceil(64)).unwrap_or(u32::MAX);
+        ClientLimits {
+            per_address,
+            address_snapshot_burst: u32::try_from(per_address / 4).unwrap_or(u32::MAX).max(20),
+            address_snapshot_every: Duration::from_millis(100) / scale,
+            ..ClientLimits::default()
         }
     }
 }
 
 /// A token bucket: `burst` tokens, one more every `every`.
 #[derive(Clone, Copy, Debug)]
-struct Bucket {
+pub(super) struct Bucket {
     /// Tokens in thousandths.
     milli: u64,
     burst: u64,
@@ -95,13 +121,13 @@ struct Bucket {
 }
 
 impl Bucket {
-    fn new(burst: u32, every: Duration, now: Instant) -> Bucket {
+    pub(super) fn new(burst: u32, every: Duration, now: Instant) -> Bucket {
         let burst = u64::from(burst.max(1)) * 1000;
         Bucket { milli: burst, burst, every, at: now }
     }
 
     /// Takes a token if there is one.
-    fn take(&mut self, now: Instant) -> bool {
+    pub(super) fn take(&mut self, now: Instant) -> bool {
         let every = self.every.as_millis().max(1);
         let gained = now.saturating_duration_since(self.at).as_millis() * 1000 / every;
         self.milli = (u128::from(self.milli) + gained).min(u128::from(self.burst)) as u64;
@@ -194,6 +220,12 @@ impl ClientSession {
             return ClientAction::Close(f, ClientEnd::RateLimited);
         }
         ClientAction::Reply(error_frame("rate_limited", what))
+    }
+
+    /// A snapshot the client asked for at `now` that its address's budget refuses (see
+    /// `quota.rs`): counted as its own refusals are.
+    pub fn address_limited(&mut self, now: Instant) -> ClientAction {
+        self.rate_limited("too many subscribe/resync requests from this address; ask more slowly", now)
     }
 
     /// Handles one message received at `now`.

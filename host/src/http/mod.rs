@@ -115,6 +115,9 @@ pub enum ApiError {
     /// At capacity (503).
     #[error("{0}")]
     Busy(&'static str),
+    /// A client address over its feed quota (429).
+    #[error(transparent)]
+    Limited(#[from] crate::feed::QuotaRefusal),
 }
 
 /// A wait in whole seconds, rounded up.
@@ -141,7 +144,7 @@ impl ApiError {
             | ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
-            ApiError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooMany(_) | ApiError::Limited(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 }

@@ -99,7 +99,7 @@ pub(super) async fn ws(State(relay): State<Arc<Relay>>, req: Request) -> Result<
     if relay.hub.receivers() >= relay.max_subscribers {
         return Err(ApiError::Busy("too many subscribers"));
     }
-    feed_upgrade(req, Arc::clone(&relay.hub), relay.shutdown().listener(), ClientLimits::default())
+    feed_upgrade(req, Arc::clone(&relay.hub), relay.shutdown().listener(), relay.feed_limits)
 }
 
 /// Upgrades a websocket request to the feed of `hub`: checks the handshake, answers `101`,
@@ -133,6 +133,11 @@ pub fn feed_upgrade(
         .get(header::SEC_WEBSOCKET_KEY)
         .map(|key| derive_accept_key(key.as_bytes()))
         .ok_or_else(|| ApiError::BadRequest("no Sec-WebSocket-Key".into()))?;
+    let peer = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+    let ticket = hub.quotas().admit(peer, &limits, hub.clock().now()).map_err(|e| {
+        tracing::debug!(?peer, error = %e, "websocket refused");
+        ApiError::Limited(e)
+    })?;
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
         let upgraded = match upgrade.await {
@@ -147,7 +152,7 @@ pub fn feed_upgrade(
             return;
         };
         let keep: Keep = guard.map(|g| Box::new(g) as Box<dyn std::any::Any + Send + Sync>);
-        let socket = ClientSocket { stream, read_ahead, keep };
+        let socket = ClientSocket { stream, read_ahead, keep, ticket };
         let end = serve_client(socket, hub, stop, limits).await;
         tracing::debug!(?end, "websocket client left");
     });
