@@ -71,6 +71,11 @@ impl<T> DelayLine<T> {
         self.queue.push_back((at, item));
     }
 
+    /// Keeps only the waiting items `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        self.queue.retain(|(_, item)| keep(item));
+    }
+
     /// True when nothing waits.
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()

@@ -57,6 +57,15 @@ pub enum Invalid {
         /// The text's name.
         what: &'static str,
     },
+    /// A text holding an invisible format character: a bidirectional control (U+202E
+    /// turns the rest of a line around), a zero-width character.
+    #[error("{what} contains an invisible format character (U+{code:04X})")]
+    FormatCharacter {
+        /// The text's name.
+        what: &'static str,
+        /// The character's code point.
+        code: u32,
+    },
     /// A value given twice where each must be unique.
     #[error("{what} {value} is listed twice")]
     Twice {

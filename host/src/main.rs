@@ -176,9 +176,9 @@ fn main() -> anyhow::Result<()> {
                 None => Config::default(),
             };
             if let (Some(path), Some(round)) = (trf, round) {
-                let text = std::fs::read_to_string(&path)
+                let bytes = std::fs::read(&path)
                     .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-                let boards = dgt_relay::trf::Trf::parse(&text)
+                let boards = dgt_relay::trf::Trf::parse_bytes(&bytes)
                     .and_then(|t| t.pairings(round))
                     .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
                 tracing::info!(round, boards = boards.len(), "pairings from {}", path.display());

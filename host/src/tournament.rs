@@ -93,7 +93,8 @@ impl Pairing {
 }
 
 /// Checks a free text that ends up in a PGN tag: bounded, one line (quotes and backslashes
-/// are escaped on output; control characters are refused).
+/// are escaped on output; control characters are refused), and shown as written: no
+/// invisible format character ([`is_format_character`]).
 pub fn check_text(what: &'static str, s: &str) -> Result<(), Invalid> {
     if s.chars().count() > MAX_TEXT {
         return Err(Invalid::TooLong { what, max: MAX_TEXT });
@@ -101,7 +102,36 @@ pub fn check_text(what: &'static str, s: &str) -> Result<(), Invalid> {
     if s.chars().any(char::is_control) {
         return Err(Invalid::ControlCharacter { what });
     }
+    if let Some(c) = s.chars().find(|c| is_format_character(*c)) {
+        return Err(Invalid::FormatCharacter { what, code: u32::from(c) });
+    }
     Ok(())
+}
+
+/// Unicode's format characters (general category Cf) that change how text around them
+/// shows without showing themselves: bidirectional controls (a name with U+202E reads
+/// backwards on every page and in every PGN viewer), zero-width characters, the soft
+/// hyphen, invisible operators, interlinear annotations and tags.
+pub fn is_format_character(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x00AD
+            | 0x0600..=0x0605
+            | 0x061C
+            | 0x06DD
+            | 0x070F
+            | 0x180E
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x2064
+            | 0x2066..=0x206F
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x1D173..=0x1D17A
+            | 0xE0001
+            | 0xE0020..=0xE007F
+    )
 }
 
 /// Event-wide PGN data.

@@ -72,6 +72,10 @@ pub enum TrfErrorKind {
         /// The opponent it names.
         opponent: u32,
     },
+    /// A player line ends before a round's columns that its opponent's line names it in,
+    /// or in the middle of a round's columns.
+    #[error("the line ends before round {0}'s opponent and colour (a truncated line?)")]
+    Truncated(u32),
     /// A field fails the relay's own checks (a name too long, a strange title).
     #[error(transparent)]
     Invalid(Invalid),
@@ -138,6 +142,8 @@ pub struct TrfPlayer {
     pub rounds: Vec<RoundEntry>,
     /// The line it is on.
     pub line: usize,
+    /// The line's length, characters.
+    pub columns: usize,
 }
 
 impl TrfPlayer {
@@ -212,7 +218,88 @@ fn number<T: std::str::FromStr>(
     })
 }
 
+/// The characters of Windows-1252 at bytes 0x80..=0x9F (the rest of its upper half is
+/// Latin-1); `None` where it has none.
+const CP1252_HIGH: [Option<char>; 32] = [
+    Some('€'),
+    None,
+    Some('‚'),
+    Some('ƒ'),
+    Some('„'),
+    Some('…'),
+    Some('†'),
+    Some('‡'),
+    Some('ˆ'),
+    Some('‰'),
+    Some('Š'),
+    Some('‹'),
+    Some('Œ'),
+    None,
+    Some('Ž'),
+    None,
+    None,
+    Some('‘'),
+    Some('’'),
+    Some('“'),
+    Some('”'),
+    Some('•'),
+    Some('–'),
+    Some('—'),
+    Some('˜'),
+    Some('™'),
+    Some('š'),
+    Some('›'),
+    Some('œ'),
+    None,
+    Some('ž'),
+    Some('Ÿ'),
+];
+
+/// A report's text: UTF-8 when it is valid UTF-8, else Windows-1252, the encoding of the
+/// pairing programs that do not write UTF-8 (Swiss-Manager, Vega). A byte Windows-1252
+/// leaves undefined is refused with its line and column.
+pub fn decode(bytes: &[u8]) -> Result<std::borrow::Cow<'_, str>, TrfError> {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return Ok(std::borrow::Cow::Borrowed(text));
+    }
+    let mut out = String::with_capacity(bytes.len() + bytes.len() / 8);
+    let (mut line, mut column) = (1, 0);
+    let mut previous = 0u8;
+    for &b in bytes {
+        column += 1;
+        let c = match b {
+            0x80..=0x9F => CP1252_HIGH[usize::from(b - 0x80)].ok_or(TrfError {
+                line,
+                column,
+                kind: TrfErrorKind::File(format!(
+                    "byte 0x{b:02X} is neither UTF-8 nor Windows-1252 (not a text file?)"
+                )),
+            })?,
+            _ => char::from(b),
+        };
+        // CR, LF and CR LF each end one line.
+        if b == b'\r' || (b == b'\n' && previous != b'\r') {
+            line += 1;
+        }
+        if b == b'\r' || b == b'\n' {
+            column = 0;
+        }
+        previous = b;
+        out.push(c);
+    }
+    Ok(std::borrow::Cow::Owned(out))
+}
+
 impl Trf {
+    /// Reads a report given as bytes, in UTF-8 or Windows-1252 (see [`decode`]).
+    pub fn parse_bytes(bytes: &[u8]) -> Result<Trf, TrfError> {
+        if bytes.len() > MAX_TRF_BYTES {
+            let m = format!("the file is over {MAX_TRF_BYTES} bytes");
+            return Err(TrfError { line: 1, column: 1, kind: TrfErrorKind::File(m) });
+        }
+        Trf::parse(&decode(bytes)?)
+    }
+
     /// Reads a report.
     pub fn parse(text: &str) -> Result<Trf, TrfError> {
         let file_err = |m: &str| TrfError { line: 1, column: 1, kind: TrfErrorKind::File(m.to_owned()) };
@@ -222,7 +309,8 @@ impl Trf {
         let mut trf = Trf::default();
         // CR alone (the format's rule), CR LF and LF all end a line.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let lines = text.split('\n').flat_map(|l| l.split('\r'));
+        let text = text.replace("\r\n", "\n");
+        let lines = text.split(['\n', '\r']);
         for (i, raw) in lines.enumerate() {
             let line = i + 1;
             let chars: Vec<char> = raw.chars().collect();
@@ -297,7 +385,12 @@ impl Trf {
                 kind: TrfErrorKind::Inconsistent { round, player: p.start_rank, opponent: o },
             };
             let opp = self.player(o).ok_or_else(inconsistent)?;
-            let back = opp.round(round).copied().unwrap_or_default();
+            // The opponent's line is the one at fault when it ends before this round.
+            let back = opp.round(round).copied().ok_or(TrfError {
+                line: opp.line,
+                column: opp.columns + 1,
+                kind: TrfErrorKind::Truncated(round),
+            })?;
             if back.opponent != Some(p.start_rank) {
                 return Err(inconsistent());
             }
@@ -376,10 +469,20 @@ fn read_player(chars: &[char], line: usize) -> Result<TrfPlayer, TrfError> {
         points: Some(field(chars, 81, 84)).filter(|s| !s.is_empty()),
         rounds: Vec::new(),
         line,
+        columns: chars.len(),
     };
     let mut start = 92;
     while start <= chars.len() {
         let opponent: Option<u32> = number(chars, line, (start, start + 3), "opponent")?.filter(|&o| o > 0);
+        if opponent.is_some() && chars.len() < start + 5 {
+            // Cut within a round's columns: no colour for a named opponent.
+            let round = (start - 92) / 10 + 1;
+            return Err(TrfError {
+                line,
+                column: chars.len() + 1,
+                kind: TrfErrorKind::Truncated(round as u32),
+            });
+        }
         let colour = match chars.get(start + 4).copied().unwrap_or(' ') {
             'w' | 'W' => Some(Colour::White),
             'b' | 'B' => Some(Colour::Black),
@@ -479,5 +582,62 @@ mod tests {
         }
         let e = Trf::parse(&small()).unwrap().pairings(3).unwrap_err();
         assert_eq!(e.kind, TrfErrorKind::NoSuchRound(3));
+    }
+
+    /// Issue 27, recipe 7: a report written in Windows-1252 reads as its letters; a byte
+    /// that is in neither encoding is refused where it is; CR LF ends one line.
+    #[test]
+    fn a_windows_1252_report_reads_as_its_letters() {
+        let text = small().replacen(&format!("{:<33}", "Doe, Jane"), &format!("{:<33}", "Müller, Jérôme"), 1);
+        let text = text.replace('\r', "\r\n");
+        let bytes: Vec<u8> = text
+            .chars()
+            .map(|c| match c {
+                'ü' => 0xFC,
+                'é' => 0xE9,
+                'ô' => 0xF4,
+                c => u8::try_from(u32::from(c)).unwrap(),
+            })
+            .collect();
+        assert!(std::str::from_utf8(&bytes).is_err());
+        let trf = Trf::parse_bytes(&bytes).unwrap();
+        assert_eq!(trf.player(2).unwrap().name, "Müller, Jérôme");
+        assert_eq!(trf, Trf::parse_bytes(text.as_bytes()).unwrap(), "the same report in UTF-8");
+        assert_eq!(decode(&[b'a', 0x80, 0x9F]).unwrap(), "a€Ÿ");
+        let mut bad = bytes.clone();
+        let at = bad.iter().position(|b| *b == 0xFC).unwrap();
+        bad[at] = 0x81;
+        let e = Trf::parse_bytes(&bad).unwrap_err();
+        assert_eq!((e.line, e.column), (3, 16), "{e}");
+        assert!(e.to_string().contains("0x81"), "{e}");
+        // Line numbers count CR LF once.
+        let e = Trf::parse(&small().replacen("   3 w 1", "   3 x 1", 1).replace('\r', "\r\n")).unwrap_err();
+        assert_eq!((e.line, e.column), (2, 97), "{e}");
+    }
+
+    /// Issue 27, recipe 7: names with bidirectional or zero-width characters are refused.
+    #[test]
+    fn names_with_invisible_format_characters_are_refused() {
+        for (name, code) in
+            [("Doe, \u{202E}enaJ", 0x202E), ("Doe,\u{200B} Jane", 0x200B), ("\u{2066}Doe", 0x2066)]
+        {
+            let text = small().replacen(&format!("{:<33}", "Doe, Jane"), &format!("{name:<33}"), 1);
+            let e = Trf::parse(&text).unwrap().pairings(1).unwrap_err();
+            assert_eq!((e.line, e.column), (3, 15), "{e}");
+            assert_eq!(e.kind, TrfErrorKind::Invalid(Invalid::FormatCharacter { what: "player name", code }));
+        }
+    }
+
+    /// Issue 27, recipe 7: a truncated player line is blamed, not its opponent's.
+    #[test]
+    fn a_truncated_player_line_is_blamed() {
+        // Player 2 (line 3) cut after round 1: its round 2 opponent (1, line 2) names it.
+        let cut = small().replacen("   4 b =  ", "   4 b =", 1).replacen("   1 w  ", "", 1);
+        let e = Trf::parse(&cut).unwrap().pairings(2).unwrap_err();
+        assert_eq!((e.line, e.kind.clone()), (3, TrfErrorKind::Truncated(2)), "{e}");
+        // Cut within round 2's columns: the line itself.
+        let cut = small().replacen("   1 w  ", "   1", 1);
+        let e = Trf::parse(&cut).unwrap_err();
+        assert_eq!((e.line, e.kind.clone()), (3, TrfErrorKind::Truncated(2)), "{e}");
     }
 }

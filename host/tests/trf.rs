@@ -152,3 +152,77 @@ fn the_relay_takes_pairings_from_a_report_on_the_command_line_and_by_upload() {
 fn data_report() -> String {
     data("bbp-issue7.trf")
 }
+
+/// POSTs `body` as it is (bytes that need not be UTF-8); the status and the answer's text.
+fn post_bytes(addr: std::net::SocketAddr, path: &str, body: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: text/plain\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let status = answer.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, answer.split_once("\r\n\r\n").map_or(String::new(), |(_, b)| b.to_owned()))
+}
+
+/// Issue 27, recipe 7: a report in Windows-1252 uploaded as it is reads as its letters, and
+/// the board's empty game moves to the uploaded round without leaving anything in the old
+/// round's folder.
+#[test]
+fn a_windows_1252_upload_reads_as_its_letters_and_leaves_no_empty_game_behind() {
+    let dir = tmpdir("trf1252");
+    let board = sim_board(&dir, 20311, 40.0);
+    let data_dir = dir.join("data");
+    let relay = Relay::start(
+        &dir,
+        &["run", "--port", board.path().to_str().unwrap(), "--data", data_dir.to_str().unwrap()],
+    );
+    relay.wait_boards("board active", Duration::from_secs(10), |v| v[0]["status"] == "active");
+    let round_1 = data_dir.join("round-1");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !round_1.join("game-1.pgn").exists() {
+        assert!(std::time::Instant::now() < deadline, "no game in round 1: {}", relay.logs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Board 1's White of round 14, renamed with letters outside ASCII, in the same columns.
+    let report = data_report();
+    let first = Trf::parse(&report).unwrap().pairings(14).unwrap().remove(0).pairing.white.name;
+    let renamed = report.replacen(&format!("{first:<33}"), &format!("{:<33}", "Müller, Jérôme"), 1);
+    let bytes: Vec<u8> = renamed
+        .chars()
+        .map(|c| match c {
+            'ü' => 0xFC,
+            'é' => 0xE9,
+            'ô' => 0xF4,
+            c => u8::try_from(u32::from(c)).unwrap(),
+        })
+        .collect();
+    let (status, body) = post_bytes(relay.addr, "/api/admin/pairings/trf?round=14", &bytes);
+    assert_eq!(status, 200, "{body}");
+    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["boards"][0]["white"], "Müller, Jérôme", "{answer}");
+    relay.wait_boards("board 1 in round 14", Duration::from_secs(10), |v| {
+        v[0]["round"] == 14 && white_of_board_1(v) == "Müller, Jérôme"
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !data_dir.join("round-14/game-1.pgn").exists() {
+        assert!(std::time::Instant::now() < deadline, "no game in round 14: {}", relay.logs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The PGN writer runs on changes: give it its second, then look.
+    std::thread::sleep(Duration::from_millis(1500));
+    let left: Vec<_> = std::fs::read_dir(&round_1).map_or_else(
+        |_| Vec::new(),
+        |d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
+    );
+    assert!(left.is_empty(), "round 1 keeps {left:?}");
+    assert_eq!(relay.get("/pgn/1").0, 404);
+    let pgn = std::fs::read_to_string(data_dir.join("round-14/game-1.pgn")).unwrap();
+    assert!(pgn.contains("[White \"Müller, Jérôme\"]"), "{pgn}");
+}

@@ -627,8 +627,10 @@ async function loadTrf(ev) {
     return;
   }
   setText(answer, '…');
-  const text = await file.text();
-  const r = await api('POST', `pairings/trf?round=${round}`, text, 'text/plain; charset=utf-8');
+  // The file's bytes as they are: the relay reads UTF-8 and Windows-1252 (file.text() would
+  // turn Windows-1252 letters into U+FFFD).
+  const bytes = await file.arrayBuffer();
+  const r = await api('POST', `pairings/trf?round=${round}`, bytes, 'text/plain');
   const n = r.ok && r.data && Array.isArray(r.data.boards) ? r.data.boards.length : 0;
   showAnswer(answer, r, `Round ${round} loaded from ${file.name}: ${n} boards paired.`);
   if (r.ok) {

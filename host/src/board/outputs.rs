@@ -440,9 +440,15 @@ impl Outputs {
             return;
         };
         if g.rec.moves.is_empty() && g.rec.header.round != round {
-            // An empty game moves to the new round.
+            // An empty game moves to the new round, and leaves nothing in the old one.
             let start = g.rec.header.start_fen.clone();
+            let old = g.rec.header.round;
             self.new_game(start, src).await;
+            if self.game.as_ref().is_some_and(|g| g.rec.header.round != old)
+                && let Err(e) = self.svc.store.remove_game(old, self.number).await
+            {
+                tracing::warn!(board = self.number, round = old, error = %e, "cannot remove the empty game");
+            }
         } else if g.rec.header.round == round && g.rec.header.pairing != pairing {
             let mut view = self.view(src);
             view.pairing = pairing.clone();

@@ -86,15 +86,15 @@ pub(super) struct RoundQuery {
     round: u32,
 }
 
-/// `POST /api/admin/pairings/trf?round=N`, the body a TRF-16 report: that round's pairings
-/// become the relay's. 422 with the line and column of what is wrong in the report.
+/// `POST /api/admin/pairings/trf?round=N`, the body a TRF-16 report (UTF-8 or
+/// Windows-1252): that round's pairings become the relay's. 422 with the line and column of what is wrong in the report.
 pub(super) async fn upload_trf(
     State(relay): State<Arc<Relay>>,
     Query(q): Query<RoundQuery>,
-    body: String,
+    body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     check_round(q.round)?;
-    let boards = Trf::parse(&body)?.pairings(q.round)?;
+    let boards = Trf::parse_bytes(&body)?.pairings(q.round)?;
     check_board_count(boards.len())?;
     tracing::info!(round = q.round, boards = boards.len(), "pairings from a TRF report");
     let list: Vec<Value> = boards

@@ -308,6 +308,36 @@ impl Store {
         self.publish_pgn(round, board, text);
     }
 
+    /// Removes a game that holds no move (an empty game whose board moved on to another
+    /// round): its journal, and its PGN text, file and place in the round's files; a round
+    /// left with no game loses its folder's files. A text waiting for the broadcast delay
+    /// goes too (an empty game tells nothing).
+    pub async fn remove_game(&self, round: u32, board: u32) -> Result<(), StoreError> {
+        let path = self.journal_path(round, board);
+        let p = path.clone();
+        tokio::task::spawn_blocking(move || match fs::remove_file(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err(&p)(e)),
+            _ => {
+                if let Some(dir) = p.parent() {
+                    sync_dir(dir);
+                }
+                Ok(())
+            }
+        })
+        .await
+        .map_err(|e| StoreError::Task(e.to_string()))??;
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.retain(|(r, b, _)| (*r, *b) != (round, board));
+            let mut t = self.lock();
+            t.games.remove(&(round, board));
+            t.dirty.insert((round, board));
+        }
+        self.notify.notify_one();
+        self.changes.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
     /// The broadcast delay of the PGN texts.
     pub fn delay(&self) -> &crate::delay::Delay {
         &self.delay
@@ -389,10 +419,14 @@ impl Store {
         let mut failed = BTreeSet::new();
         for &(round, board) in &dirty {
             let dir = self.root.join(format!("round-{round}"));
-            let r = fs::create_dir_all(&dir).map_err(io_err(&dir)).and_then(|()| {
-                let text = snapshot.get(&(round, board)).map_or("", String::as_str);
-                write_atomic(&dir.join(format!("game-{board}.pgn")), text)
-            });
+            let file = dir.join(format!("game-{board}.pgn"));
+            let r = match snapshot.get(&(round, board)) {
+                Some(text) => {
+                    fs::create_dir_all(&dir).map_err(io_err(&dir)).and_then(|()| write_atomic(&file, text))
+                }
+                // A removed game.
+                None => remove_if_there(&file),
+            };
             if let Err(e) = r {
                 failed.insert((round, board));
                 first_err.get_or_insert(e);
@@ -401,8 +435,18 @@ impl Store {
         let rounds: BTreeSet<u32> = dirty.iter().map(|(r, _)| *r).collect();
         for round in rounds {
             let dir = self.root.join(format!("round-{round}"));
-            let text: String =
-                snapshot.range((round, 0)..=(round, u32::MAX)).map(|(_, t)| t.as_str()).collect();
+            let mut games = snapshot.range((round, 0)..=(round, u32::MAX)).peekable();
+            if games.peek().is_none() {
+                // No game left: no round files, and no folder when nothing else is in it.
+                let r = remove_if_there(&dir.join("games.pgn")).and(remove_if_there(&dir.join("index.json")));
+                if let Err(e) = r {
+                    failed.extend(dirty.iter().filter(|(r, _)| *r == round));
+                    first_err.get_or_insert(e);
+                }
+                let _ = fs::remove_dir(&dir);
+                continue;
+            }
+            let text: String = games.map(|(_, t)| t.as_str()).collect();
             if let Err(e) = write_atomic(&dir.join("games.pgn"), &text) {
                 failed.extend(dirty.iter().filter(|(r, _)| *r == round));
                 first_err.get_or_insert(e);
@@ -412,6 +456,14 @@ impl Store {
             self.lock().dirty.extend(failed);
         }
         first_err.map_or(Ok(()), Err)
+    }
+}
+
+/// Removes a file; one that is not there is fine.
+fn remove_if_there(path: &Path) -> Result<(), StoreError> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err(path)(e)),
+        _ => Ok(()),
     }
 }
 
