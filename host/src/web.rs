@@ -43,6 +43,11 @@ pub const CONSOLE_PATH: &str = "/console/";
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'";
 
+/// The console's content security policy: the page's, and no framing at all, so no other
+/// site can frame the operator's console under its own page (clickjacking).
+pub const CONSOLE_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
 /// One embedded file and how to serve it.
 #[derive(Clone, Copy, Debug)]
 pub struct Asset {
@@ -52,13 +57,20 @@ pub struct Asset {
     pub content_type: &'static str,
     /// A hash of `body`, the value of the `ETag` (computed at compile time).
     pub hash: u64,
-    /// Whether it is the HTML page (which gets the content security policy).
+    /// Whether it is an HTML page (which gets the content security policy).
     pub html: bool,
+    /// Whether another site may frame it (the spectators' page, not the console).
+    pub frameable: bool,
 }
 
 impl Asset {
     const fn new(body: &'static [u8], content_type: &'static str, html: bool) -> Asset {
-        Asset { body, content_type, hash: fnv1a(body), html }
+        Asset { body, content_type, hash: fnv1a(body), html, frameable: true }
+    }
+
+    /// The operator's page: never framed.
+    const fn unframed(self) -> Asset {
+        Asset { frameable: false, ..self }
     }
 
     /// The `ETag` header value: the hash in quotes (a strong validator).
@@ -93,7 +105,7 @@ pub static COMMON_JS: Asset =
     Asset::new(include_bytes!("../web/common.js"), "text/javascript; charset=utf-8", false);
 /// `console.html`, the operator's console.
 pub static CONSOLE_HTML: Asset =
-    Asset::new(include_bytes!("../web/console.html"), "text/html; charset=utf-8", true);
+    Asset::new(include_bytes!("../web/console.html"), "text/html; charset=utf-8", true).unframed();
 /// `console.js`.
 pub static CONSOLE_JS: Asset =
     Asset::new(include_bytes!("../web/console.js"), "text/javascript; charset=utf-8", false);
@@ -128,8 +140,12 @@ pub fn respond(asset: &Asset, request: &HeaderMap) -> Response {
         headers.insert(header::ETAG, v);
     }
     if asset.html {
-        headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+        let policy = if asset.frameable { CONTENT_SECURITY_POLICY } else { CONSOLE_CONTENT_SECURITY_POLICY };
+        headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(policy));
         headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    }
+    if !asset.frameable {
+        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     }
     if fresh {
         headers.remove(header::CONTENT_LENGTH);
@@ -248,6 +264,13 @@ mod tests {
             console.starts_with("HTTP/1.1 200") && console.contains("content-security-policy"),
             "{console}"
         );
+        // The console is never framed; the spectators' page may be embedded.
+        for path in ["/console/", "/console/index.html"] {
+            let console = get_raw(addr, path).await.to_ascii_lowercase();
+            assert!(console.contains("frame-ancestors 'none'"), "{console}");
+            assert!(console.contains("x-frame-options: deny"), "{console}");
+        }
+        assert!(!page.contains("frame-ancestors") && !page.to_ascii_lowercase().contains("x-frame-options"));
         for (path, _) in ROUTES {
             assert!(get_raw(addr, path).await.starts_with("HTTP/1.1 200"), "{path}");
         }
