@@ -119,6 +119,29 @@ pub(super) fn raise(list: &mut Vec<AlertEntry>, id: u64, alert: AlertView, at: u
     entry
 }
 
+/// Keeps the alert `id` of a standing condition in `list` in place of the condition's
+/// previous alert `old` (see [`Hub::publish_condition`](crate::feed::Hub::publish_condition)),
+/// which it resolves when that one still wanted the operator.
+pub(super) fn supersede(
+    list: &mut Vec<AlertEntry>,
+    old: Option<u64>,
+    id: u64,
+    alert: AlertView,
+    at: u64,
+) -> AlertEntry {
+    let mut clears = Vec::new();
+    if let Some(i) = old.and_then(|o| list.iter().position(|a| a.id == o)) {
+        let previous = list.remove(i);
+        if previous.alert.level != AlertLevel::Info && previous.cleared_by.is_none() {
+            clears.push(previous.id);
+        }
+    }
+    let entry = AlertEntry { id, at, alert, clears, cleared_by: None, acked_at: None };
+    list.push(entry.clone());
+    trim_alerts(list);
+    entry
+}
+
 /// Keeps a copy of an alert already kept elsewhere (the spectators' delayed copy of the
 /// operator's book): the alerts it clears are marked, and the list is trimmed.
 pub(super) fn keep(list: &mut Vec<AlertEntry>, entry: AlertEntry) {

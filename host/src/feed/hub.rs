@@ -307,13 +307,12 @@ impl Hub {
     /// greeted by the error, which is then cleared; clients connected meanwhile got both.
     pub fn publish_condition(&self, topic: &str, alert: AlertView) -> u64 {
         let mut inner = self.lock();
-        if let Some(old) = inner.conditions.get(topic).copied() {
-            inner.relay_alerts.retain(|a| a.id != old);
-        }
+        let old = inner.conditions.get(topic).copied();
         let id = inner.next_alert;
-        let seq = self.publish_locked(&mut inner, Delta::Alert { board: None, alert });
+        inner.next_alert += 1;
+        let entry = alerts::supersede(&mut inner.relay_alerts, old, id, alert, self.clock.wall_ms());
         inner.conditions.insert(topic.to_owned(), id);
-        seq
+        inner.send(&self.out, Pending::Alert(None, entry))
     }
 
     fn publish_locked(&self, inner: &mut HubInner, mut delta: Delta) -> u64 {
