@@ -175,7 +175,7 @@ fn post_bytes(addr: std::net::SocketAddr, path: &str, body: &[u8]) -> (u16, Stri
 /// the board's empty game moves to the uploaded round without leaving anything in the old
 /// round's folder.
 #[test]
-fn a_windows_1252_upload_reads_as_its_letters_and_leaves_no_empty_game_behind() {
+fn a_windows_1252_upload_reads_as_its_letters_leaves_no_empty_game_behind_and_short_names_are_alerts() {
     let dir = tmpdir("trf1252");
     let board = sim_board(&dir, 20311, 40.0);
     let data_dir = dir.join("data");
@@ -225,4 +225,23 @@ fn a_windows_1252_upload_reads_as_its_letters_and_leaves_no_empty_game_behind() 
     assert_eq!(relay.get("/pgn/1").0, 404);
     let pgn = std::fs::read_to_string(data_dir.join("round-14/game-1.pgn")).unwrap();
     assert!(pgn.contains("[White \"Müller, Jérôme\"]"), "{pgn}");
+
+    // Issue 27, recipe 8: a name the PGN and the push replace is an operator alert.
+    let auth = format!("Bearer {TOKEN}");
+    let body = r#"{"round":14,"boards":[{"board":1,"white":{"name":"M"},"black":{"name":"Ding, Liren"}}]}"#;
+    let (status, answer) = http(relay.addr, "POST", "/api/admin/pairings", &[("Authorization", &auth)], body);
+    assert_eq!(status, 200, "{answer}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, text) = http(relay.addr, "GET", "/api/admin/boards", &[("Authorization", &auth)], "");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let alerts = v["boards"][0]["alerts"].as_array().cloned().unwrap_or_default();
+        if let Some(a) = alerts.iter().find(|a| a["code"] == "push" && a["level"] == "warning") {
+            let message = a["message"].as_str().unwrap();
+            assert!(message.contains("\"M\"") && message.contains("Board 1 White"), "{message}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no alert: {alerts:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

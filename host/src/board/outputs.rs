@@ -322,6 +322,35 @@ impl Outputs {
         });
     }
 
+    /// Tells the operator of a player's name that the PGN and the push replace: a name of
+    /// one character (Lichess drops such names) is written `Board 4 White`.
+    fn alert_replaced_names(&mut self, pairing: &Pairing) {
+        for (side, player) in [("White", &pairing.white), ("Black", &pairing.black)] {
+            let name = player.name.trim();
+            if name.is_empty() {
+                continue;
+            }
+            let shown = crate::pgn::player_name(name, self.number, side);
+            if shown != name {
+                let message = format!(
+                    "Board {}: {side}'s name {name:?} is too short for Lichess (at least two characters), so the \
+                     PGN and the push name the player {shown:?}. Give the full name in the pairings.",
+                    self.number
+                );
+                tracing::warn!(board = self.number, "{message}");
+                self.feed(Delta::Alert {
+                    board: Some(self.number),
+                    alert: AlertView {
+                        code: AlertCode::Push,
+                        level: AlertLevel::Warning,
+                        message,
+                        squares: Vec::new(),
+                    },
+                });
+            }
+        }
+    }
+
     /// Journals a record (after any pending ones), then publishes its delta. Returns false
     /// when the record is left pending because the disk refused it.
     async fn commit(&mut self, rec: Record, delta: Option<Delta>) -> bool {
@@ -400,6 +429,7 @@ impl Outputs {
             round += 1;
         }
         let (utc_date, utc_time) = crate::pgn::utc_date_time(self.svc.clock.unix_s());
+        self.alert_replaced_names(&pairing);
         let rec = GameRecord::new(GameHeader {
             round,
             board: self.number,
@@ -450,6 +480,7 @@ impl Outputs {
                 tracing::warn!(board = self.number, round = old, error = %e, "cannot remove the empty game");
             }
         } else if g.rec.header.round == round && g.rec.header.pairing != pairing {
+            self.alert_replaced_names(&pairing);
             let mut view = self.view(src);
             view.pairing = pairing.clone();
             self.commit(Record::Pairing { pairing }, Some(Delta::Board { view: Box::new(view) })).await;
