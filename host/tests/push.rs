@@ -87,6 +87,16 @@ struct InProcess {
 /// A pusher in this process, on the relay's clock (tokio's, paused by these tests), whose
 /// requests go to `standin` through an in-memory connection.
 fn start_pusher(dir: &std::path::Path, standin: &StandIn, timeout_s: u64) -> InProcess {
+    start_pusher_on(dir, standin, timeout_s, standin.connector())
+}
+
+/// [`start_pusher`] with its own way to connect.
+fn start_pusher_on(
+    dir: &std::path::Path,
+    standin: &StandIn,
+    timeout_s: u64,
+    connect: dgt_relay::push::Connect,
+) -> InProcess {
     let clock = Clock::system();
     let (store, _) = Store::open(&dir.join("data"), clock.clone()).unwrap();
     let store = Arc::new(store);
@@ -94,10 +104,8 @@ fn start_pusher(dir: &std::path::Path, standin: &StandIn, timeout_s: u64) -> InP
     let tournament = SharedTournament::new(Tournament::default());
     let push = Arc::new(PushState::default());
     let stop = Shutdown::new();
-    let ctx = PushContext {
-        connect: standin.connector(),
-        ..PushContext::new(Arc::clone(&store), tournament, Arc::clone(&hub), clock)
-    };
+    let ctx =
+        PushContext { connect, ..PushContext::new(Arc::clone(&store), tournament, Arc::clone(&hub), clock) };
     push.start(settings(dir, &standin.url(), timeout_s), ctx, stop.listener());
     InProcess { store, hub, push, stop }
 }
@@ -216,6 +224,43 @@ async fn failures_are_retried_with_the_latest_moves_and_nothing_is_lost() {
     // Retries waited: no two requests less than a second apart.
     let reqs = standin.requests();
     assert!(reqs.windows(2).all(|w| w[1].at - w[0].at >= Duration::from_millis(950)), "{reqs:?}");
+    p.stop.trigger();
+    p.push.join().await;
+}
+
+/// Issue 27, recipe 8: after a long outage (no connection for ten minutes, the backoff at
+/// its minute), the push goes within [`PROBE_EVERY`] of the endpoint taking connections
+/// again, not a whole backoff later.
+#[tokio::test(start_paused = true)]
+async fn after_a_long_outage_the_push_goes_soon_after_the_endpoint_is_back() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = common::tmpdir("push-probe");
+    let standin = StandIn::in_memory(ROUND, TOKEN);
+    let down = Arc::new(AtomicBool::new(true));
+    let connect: dgt_relay::push::Connect = {
+        let (inner, down) = (standin.connector(), Arc::clone(&down));
+        Arc::new(move |host, port| {
+            if down.load(Ordering::SeqCst) {
+                Box::pin(async { Err(std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "down")) })
+            } else {
+                inner(host, port)
+            }
+        })
+    };
+    let p = start_pusher_on(&dir, &standin, 1, connect);
+    set(&p, &record(1, &["e4", "e5"], None));
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    wait_for("the backoff at its longest", Duration::from_secs(5), || p.push.status().failures_in_a_row >= 8)
+        .await;
+    assert!(standin.requests().is_empty());
+    down.store(false, Ordering::SeqCst);
+    let back = tokio::time::Instant::now();
+    wait_for("the push after the outage", Duration::from_secs(120), || !standin.games().is_empty()).await;
+    let took = back.elapsed();
+    assert!(
+        took <= dgt_relay::push::PROBE_EVERY + Duration::from_secs(1),
+        "pushed {took:?} after the endpoint was back"
+    );
     p.stop.trigger();
     p.push.join().await;
 }

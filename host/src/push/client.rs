@@ -41,7 +41,11 @@ const MAX_ANSWER: usize = 1 << 20;
 /// Why a push failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {
-    /// No connection, a TLS failure, a timeout: retried.
+    /// The endpoint takes no connection (the network or the server is down): retried, and
+    /// probed meanwhile.
+    #[error("network: {0}")]
+    Unreachable(String),
+    /// A TLS failure, a broken connection, a timeout: retried.
     #[error("network: {0}")]
     Network(String),
     /// 429 or 5xx: retried.
@@ -151,6 +155,13 @@ impl Client {
         Client { settings, connect, tls }
     }
 
+    /// Whether the endpoint takes a connection now (no request is sent): a probe while
+    /// pushes fail for want of the network.
+    pub(super) async fn reachable(&self, limit: std::time::Duration) -> bool {
+        let e = &self.settings.endpoint;
+        matches!(tokio::time::timeout(limit, (self.connect)(e.host.clone(), e.port)).await, Ok(Ok(_)))
+    }
+
     /// Pushes one request's games; the answer per game.
     pub(super) async fn push(&self, pgn: String) -> Result<Vec<GameAnswer>, PushError> {
         let e = &self.settings.endpoint;
@@ -197,7 +208,7 @@ impl Client {
         let net = |what: &str, err: &dyn std::fmt::Display| PushError::Network(format!("{what}: {err}"));
         let tcp = (self.connect)(e.host.clone(), e.port)
             .await
-            .map_err(|err| net(&format!("connect to {}:{}", e.host, e.port), &err))?;
+            .map_err(|err| PushError::Unreachable(format!("connect to {}:{}: {err}", e.host, e.port)))?;
         match &self.tls {
             Some(cfg) => {
                 let name = tokio_rustls::rustls::pki_types::ServerName::try_from(e.host.clone())

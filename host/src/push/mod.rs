@@ -63,6 +63,12 @@ pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 pub const SETTLE: Duration = Duration::from_millis(150);
 /// Longest wait between retries.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// While pushes fail for want of the network and the next retry is further away than
+/// this, the endpoint is probed (a connection, no request) this often, and the push goes
+/// as soon as it takes one: after a long outage Lichess is this stale at most, not a whole
+/// backoff.
+pub const PROBE_EVERY: Duration = Duration::from_secs(5);
+
 /// How long the last push at shutdown may take (a push in flight is dropped): the relay
 /// exits within 5 s.
 pub const STOP_PUSH: Duration = Duration::from_secs(3);
@@ -256,6 +262,9 @@ impl Pusher {
         let mut sent: Option<(u32, String)> = None;
         let mut next_request = self.clock.now();
         let mut failures: u32 = 0;
+        // The last failure was a connection refused or unreachable: the retry's wait is spent
+        // probing.
+        let mut probing = false;
         // Push what is there at start (a restarted relay).
         let mut dirty = true;
         loop {
@@ -268,12 +277,17 @@ impl Pusher {
             }
             dirty = false;
             self.state.lock().pending = true;
-            // Gather a burst; keep to one request a second.
+            // Gather a burst; keep to one request a second; after network failures, probe.
             let at = next_request.max(self.clock.now() + SETTLE);
-            let stopping = tokio::select! {
-                _ = tokio::time::sleep_until(at) => false,
-                _ = stop.wait() => true,
+            let waited = tokio::select! {
+                reachable = self.wait_to_push(at, probing) => Some(reachable),
+                _ = stop.wait() => None,
             };
+            let stopping = waited.is_none();
+            if waited == Some(true) {
+                tracing::info!("Lichess takes connections again: pushing now");
+                next_request = self.clock.now();
+            }
             changes.borrow_and_update();
             let round = (self.round)();
             let text = self.store.round_pgn(round).unwrap_or_default();
@@ -311,6 +325,7 @@ impl Pusher {
             let now = self.clock.unix_s();
             match outcome {
                 Ok(()) => {
+                    probing = false;
                     sent = Some(print);
                     if failures >= 3 {
                         self.alert(None, AlertLevel::Info, "Pushing to Lichess works again.".into());
@@ -329,6 +344,7 @@ impl Pusher {
                         s.last_error_at = Some(now);
                         s.failures_in_a_row = failures;
                     }
+                    probing = matches!(e, PushError::Unreachable(_));
                     if e.retried() {
                         let mut wait = backoff(failures, xorshift(&mut self.rng));
                         if let PushError::Busy { retry_after: Some(s), .. } = &e {
@@ -361,6 +377,22 @@ impl Pusher {
             }
             if stopping {
                 return;
+            }
+        }
+    }
+
+    /// Waits until `at`; when `probing`, probes the endpoint every [`PROBE_EVERY`] meanwhile
+    /// and returns true as soon as it takes a connection.
+    async fn wait_to_push(&self, at: Instant, probing: bool) -> bool {
+        loop {
+            let probe_at = self.clock.now() + PROBE_EVERY;
+            if !probing || probe_at >= at {
+                tokio::time::sleep_until(at).await;
+                return false;
+            }
+            tokio::time::sleep_until(probe_at).await;
+            if self.client.reachable(PROBE_EVERY).await {
+                return true;
             }
         }
     }
