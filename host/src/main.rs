@@ -89,11 +89,11 @@ enum Cmd {
     /// A relay with no boards: serves the feed, PGN and live page from a NATS JetStream
     /// stream that venue relays publish to (`[nats]` or `--nats`).
     Edge {
-        /// The NATS server, nats://HOST:PORT.
-        #[arg(long, value_name = "URL")]
-        nats: String,
-        /// A TOML configuration file (listen, token, `[lichess]`, `[nats]` credentials and
-        /// stream); boards and ports in it are ignored.
+        /// The NATS server, nats://HOST:PORT (default: `[nats] url` of the configuration).
+        #[arg(long, value_name = "URL", required_unless_present = "config")]
+        nats: Option<String>,
+        /// A TOML configuration file (listen, token, `[lichess]`, `[nats]` server,
+        /// credentials and stream); boards and ports in it are ignored.
         #[arg(long, short)]
         config: Option<PathBuf>,
         /// Only this event (as named in the venue relays' `[event]`); default: every event
@@ -206,14 +206,19 @@ fn main() -> anyhow::Result<()> {
             cfg.boards.clear();
             cfg.ports.clear();
             cfg.discover = false;
-            set_nats_url(&mut cfg, &nats)?;
+            if let Some(url) = &nats {
+                set_nats_url(&mut cfg, url)?;
+            }
             if let Some(l) = listen {
                 cfg.listen = l;
             }
             if let Some(d) = data {
                 cfg.data = d;
             }
-            let settings = cfg.nats.take().context("no NATS settings")?;
+            let settings = cfg
+                .nats
+                .take()
+                .context("an edge needs a NATS server: --nats URL, or [nats] url in the configuration")?;
             run(cfg, clock, None, Some(dgt_relay::nats::edge::EdgeOptions { nats: settings, event }))
         }
         #[cfg(feature = "demo")]

@@ -244,3 +244,43 @@ fn the_example_configuration_checks() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 27, recipe 8: `edge --config` takes the server from `[nats]` (no `--nats`
+/// demanded); without either it says what it needs; credentials in a URL are refused
+/// without being shown.
+#[test]
+fn an_edge_takes_its_server_from_the_configuration() {
+    let dir = tmpdir("edge-config");
+    let config = dir.join("edge.toml");
+    // Nothing listens there: the edge starts and keeps trying.
+    std::fs::write(&config, "[nats]\nurl = \"nats://127.0.0.1:1\"\nstream = \"EDGE\"\n").expect("config");
+    let stderr = dir.join("stderr.log");
+    let data = dir.join("data");
+    let mut child = relay_command(&[
+        "edge",
+        "--config",
+        config.to_str().expect("path"),
+        "--data",
+        data.to_str().expect("path"),
+        "--listen",
+        "127.0.0.1:0",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+    .spawn()
+    .expect("spawn dgt-relay");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    let logs = std::fs::read_to_string(&stderr).unwrap_or_default();
+    assert!(first.starts_with("dgt-relay listening on http://"), "{first:?}\n{logs}");
+    assert!(logs.contains("edge: serving from NATS") && logs.contains("EDGE"), "{logs}");
+
+    let out = run_to_end(&["edge", "--listen", "127.0.0.1:0"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--nats"), "{out:?}");
+    let out = run_to_end(&["edge", "--nats", "nats://venue:s3cret@127.0.0.1:1", "--listen", "127.0.0.1:0"]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && text.contains("no credentials") && !text.contains("s3cret"), "{text}");
+}

@@ -164,6 +164,30 @@ impl NatsSection {
                 form: "nats://host:port (or a comma-separated list)",
             });
         }
+        // Credentials in a URL would be logged with it, and async-nats takes them only from
+        // the options: they belong in `user`/`password` or `token`.
+        let has_credentials = |u: &str| {
+            u.split_once("://").map_or(u, |(_, rest)| rest).split('/').next().is_some_and(|a| a.contains('@'))
+        };
+        if url.split(',').any(has_credentials) {
+            let hidden: Vec<String> = url
+                .split(',')
+                .map(|u| match u.split_once("://") {
+                    Some((scheme, rest)) => match rest.rsplit_once('@') {
+                        Some((_, host)) => format!("{scheme}://***@{host}"),
+                        None => u.to_owned(),
+                    },
+                    None => {
+                        u.rsplit_once('@').map_or_else(|| u.to_owned(), |(_, host)| format!("***@{host}"))
+                    }
+                })
+                .collect();
+            return Err(Invalid::Malformed {
+                what: "nats url",
+                value: hidden.join(","),
+                form: "nats://host:port with no credentials (give them as [nats] user and password, or token)",
+            });
+        }
         let auth = match (&self.user, &self.password, &self.token) {
             (None, None, None) => Auth::None,
             (Some(u), Some(p), None) => Auth::User(u.clone(), p.clone()),
@@ -332,6 +356,13 @@ mod tests {
             source: None,
         };
         assert!(half.settings().is_err());
+        // Issue 27, recipe 8: credentials in the URL are refused, and the error hides them.
+        for url in ["nats://venue:s3cret@127.0.0.1:4222", "nats://a:1,tls://tok3n@b:2", "venue:s3cret@h:1"] {
+            let e = NatsSettings::from_url(url).unwrap_err().to_string();
+            assert!(!e.contains("s3cret") && !e.contains("tok3n") && e.contains("***@"), "{e}");
+            assert!(e.contains("user and password, or token"), "{e}");
+        }
+        assert!(NatsSettings::from_url("nats://h:1/path@x").is_ok(), "an @ past the host is no credential");
         let bad_source = NatsSection { user: None, source: Some("a.b".into()), ..half };
         assert!(bad_source.settings().is_err());
     }
