@@ -95,7 +95,8 @@ async fn battery_and_clock_health_alerts_reach_the_feed_and_the_api() {
     let relay = start_relay(&dir, &board, "battery_poll_ms = 1000\n");
     let mut ws = connect(&relay).await;
 
-    // The first request goes with the handshake: the charge is known at once, and low.
+    // The first request goes with the handshake: the charge is known at once; low on the
+    // second reading too, it is alerted.
     let (low, _) = wait_alert(&mut ws, "battery_low", Duration::from_secs(10)).await;
     assert_eq!(low["alert"]["level"], "warning");
     let message = low["alert"]["message"].as_str().unwrap();

@@ -23,6 +23,10 @@ pub struct Health {
     /// The board's last battery charge, percent.
     pub battery: Option<u8>,
     battery_low: bool,
+    /// The last battery reading was low (under [`BATTERY_LOW_BELOW`], not charging): a low
+    /// reading is alerted only when the one before was low too, as line noise can form one
+    /// valid report but not two in a row.
+    low_reading: bool,
     /// A clock reading (or a clock version answer) arrived since start.
     clock_seen: bool,
     clock_lost: bool,
@@ -51,6 +55,7 @@ impl Health {
         Health {
             battery: None,
             battery_low: false,
+            low_reading: false,
             clock_seen: false,
             clock_lost: false,
             clock_battery_low: false,
@@ -112,11 +117,15 @@ impl Health {
         ));
     }
 
-    /// A battery report. Returns true when the charge changed.
+    /// A battery report. Returns true when the charge changed. A low charge is alerted on
+    /// its second reading in a row.
     pub fn battery(&mut self, n: u32, percent: u8, charging: bool, out: &mut Vec<Alert>) -> bool {
         let changed = self.battery != Some(percent);
         self.battery = Some(percent);
-        if !self.battery_low && percent < BATTERY_LOW_BELOW && !charging {
+        let low = percent < BATTERY_LOW_BELOW && !charging;
+        let confirmed = low && self.low_reading;
+        self.low_reading = low;
+        if !self.battery_low && confirmed {
             self.battery_low = true;
             out.push(Alert::new(
                 AlertCode::BatteryLow,

@@ -546,6 +546,15 @@ fn battery_alerts_have_hysteresis_and_the_charge_is_told_when_it_changes() {
     let ok = r.alert(AlertCode::BatteryOk);
     assert_eq!(ok.level, AlertLevel::Info);
     assert!(ok.message.contains("24 % and charging"), "{}", ok.message);
+    // Issue 27, recipe 8: one low report among good ones (line noise that formed a valid
+    // report) raises nothing; a low charge is alerted on its second reading.
+    r.fw.set_battery_percent(Some(60));
+    r.wait(3_000);
+    let before = r.alerts_of(&[AlertCode::BatteryLow]).len();
+    r.fw.inject_raw(&battery(3, false));
+    r.wait(3_000);
+    assert_eq!(r.alerts_of(&[AlertCode::BatteryLow]).len(), before, "one noisy reading");
+    assert_eq!(r.board.battery(), Some(60));
     // Polled every second, told only when the charge changed.
     let told: Vec<u8> = r
         .since(0)
@@ -555,9 +564,9 @@ fn battery_alerts_have_hysteresis_and_the_charge_is_told_when_it_changes() {
             _ => None,
         })
         .collect();
-    assert_eq!(told, [50, 19, 18, 15, 22, 24, 19, 26]);
+    assert_eq!(told, [50, 19, 18, 15, 22, 24, 19, 26, 60, 3, 60]);
     assert!(r.writes_of(Command::SendBatteryStatus) > 20);
-    assert_eq!(r.board.battery(), Some(26));
+    assert_eq!(r.board.battery(), Some(60));
 }
 
 #[test]
