@@ -307,6 +307,10 @@ impl BoardSession {
         if saved.result.is_none() {
             self.restart_tracker(now);
             self.keep_resumed_board(now);
+            if plies > 0 {
+                // A game under way: a clock found stopped is a pause.
+                self.health.moves_made();
+            }
         }
         self.flush();
     }

@@ -31,8 +31,10 @@ pub struct Health {
     clock_seen: bool,
     clock_lost: bool,
     clock_battery_low: bool,
-    /// The last clock state from the tracker showed the clock running (D0).
-    clock_running: bool,
+    /// The last clock state from the tracker showed the clock running (D0); `None` before
+    /// the first reading and while the board is away: a clock first seen stopped in a game
+    /// under way (after a restart, after an outage) is a stop too.
+    clock_running: Option<bool>,
     /// The clock was started (or a move confirmed) in the current game: a later stop is a
     /// pause, not a clock still being set up.
     clock_started: bool,
@@ -59,7 +61,7 @@ impl Health {
             clock_seen: false,
             clock_lost: false,
             clock_battery_low: false,
-            clock_running: false,
+            clock_running: None,
             clock_started: false,
             clock_stopped_at: None,
             clock_paused: false,
@@ -157,7 +159,7 @@ impl Health {
         if t.status.no_clock() {
             if self.clock_seen && !self.clock_lost {
                 self.clock_lost = true;
-                self.clock_running = false;
+                self.clock_running = None;
                 self.clock_stopped_at = None;
                 out.push(Alert::new(
                     AlertCode::ClockLost,
@@ -205,10 +207,10 @@ impl Health {
     /// A stop during a live game starts the pause timer ([`Health::check_pause`]), a restart
     /// clears it.
     pub fn clock_run_state(&mut self, n: u32, running: bool, live: bool, now: u64, out: &mut Vec<Alert>) {
-        let was_running = core::mem::replace(&mut self.clock_running, running);
+        let was_running = self.clock_running.replace(running);
         if running {
             self.clock_stopped_at = None;
-            if live && !was_running {
+            if live && was_running != Some(true) {
                 self.clock_started = true;
             }
             if self.clock_paused {
@@ -219,7 +221,7 @@ impl Health {
                     format!("Board {n}: the clock runs again."),
                 ));
             }
-        } else if was_running && live && self.clock_started && self.clock_stopped_at.is_none() {
+        } else if was_running != Some(false) && live && self.clock_started && self.clock_stopped_at.is_none() {
             self.clock_stopped_at = Some(now);
         }
     }
@@ -256,9 +258,11 @@ impl Health {
         self.clock_stopped_at.map(|t| t + self.pause_after_ms)
     }
 
-    /// No clock reading comes while the board is away: its own alert says enough.
+    /// No clock reading comes while the board is away: its own alert says enough. The
+    /// clock is unknown until its next reading.
     pub fn board_away(&mut self) {
         self.clock_stopped_at = None;
+        self.clock_running = None;
     }
 
     /// A game started or ended: pause tracking starts afresh.

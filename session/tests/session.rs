@@ -668,6 +668,27 @@ fn a_stopped_clock_alerts_only_while_the_game_is_live() {
     assert_eq!(r.alerts_of(&CLOCK_PAUSE), [AlertCode::ClockPaused, AlertCode::ClockRunning]);
 }
 
+/// Issue 27, recipe 8: a game resumed after a restart whose clock is found stopped: the
+/// pause is alerted as any other, and cleared when the clock runs again.
+#[test]
+fn a_stopped_clock_found_after_a_restart_is_a_pause() {
+    let pause = SessionConfig::default().clock_pause_ms;
+    let ucis = ["e2e4", "e7e5", "d2d4", "d7d5"];
+    let saved = SavedGame {
+        plies: ucis.iter().map(|u| (u.to_string(), None, None)).collect(),
+        ..SavedGame::default()
+    };
+    let mut r = Rig::new(board_of(&after(&ucis)));
+    r.fw.attach_clock(Some(a_clock()));
+    r.resume(&saved);
+    r.connect();
+    r.wait(pause + 3_000);
+    assert_eq!(r.alerts_of(&CLOCK_PAUSE), [AlertCode::ClockPaused]);
+    r.fw.press_button(Button::Run, r.now);
+    r.wait(1_000);
+    assert_eq!(r.alerts_of(&CLOCK_PAUSE), [AlertCode::ClockPaused, AlertCode::ClockRunning]);
+}
+
 // ----- the port lost and back -----------------------------------------------------------
 
 #[test]
