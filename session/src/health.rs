@@ -221,7 +221,8 @@ impl Health {
                     format!("Board {n}: the clock runs again."),
                 ));
             }
-        } else if was_running != Some(false) && live && self.clock_started && self.clock_stopped_at.is_none() {
+        } else if was_running != Some(false) && live && self.clock_started && self.clock_stopped_at.is_none()
+        {
             self.clock_stopped_at = Some(now);
         }
     }
@@ -251,6 +252,12 @@ impl Health {
                 ));
             }
         }
+    }
+
+    /// When [`Health::check_idle`] may next raise an alert: the session wakes for it, as
+    /// nothing else may come (a still board sends nothing).
+    pub fn idle_deadline(&self) -> Option<u64> {
+        self.idle_from.filter(|_| !self.idle_alerted).map(|t| t + self.idle_after_ms)
     }
 
     /// When [`Health::check_pause`] may next raise an alert.
