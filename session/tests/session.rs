@@ -1177,6 +1177,34 @@ fn a_corrupted_piece_byte_on_the_line_ends_no_game() {
     assert_eq!(r.confirmed(), ["e2e4", "e7e5"]);
 }
 
+/// Issue 27, recipe 2, without a later update for the square (a real board sends none: its
+/// square did not change): Black's e5 landing read with one bit flipped (07 -> 0F, the
+/// black-wins magic piece), or a byte above 0x0F alone. The board's dump shows no such
+/// piece: no result, and the game goes on.
+#[test]
+fn one_unconfirmed_magic_byte_ends_no_game() {
+    for bytes in
+        [&[0x8E, 0x00, 0x05, 0x0C, 0x00, 0x8E, 0x00, 0x05, 0x1C, 0x0F][..], &[0x8E, 0x00, 0x05, 0x20, 0x7F]]
+    {
+        let mut r = Rig::new(start_position());
+        r.connect();
+        r.play("e2e4", 3_000);
+        let mark = r.mark();
+        r.fw.inject_raw(bytes);
+        r.pump();
+        r.wait(5_000);
+        assert!(
+            !r.told(mark).iter().any(|e| matches!(e, Effect::GameEnded { .. })),
+            "{bytes:02X?}: {:?}",
+            r.told(mark)
+        );
+        assert_eq!(r.alerts_of(&[AlertCode::ResultFromBoard]), [], "{bytes:02X?}");
+        r.play("e7e5", 3_000);
+        r.play("g1f3", 3_000);
+        assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3"], "{bytes:02X?}");
+    }
+}
+
 #[test]
 fn a_magic_piece_that_stands_ends_the_game_with_an_alert_saying_how_to_undo_it() {
     let mut r = Rig::new(start_position());
