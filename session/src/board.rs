@@ -860,6 +860,9 @@ impl BoardSession {
                 let live = self.tracker.state() == GameState::Active;
                 let mut alerts = Vec::new();
                 self.health.clock_run_state(self.number, c.running.is_some(), live, now, &mut alerts);
+                // A clock that starts running starts the idle count (and its deadline): a
+                // still board sends nothing that would.
+                self.health.check_idle(self.number, live, c.running, now, &mut alerts);
                 self.alerts(alerts);
                 self.clock_to_send = Some(c);
             }

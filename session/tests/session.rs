@@ -1387,6 +1387,17 @@ fn a_correction_can_be_checked_without_changing_anything() {
     assert_eq!(r.confirmed(), ["e2e4", "e7e5", "g1f3"]);
 }
 
+/// Issue 27, recipe 4 as the relay met it: a game whose clock was started in the start
+/// position and nothing moves (a long first think, or a board that reports nothing).
+#[test]
+fn a_board_still_from_its_start_while_the_clock_runs_is_told() {
+    let idle = SessionConfig::default().board_idle_ms;
+    let mut r = clocked_rig();
+    assert_eq!(r.game_starts(0).len(), 1);
+    r.wait(idle + 5_000);
+    assert_eq!(r.alerts_of(&[AlertCode::BoardIdle]), [AlertCode::BoardIdle]);
+}
+
 /// Issue 27 (a board of a chain relayed nothing, with no alert): a live game whose clock
 /// runs while nothing on the board changes raises `board_idle` after two minutes, once,
 /// and `board_active` when the board changes; a stopped clock counts nothing.
