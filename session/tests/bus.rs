@@ -465,3 +465,23 @@ fn a_burst_whose_presses_came_first_keeps_its_plies_apart() {
     }
     assert_eq!(got, want);
 }
+
+/// Issue 27, recipe 4 (`dgt-sim --bus --boards 6` on the sample round: board 10002's
+/// White thought 53 minutes over 1. c4, and the relay told nothing): a chain board in the
+/// start position whose clock runs and nothing moves. The clock as set goes to the session
+/// once, not before every reading (which stopped and restarted the clock each second), so
+/// the session sees the clock run and the board stay still, and says so.
+#[test]
+fn a_still_board_on_a_chain_whose_clock_runs_is_told() {
+    let mut c = Chain::new(2);
+    c.clock(FIRST);
+    c.run(10_000 + dgt_session::SessionConfig::default().board_idle_ms);
+    let stops = c.per[&FIRST]
+        .effects
+        .iter()
+        .filter(|(_, e)| matches!(e, Effect::Clock(k) if k.running.is_none()))
+        .count();
+    assert!(stops <= 2, "the clock stopped {stops} times");
+    assert_eq!(c.alerts(FIRST), [AlertCode::BoardIdle]);
+    assert!(!c.alerts(FIRST + 1).contains(&AlertCode::BoardIdle), "no clock runs there");
+}

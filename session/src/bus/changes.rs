@@ -28,6 +28,7 @@ impl Board {
             line.last_sent = None;
             if shows_start(&d) {
                 line.new_game = true;
+                line.start_sent = false;
                 self.game_unread = true;
             }
         }
@@ -151,6 +152,7 @@ impl Board {
                     // A game may begin: its clock is new to the session.
                     listing = None;
                     line.new_game = true;
+                    line.start_sent = false;
                     self.game_unread = true;
                 }
                 _ => listing = None,
@@ -419,7 +421,7 @@ impl BusPoller {
         }
         b.last_times = Some(t);
         if let Some(line) = b.line.as_mut() {
-            if line.new_game && t.status.running() && !t.status.no_clock() {
+            if line.new_game && !line.start_sent && t.status.running() && !t.status.no_clock() {
                 // The first reading of what may be a new game shows its clock running, the
                 // side to move's lever up, before any press: the clock as the arbiter set it
                 // (stopped, that lever up) goes first, as a single board sends it. The last
@@ -427,9 +429,13 @@ impl BusPoller {
                 // from it to this one the lever moved, which the session would take for a
                 // press. The first press still goes out after the clock as set, the
                 // presser's lever up (see `press_readings`).
+                // Once: sent before every reading, it would stop and start the clock each
+                // second until the first press (a long first think), and the session
+                // would never see the board still while its clock runs.
                 let mut set = t;
                 set.status.0 &= !0x01;
                 line.times(set, false, true);
+                line.start_sent = true;
             }
             line.times(t, true, false);
         }

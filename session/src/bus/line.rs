@@ -93,6 +93,9 @@ pub(super) struct VirtualLine {
     /// appeared, or a dump that may start one): the next press is preceded by a reading of
     /// the clock's start.
     pub(super) new_game: bool,
+    /// Since `new_game` was set, the clock as set (stopped) went out before a running
+    /// reading: once is enough, as the running readings that follow keep the lever.
+    pub(super) start_sent: bool,
     /// A dump went out on this line (its session has the board).
     pub(super) dumped: bool,
     /// Presses sent since the last field update.
@@ -121,6 +124,7 @@ impl VirtualLine {
             // A new line's first dump says whether a game may begin (a board back mid-game
             // goes on with its clock).
             new_game: false,
+            start_sent: false,
             dumped: false,
             presses_since_field: 0,
             burst: false,
