@@ -186,7 +186,9 @@ async fn serve<B: BridgeTo>(
                     heard = Instant::now();
                     route(up, &shown, relay, &down_tx, &mut hello, &mut attached).await;
                 }
-                Err(FrameError::Version(v)) => refused(v, &shown, relay.as_ref(), attached.as_ref(), &mut trouble),
+                Err(FrameError::Version(v)) => {
+                    refused(v, &shown, relay.as_ref(), attached.as_ref(), &mut trouble)
+                }
                 Err(e) => tracing::debug!(path = %shown, error = %e, "bad frame from the relay box; skipped"),
             }
         }
