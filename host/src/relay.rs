@@ -519,6 +519,18 @@ impl Relay {
     }
 }
 
+impl crate::bridge::BridgeTo for Relay {
+    async fn attach_bridge(&self, serial: &str, bridge: crate::bridge::BridgeAttached) -> Option<u32> {
+        let (number, tx) = self.board_for_serial(serial);
+        tx.send(BoardInput::Bridge(bridge)).await.ok().map(|()| number)
+    }
+
+    fn bridge_alert(&self, board: Option<u32>, level: AlertLevel, message: String) {
+        let alert = AlertView { code: AlertCode::Bridge, level, message, squares: Vec::new() };
+        self.hub.publish(Delta::Alert { board, alert });
+    }
+}
+
 impl AttachTo for Relay {
     async fn attach(&self, serial: &str, port: Attached) -> bool {
         let (number, tx) = self.board_for_serial(serial);

@@ -15,18 +15,20 @@
 
 mod command;
 mod outputs;
+mod session;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use dgt_session::{BoardSession, Effect, LinkState};
 
-use crate::bridge::{BridgeAttached, Remote, Session};
+use crate::bridge::remote::{BridgeAttached, Remote};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 pub use command::{AdminCommand, AdminError, BoardInput, CheckedCorrection};
 pub use outputs::{Outputs, Source, status_of};
+pub use session::Session;
 
 use crate::clock::Clock;
 use crate::feed::{Hub, MoveView};
