@@ -167,7 +167,8 @@ impl Client {
                     return Err(format!("at most {MAX_FEEDS} feeds on one connection"));
                 }
                 self.feeds.insert(feed, Feed { number: b.number, setup: None });
-                let parts = FeedParts { board: b.board.as_deref(), clock: Some(b.clock.as_ref()), moves: None };
+                let parts =
+                    FeedParts { board: b.board.as_deref(), clock: Some(b.clock.as_ref()), moves: None };
                 Ok((Value::Null, vec![wire::feed(feed, wire::feed_param(&b, parts), now)]))
             }
             Call::Unsubscribe { feed } => {
@@ -182,13 +183,18 @@ impl Client {
                 if anchor_in(&b.game, &fen, true).is_none() {
                     let standard = position_key(&fen) == position_key(crate::record::START_FEN);
                     let start = (!standard).then(|| fen.clone());
-                    self.ctx.relay.admin(number, AdminCommand::NewGame(start)).await.map_err(|e| e.to_string())?;
+                    self.ctx
+                        .relay
+                        .admin(number, AdminCommand::NewGame(start))
+                        .await
+                        .map_err(|e| e.to_string())?;
                     b = self.ctx.eboards.by_number(number).ok_or("the board is gone")?;
                 }
                 let mut setup = Setup { fen, anchor: None };
                 let msg = {
                     let san = setup.moves(&b.game);
-                    let parts = FeedParts { board: b.board.as_deref(), clock: None, moves: Some((&setup.fen, san)) };
+                    let parts =
+                        FeedParts { board: b.board.as_deref(), clock: None, moves: Some((&setup.fen, san)) };
                     wire::feed(feed, wire::feed_param(&b, parts), now)
                 };
                 if let Some(f) = self.feeds.get_mut(&feed) {

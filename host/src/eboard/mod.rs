@@ -246,9 +246,9 @@ impl BoardFeed {
         let clock = match r.clock {
             Some(c) => match (c.white, c.black) {
                 (Some(white), Some(black)) => {
-                    let same = prev.and_then(|p| p.clock).filter(|p| {
-                        (p.white, p.black, p.running) == (white, black, c.running)
-                    });
+                    let same = prev
+                        .and_then(|p| p.clock)
+                        .filter(|p| (p.white, p.black, p.running) == (white, black, c.running));
                     same.or(Some(ClockReading { white, black, running: c.running, at_ms: r.now_ms }))
                 }
                 _ => None,
@@ -298,7 +298,8 @@ fn same_game(moves: &GameMoves, rec: &GameRecord) -> bool {
         && moves.id.1 == h.utc_date
         && moves.id.2 == h.utc_time
         && moves.moves.len() == rec.moves.len()
-        && moves.moves.last().map(|m| m.fen.as_str()) == rec.moves.last().map(|m| m.fen.as_deref().unwrap_or(""))
+        && moves.moves.last().map(|m| m.fen.as_str())
+            == rec.moves.last().map(|m| m.fen.as_deref().unwrap_or(""))
 }
 
 /// The pieces of a raw board as a FEN's first field, White at the bottom (a rotated board's

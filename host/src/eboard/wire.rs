@@ -95,7 +95,8 @@ pub fn parse(text: &str) -> Result<(i64, Call), Refusal> {
             Call::Unsubscribe { feed: feed_id(p, id)? }
         }
         "call" => {
-            let p = param.ok_or_else(|| refuse(Some(id), "call needs a param with the feed's id and a method"))?;
+            let p = param
+                .ok_or_else(|| refuse(Some(id), "call needs a param with the feed's id and a method"))?;
             let feed = feed_id(p, id)?;
             let args = p.get("param");
             match p.get("method").and_then(Value::as_str) {
@@ -106,7 +107,9 @@ pub fn parse(text: &str) -> Result<(i64, Call), Refusal> {
                         .ok_or_else(|| refuse(Some(id), "setup needs param.param.fen"))?;
                     Call::Setup { feed, fen: fen.to_owned() }
                 }
-                Some("flip") => Call::Flip { feed, flip: args.and_then(|a| a.get("flip")).and_then(Value::as_bool) },
+                Some("flip") => {
+                    Call::Flip { feed, flip: args.and_then(|a| a.get("flip")).and_then(Value::as_bool) }
+                }
                 Some("unsubscribe") => Call::Unsubscribe { feed },
                 Some(m) => return Err(refuse(Some(id), format!("unknown method {m:?}"))),
                 None => return Err(refuse(Some(id), "call needs a method")),
@@ -127,7 +130,9 @@ fn serial_text(v: &Value) -> Option<String> {
 }
 
 fn feed_id(p: &Value, id: i64) -> Result<i64, Refusal> {
-    p.get("id").and_then(Value::as_i64).ok_or_else(|| refuse(Some(id), "the param needs the feed's integer \"id\""))
+    p.get("id")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| refuse(Some(id), "the param needs the feed's integer \"id\""))
 }
 
 /// The answer to call `id`.
