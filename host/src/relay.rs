@@ -68,6 +68,8 @@ pub struct Relay {
     /// Told when the broadcast delay changes: what waits may be due sooner.
     delay_changed: tokio::sync::Notify,
     session: dgt_session::SessionConfig,
+    /// The EBoard API's boards, when it is on (`--eboard-api`).
+    pub eboards: Option<Arc<crate::eboard::Eboards>>,
 }
 
 impl std::fmt::Debug for Relay {
@@ -126,6 +128,7 @@ impl Relay {
                 },
                 ..dgt_session::SessionConfig::default()
             },
+            eboards: config.eboard_api.map(|_| Arc::default()),
         });
         let report_hub = Arc::clone(&hub);
         let report = move |r: Result<(), &crate::store::StoreError>| {
@@ -293,6 +296,7 @@ impl Relay {
             clock: self.clock.clone(),
             session: self.session,
             tap: None,
+            eboards: self.eboards.clone(),
         }
     }
 

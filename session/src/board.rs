@@ -144,6 +144,19 @@ pub struct BoardSession {
     /// The last clock state of the batch being handled, sent after its moves.
     clock_to_send: Option<ClockState>,
     pub(crate) effects: VecDeque<Effect>,
+    /// The raw boards read since the caller last took them, once it watches them (see
+    /// [`BoardSession::watch_raw_boards`]).
+    raw_boards: Option<RawBoards>,
+}
+
+/// How many raw boards wait for the caller at most; older ones are dropped first.
+pub const RAW_BOARDS_KEPT: usize = 32;
+
+/// The raw boards not yet taken, and the last one read.
+#[derive(Debug)]
+struct RawBoards {
+    waiting: VecDeque<BoardDump>,
+    last: Option<BoardDump>,
 }
 
 impl BoardSession {
@@ -172,6 +185,7 @@ impl BoardSession {
             latest_ms: 0,
             clock_to_send: None,
             effects: VecDeque::new(),
+            raw_boards: None,
         }
     }
 
@@ -236,6 +250,41 @@ impl BoardSession {
     pub(crate) fn begin_line(&mut self, start_fen: Option<String>) {
         let line = GameLine::new(start_fen);
         self.finished = self.game.replace(line).map(|g| g.plies);
+    }
+
+    /// Keeps every raw board read from now on (each physical change, a piece in the air
+    /// included) for [`BoardSession::take_raw_boards`]. Off by default: only a caller that
+    /// shows the board as it stands (the host's EBoard API) pays for it.
+    pub fn watch_raw_boards(&mut self) {
+        if self.raw_boards.is_none() {
+            self.raw_boards = Some(RawBoards { waiting: VecDeque::new(), last: None });
+            self.note_raw_board();
+        }
+    }
+
+    /// The raw boards read since the last call, oldest first (at most [`RAW_BOARDS_KEPT`]);
+    /// none unless watched.
+    pub fn take_raw_boards(&mut self) -> impl Iterator<Item = BoardDump> + '_ {
+        self.raw_boards.iter_mut().flat_map(|r| r.waiting.drain(..))
+    }
+
+    /// The board as last read (a lifted piece's square is empty); `None` before the first
+    /// dump.
+    pub fn raw_board(&self) -> Option<BoardDump> {
+        self.tracker.board_known().then(|| self.tracker.board())
+    }
+
+    /// Keeps the board as read now, when watched and changed.
+    fn note_raw_board(&mut self) {
+        let Some(raw) = self.raw_board() else { return };
+        let Some(r) = &mut self.raw_boards else { return };
+        if r.last != Some(raw) {
+            r.last = Some(raw);
+            if r.waiting.len() == RAW_BOARDS_KEPT {
+                r.waiting.pop_front();
+            }
+            r.waiting.push_back(raw);
+        }
     }
 
     /// The next thing to do, oldest first.
@@ -533,6 +582,7 @@ impl BoardSession {
             Some(Intake::Overflow) => self.finish_away(now, None),
         }
         self.handle_events(now, events);
+        self.note_raw_board();
         self.press_unseen_at_restart(now);
     }
 

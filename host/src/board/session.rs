@@ -108,6 +108,21 @@ impl Session {
         }
     }
 
+    /// Keeps every raw board read from now on (a local session; a relay box sends none).
+    pub fn watch_raw_boards(&mut self) {
+        if let Session::Local(s) = self {
+            s.watch_raw_boards();
+        }
+    }
+
+    /// The raw boards read since the last call, oldest first.
+    pub fn take_raw_boards(&mut self) -> Vec<dgt_protocol::BoardDump> {
+        match self {
+            Session::Local(s) => s.take_raw_boards().collect(),
+            Session::Remote(_) => Vec::new(),
+        }
+    }
+
     /// The serial number, once known.
     pub fn serial(&self) -> Option<&str> {
         match self {
