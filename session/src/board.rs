@@ -262,12 +262,13 @@ impl BoardSession {
     }
 
     /// The session's own next deadline, beside the link's: the tracker's
-    /// ([`Tracker::poll_at`], in the caller's time), the clock pause alert's, and the
-    /// reconciliation's after an outage.
+    /// ([`Tracker::poll_at`], in the caller's time), the clock pause and idle board alerts',
+    /// and the reconciliation's after an outage.
     fn own_deadline(&self) -> Option<u64> {
         let tracker = self.tracker.poll_at().map(|t| t.saturating_sub(self.shift));
         let away = self.away.as_ref().and_then(Reconcile::deadline).map(|t| t.saturating_sub(self.shift));
-        tracker.into_iter().chain(self.health.pause_deadline()).chain(away).min()
+        let health = self.health.pause_deadline().into_iter().chain(self.health.idle_deadline());
+        tracker.into_iter().chain(health).chain(away).min()
     }
 
     /// The tracker's time for the caller's `now`.

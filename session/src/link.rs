@@ -2,11 +2,12 @@
 //! and [`LinkEvent`]s out.
 //!
 //! # Handshake (fact sheet 2.3, 8.3)
-//! `40` (reset) then `4B` (update-nice mode), `4D` (version) and `45` (serial number),
-//! repeated every [`LinkTiming::handshake_retry_ms`] until the version and serial number
-//! arrive. Then `42` (full board dump) and the clock version command `2B 03 03 09 00`,
-//! queued like every clock command. Board messages before that are dropped: the dump after
-//! the handshake brings the board state.
+//! `40` (reset) then `4B` (update-nice mode), `4D` (version), `45` (serial number) and `42`
+//! (full board dump), repeated every [`LinkTiming::handshake_retry_ms`] until the version
+//! and serial number arrive. Then `42` again and the clock version command
+//! `2B 03 03 09 00`, queued like every clock command. Board messages before that are
+//! dropped: the dump that follows the answers brings the board state, as it was when the
+//! board answered.
 //!
 //! # Battery (Bluetooth boards)
 //! `4C` goes with the dump request at the handshake and then every
@@ -155,7 +156,12 @@ fn ee_len(e: &EeEvent) -> usize {
     }
 }
 
-const HANDSHAKE: [Command; 3] = [Command::SendUpdateNice, Command::SendVersion, Command::ReturnSerialNumber];
+/// The handshake's requests. The dump goes with them so that the first look at the board
+/// is taken as the port opened, before any change the board reports after its answers: a
+/// link that holds the answers back and lets them out with the first moves' reports (a
+/// Bluetooth link) would otherwise show a game begun before the relay looked.
+const HANDSHAKE: [Command; 4] =
+    [Command::SendUpdateNice, Command::SendVersion, Command::ReturnSerialNumber, Command::SendBoard];
 
 /// The serial conversation with one board on one opening of its port.
 #[derive(Debug)]
