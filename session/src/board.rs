@@ -419,15 +419,18 @@ impl BoardSession {
         if self.serial.is_none() {
             self.serial = link.serial().map(str::to_owned);
         }
+        let mut link = link;
+        if self.away.is_none() && self.game.is_none() {
+            // The first look at a board with no game: one may be under way (see
+            // `Reconcile::join`). It is the handshake's dump, taken as the port opened.
+            self.away = Some(Reconcile::join());
+        } else {
+            link.skip_handshake_dump();
+        }
         self.link = Some(link);
         self.port = Some(port.to_owned());
         self.set_state(LinkState::Active);
         let t = self.t(now);
-        if self.away.is_none() && self.game.is_none() {
-            // The first look at a board with no game: one may be under way (see
-            // `Reconcile::join`).
-            self.away = Some(Reconcile::join());
-        }
         if let Some(a) = &mut self.away {
             a.attached(t);
         }

@@ -252,6 +252,11 @@ impl Health {
         self.clock_stopped_at.map(|t| t + self.pause_after_ms)
     }
 
+    /// When [`Health::check_idle`] may next raise an alert (an idle stretch under way).
+    pub fn idle_deadline(&self) -> Option<u64> {
+        self.idle_from.filter(|_| !self.idle_alerted).map(|t| t + self.idle_after_ms)
+    }
+
     /// No clock reading comes while the board is away: its own alert says enough.
     pub fn board_away(&mut self) {
         self.clock_stopped_at = None;
