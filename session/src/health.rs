@@ -242,11 +242,6 @@ impl Health {
         }
     }
 
-    /// When [`Health::check_idle`] may next raise `board_idle`.
-    pub fn idle_deadline(&self) -> Option<u64> {
-        self.idle_from.filter(|_| !self.idle_alerted).map(|t| t + self.idle_after_ms)
-    }
-
     /// When [`Health::check_pause`] may next raise an alert.
     pub fn pause_deadline(&self) -> Option<u64> {
         self.clock_stopped_at.map(|t| t + self.pause_after_ms)
