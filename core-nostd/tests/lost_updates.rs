@@ -279,11 +279,12 @@ fn plies_a_dump_completes_are_ordered_by_the_reports_not_the_dump() {
 
 /// f3, Rf7 and Kg3, each pressed, with the reports of their landings lost: the dump shows
 /// them, but Kg3 Rf7 f3 reaches the same board, so they stay unconfirmed while the game goes
-/// on, each later ply pressed. Once more plies wait than the line holds, the oldest are
-/// confirmed without the board telling the order, each with its own press: every ply keeps
-/// its own `%clk`, none a neighbour's.
+/// on, each later ply pressed. Once more plies wait than the line holds, the oldest is not
+/// confirmed as read (a guess, which a bursty link makes common): the line stops there,
+/// nothing after the unknown order is published as final, and the operator is told which
+/// ply to check.
 #[test]
-fn plies_of_an_unknown_order_confirmed_by_the_plies_after_them_keep_their_presses() {
+fn plies_of_an_unknown_order_are_never_confirmed_when_the_line_is_full() {
     let mut s = from_fen_clocked("8/r5k1/8/8/8/8/5PPK/8 w - - 0 40", 300);
     s.wait(1000);
     s.step_ms = 15;
@@ -319,12 +320,8 @@ fn plies_of_an_unknown_order_confirmed_by_the_plies_after_them_keep_their_presse
         s.wait(300);
     }
     s.wait(3000);
-    let confirmed = s.confirmed_events();
-    assert!(confirmed.len() >= 3, "{:?}", s.move_log());
-    let later_ucis = later.map(|(from, to)| format!("{from}{to}"));
-    assert_eq!(confirmed[3..], later_ucis, "{:?}", s.move_log());
-    let clks = [298, 297, 297, 296, 296, 295, 295, 294, 294, 293, 293, 292, 292].map(Some);
-    assert_eq!(s.confirmed_clks(), clks, "{:?}", s.move_log());
+    assert_eq!(s.confirmed_events(), Vec::<String>::new(), "{:?}", s.move_log());
+    assert_eq!(s.count(|e| matches!(e, Event::MoveOrderUnknown { ply: 1 })), 1, "{:?}", s.move_log());
 }
 
 /// Qf5-f3+ with the landing's report lost, then (read in one piece by a relay that was

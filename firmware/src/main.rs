@@ -12,8 +12,8 @@ use dgt_relay_firmware::bsp::mps2_an386::{Mps2An386, console};
 use dgt_relay_firmware::bsp::stack;
 use dgt_relay_firmware::{DeviceConfig, FIRMWARE, Platform, run};
 
-/// The heap: what the RAM leaves after the static data and the stack, which needs about
-/// 22 KiB at its deepest (the tracker's catch-up search); see BENCHMARKS.md for the figures
+/// The heap: what the RAM leaves after the static data and the stack, which needs up to
+/// 25 KiB (the tracker's catch-up search at its deepest); see BENCHMARKS.md for the figures
 /// of one board.
 const HEAP_BYTES: usize = 32 * 1024;
 

@@ -141,6 +141,9 @@ pub struct Config {
     pub nats: Option<crate::nats::NatsSettings>,
     /// The broadcast delay of everything public, seconds (0 to 3600; see [`crate::delay`]).
     pub delay_s: u32,
+    /// Where the EBoard API listens (see [`crate::eboard`]), when it is on: a loopback
+    /// address only.
+    pub eboard_api: Option<SocketAddr>,
 }
 
 impl Default for Config {
@@ -165,6 +168,7 @@ impl Default for Config {
             allowed_origins: Vec::new(),
             nats: None,
             delay_s: 0,
+            eboard_api: None,
         }
     }
 }
@@ -197,6 +201,8 @@ struct RawConfig {
     #[serde(default)]
     nats: Option<Spanned<crate::nats::NatsSection>>,
     #[serde(default)]
+    eboard_api: Option<Spanned<EboardApiKey>>,
+    #[serde(default)]
     event: Option<RawEvent>,
     #[serde(default)]
     board: Vec<RawBoard>,
@@ -220,6 +226,33 @@ struct RawBoard {
     white: Option<Spanned<Player>>,
     #[serde(default)]
     black: Option<Spanned<Player>>,
+}
+
+/// `eboard_api`: `true` (loopback, port 1982) or a loopback address.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum EboardApiKey {
+    On(bool),
+    At(String),
+}
+
+/// The EBoard API's address (`--eboard-api`, `eboard_api`): loopback only, since the API
+/// has no token and lets a local program start games and flip boards (as LiveChess's).
+pub fn eboard_api_address(s: &str) -> Result<SocketAddr, Invalid> {
+    let addr = resolve_listen(s)?;
+    if !addr.ip().is_loopback() {
+        return Err(Invalid::Unusable {
+            what: "EBoard API address",
+            value: s.to_owned(),
+            why: "the EBoard API listens on loopback only (127.0.0.1 or [::1])".into(),
+        });
+    }
+    Ok(addr)
+}
+
+/// The EBoard API's default address.
+pub fn default_eboard_api() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], crate::eboard::DEFAULT_PORT))
 }
 
 /// Checks a `TimeControl` value: the PGN standard's form (read by the core's one parser,
@@ -337,6 +370,14 @@ impl Config {
         cfg.bus = raw.bus;
         cfg.bridge = raw.bridge;
         cfg.discover = raw.discover;
+        if let Some(e) = raw.eboard_api {
+            let at = |m| at(e.span().start, m);
+            cfg.eboard_api = match e.get_ref() {
+                EboardApiKey::On(false) => None,
+                EboardApiKey::On(true) => Some(default_eboard_api()),
+                EboardApiKey::At(s) => Some(eboard_api_address(s).map_err(at)?),
+            };
+        }
         if let Some(s) = raw.silence_ms {
             in_range("silence_ms", *s.get_ref(), 500, 60_000).map_err(|e| at(s.span().start, e))?;
             cfg.silence_ms = s.into_inner();

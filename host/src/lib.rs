@@ -8,7 +8,8 @@
 //! model they all read (event, rounds, pairings; [`config`] and [`trf`] are read into it).
 //! [`http`] serves the routes on [`server`]; [`relay`] wires everything together and
 //! [`shutdown`] stops it. A board whose session runs on a relay box comes through a [`bridge`]
-//! instead of a port. [`fuzz`] holds the fuzz targets (arbitrary bytes into each input of
+//! instead of a port. [`eboard`] speaks DGT LiveChess's EBoard API for programs made for it.
+//! [`fuzz`] holds the fuzz targets (arbitrary bytes into each input of
 //! the relay).
 
 pub mod board;
@@ -18,6 +19,7 @@ pub mod config;
 pub mod delay;
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod eboard;
 pub mod export;
 pub mod feed;
 pub mod fuzz;

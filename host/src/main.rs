@@ -127,12 +127,23 @@ struct Common {
     /// `[nats] url` in the configuration does.
     #[arg(long, value_name = "URL")]
     nats: Option<String>,
+    /// Speak DGT LiveChess's EBoard API (ws://127.0.0.1:1982/api/v1.0), for chess.com,
+    /// Lichess's /dgt page and other LiveChess clients; optionally on another loopback
+    /// ADDR.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:1982",
+          value_parser = parse_eboard_api)]
+    eboard_api: Option<SocketAddr>,
 }
 
 #[cfg(feature = "demo")]
 /// Games the demo replays when `--games` is not given: 16 real World Cup 2025 games,
 /// embedded so that the demo works on any machine (provenance in `host/demo/README.md`).
 const DEMO_GAMES: &str = include_str!("../demo/worldcup2025-sample.pgn");
+
+/// `--eboard-api`: a loopback address and port.
+fn parse_eboard_api(s: &str) -> Result<SocketAddr, dgt_relay::invalid::Invalid> {
+    dgt_relay::config::eboard_api_address(s)
+}
 
 /// `--listen`: an IP address and port, or a host name and port resolved now.
 fn parse_listen(s: &str) -> Result<SocketAddr, dgt_relay::invalid::Invalid> {
@@ -281,6 +292,9 @@ fn apply_common(cfg: &mut Config, common: Common) -> anyhow::Result<()> {
     if let Some(url) = common.nats {
         set_nats_url(cfg, &url)?;
     }
+    if common.eboard_api.is_some() {
+        cfg.eboard_api = common.eboard_api;
+    }
     Ok(())
 }
 
@@ -379,6 +393,15 @@ async fn serve(
         .with_context(|| format!("cannot listen on {}", cfg.listen))?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
+    let eboard_listener = match cfg.eboard_api {
+        Some(at) => {
+            let l = std::net::TcpListener::bind(at)
+                .with_context(|| format!("cannot listen on {at} for the EBoard API (LiveChess running?)"))?;
+            l.set_nonblocking(true)?;
+            Some(l)
+        }
+        None => None,
+    };
     if !addr.ip().is_loopback() {
         tracing::warn!(%addr, "listening beyond this machine: admin calls are protected by the token only");
     }
@@ -423,6 +446,9 @@ async fn serve(
     println!("  round PGN:       {base}/pgn/{round}");
     println!("  game PGN:        {base}/pgn/{round}/1");
     println!("  health:          {base}/health");
+    if let Some(l) = &eboard_listener {
+        println!("  EBoard API:      ws://{}/api/v1.0", l.local_addr()?);
+    }
     println!("  data folder:     {}", cfg.data.display());
     if generated {
         println!(
@@ -447,6 +473,21 @@ async fn serve(
         dgt_relay::server::serve(listener, app, limits, conns, stop).await;
         Ok::<(), std::io::Error>(())
     });
+    // LiveChess's API on its own port, with a small connection cap of its own.
+    let eboard_server = match (eboard_listener, relay.eboards.clone()) {
+        (Some(l), Some(eboards)) => {
+            let app = dgt_relay::eboard::api::router(Arc::clone(&relay), eboards);
+            let limits = dgt_relay::server::ServerLimits { max_connections: 64, ..limits };
+            let conns = dgt_relay::server::Connections::new(limits.max_connections);
+            let stop = relay.shutdown().listener();
+            Some(feed.spawn(async move {
+                let listener = tokio::net::TcpListener::from_std(l)?;
+                dgt_relay::server::serve(listener, app, limits, conns, stop).await;
+                Ok::<(), std::io::Error>(())
+            }))
+        }
+        _ => None,
+    };
     let signal = signals.recv().await;
     tracing::info!(signal, "shutting down");
     relay.stop().await;
@@ -458,6 +499,9 @@ async fn serve(
         Ok(Ok(Err(e))) => tracing::warn!(error = %e, "server error at shutdown"),
         Ok(Err(e)) => tracing::warn!(error = %e, "server task failed"),
         Err(_) => tracing::warn!("server did not stop within 5 s"),
+    }
+    if let Some(s) = eboard_server {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), s).await;
     }
     #[cfg(feature = "demo")]
     if let Some(d) = sim {

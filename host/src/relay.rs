@@ -70,6 +70,8 @@ pub struct Relay {
     /// Told when the broadcast delay changes: what waits may be due sooner.
     delay_changed: tokio::sync::Notify,
     session: dgt_session::SessionConfig,
+    /// The EBoard API's boards, when it is on (`--eboard-api`).
+    pub eboards: Option<Arc<crate::eboard::Eboards>>,
 }
 
 impl std::fmt::Debug for Relay {
@@ -129,6 +131,7 @@ impl Relay {
                 },
                 ..dgt_session::SessionConfig::default()
             },
+            eboards: config.eboard_api.map(|_| Arc::default()),
         });
         let report_hub = Arc::clone(&hub);
         let report = move |r: Result<(), &crate::store::StoreError>| {
@@ -296,6 +299,7 @@ impl Relay {
             clock: self.clock.clone(),
             session: self.session,
             tap: None,
+            eboards: self.eboards.clone(),
         }
     }
 
@@ -519,6 +523,18 @@ impl Relay {
             let _ = w.await;
         }
         self.push.join().await;
+    }
+}
+
+impl crate::bridge::BridgeTo for Relay {
+    async fn attach_bridge(&self, serial: &str, bridge: crate::bridge::BridgeAttached) -> Option<u32> {
+        let (number, tx) = self.board_for_serial(serial);
+        tx.send(BoardInput::Bridge(bridge)).await.ok().map(|()| number)
+    }
+
+    fn bridge_alert(&self, board: Option<u32>, level: AlertLevel, message: String) {
+        let alert = AlertView { code: AlertCode::Bridge, level, message, squares: Vec::new() };
+        self.hub.publish(Delta::Alert { board, alert });
     }
 }
 

@@ -144,6 +144,19 @@ pub struct BoardSession {
     /// The last clock state of the batch being handled, sent after its moves.
     clock_to_send: Option<ClockState>,
     pub(crate) effects: VecDeque<Effect>,
+    /// The raw boards read since the caller last took them, once it watches them (see
+    /// [`BoardSession::watch_raw_boards`]).
+    raw_boards: Option<RawBoards>,
+}
+
+/// How many raw boards wait for the caller at most; older ones are dropped first.
+pub const RAW_BOARDS_KEPT: usize = 32;
+
+/// The raw boards not yet taken, and the last one read.
+#[derive(Debug)]
+struct RawBoards {
+    waiting: VecDeque<BoardDump>,
+    last: Option<BoardDump>,
 }
 
 impl BoardSession {
@@ -172,6 +185,7 @@ impl BoardSession {
             latest_ms: 0,
             clock_to_send: None,
             effects: VecDeque::new(),
+            raw_boards: None,
         }
     }
 
@@ -238,6 +252,41 @@ impl BoardSession {
         self.finished = self.game.replace(line).map(|g| g.plies);
     }
 
+    /// Keeps every raw board read from now on (each physical change, a piece in the air
+    /// included) for [`BoardSession::take_raw_boards`]. Off by default: only a caller that
+    /// shows the board as it stands (the host's EBoard API) pays for it.
+    pub fn watch_raw_boards(&mut self) {
+        if self.raw_boards.is_none() {
+            self.raw_boards = Some(RawBoards { waiting: VecDeque::new(), last: None });
+            self.note_raw_board();
+        }
+    }
+
+    /// The raw boards read since the last call, oldest first (at most [`RAW_BOARDS_KEPT`]);
+    /// none unless watched.
+    pub fn take_raw_boards(&mut self) -> impl Iterator<Item = BoardDump> + '_ {
+        self.raw_boards.iter_mut().flat_map(|r| r.waiting.drain(..))
+    }
+
+    /// The board as last read (a lifted piece's square is empty); `None` before the first
+    /// dump.
+    pub fn raw_board(&self) -> Option<BoardDump> {
+        self.tracker.board_known().then(|| self.tracker.board())
+    }
+
+    /// Keeps the board as read now, when watched and changed.
+    fn note_raw_board(&mut self) {
+        let Some(raw) = self.raw_board() else { return };
+        let Some(r) = &mut self.raw_boards else { return };
+        if r.last != Some(raw) {
+            r.last = Some(raw);
+            if r.waiting.len() == RAW_BOARDS_KEPT {
+                r.waiting.pop_front();
+            }
+            r.waiting.push_back(raw);
+        }
+    }
+
     /// The next thing to do, oldest first.
     pub fn next_effect(&mut self) -> Option<Effect> {
         self.effects.pop_front()
@@ -267,12 +316,8 @@ impl BoardSession {
     fn own_deadline(&self) -> Option<u64> {
         let tracker = self.tracker.poll_at().map(|t| t.saturating_sub(self.shift));
         let away = self.away.as_ref().and_then(Reconcile::deadline).map(|t| t.saturating_sub(self.shift));
-        tracker
-            .into_iter()
-            .chain(self.health.pause_deadline())
-            .chain(self.health.idle_deadline())
-            .chain(away)
-            .min()
+        let health = self.health.pause_deadline().into_iter().chain(self.health.idle_deadline());
+        tracker.into_iter().chain(health).chain(away).min()
     }
 
     /// The tracker's time for the caller's `now`.
@@ -378,15 +423,18 @@ impl BoardSession {
         if self.serial.is_none() {
             self.serial = link.serial().map(str::to_owned);
         }
+        let mut link = link;
+        if self.away.is_none() && self.game.is_none() {
+            // The first look at a board with no game: one may be under way (see
+            // `Reconcile::join`). It is the handshake's dump, taken as the port opened.
+            self.away = Some(Reconcile::join());
+        } else {
+            link.skip_handshake_dump();
+        }
         self.link = Some(link);
         self.port = Some(port.to_owned());
         self.set_state(LinkState::Active);
         let t = self.t(now);
-        if self.away.is_none() && self.game.is_none() {
-            // The first look at a board with no game: one may be under way (see
-            // `Reconcile::join`).
-            self.away = Some(Reconcile::join());
-        }
         if let Some(a) = &mut self.away {
             a.attached(t);
         }
@@ -541,6 +589,7 @@ impl BoardSession {
             Some(Intake::Overflow) => self.finish_away(now, None),
         }
         self.handle_events(now, events);
+        self.note_raw_board();
         self.press_unseen_at_restart(now);
     }
 

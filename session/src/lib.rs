@@ -62,7 +62,7 @@ pub mod reconcile;
 
 pub use admin::AdminError;
 pub use alert::{Alert, AlertCode, AlertLevel};
-pub use board::{BoardSession, IDLE_POLL_MS, PLIES, SavedGame, SessionConfig};
+pub use board::{BoardSession, IDLE_POLL_MS, PLIES, RAW_BOARDS_KEPT, SavedGame, SessionConfig};
 pub use bus::{BusEvent, BusPoller, BusStats, BusTiming};
 pub use effect::{Effect, LinkState, MoveState};
 pub use link::{Link, LinkEvent, LinkTiming};

@@ -2,11 +2,12 @@
 //! and [`LinkEvent`]s out.
 //!
 //! # Handshake (fact sheet 2.3, 8.3)
-//! `40` (reset) then `4B` (update-nice mode), `4D` (version) and `45` (serial number),
-//! repeated every [`LinkTiming::handshake_retry_ms`] until the version and serial number
-//! arrive. Then `42` (full board dump) and the clock version command `2B 03 03 09 00`,
-//! queued like every clock command. Board messages before that are dropped: the dump after
-//! the handshake brings the board state.
+//! `40` (reset) then `4B` (update-nice mode), `4D` (version), `45` (serial number) and `42`
+//! (full board dump), repeated every [`LinkTiming::handshake_retry_ms`] until the version
+//! and serial number arrive. Then `42` again and the clock version command
+//! `2B 03 03 09 00`, queued like every clock command. Board messages before that are
+//! dropped: the dump that follows the answers brings the board state, as it was when the
+//! board answered.
 //!
 //! # Battery (Bluetooth boards)
 //! `4C` goes with the dump request at the handshake and then every
@@ -155,7 +156,23 @@ fn ee_len(e: &EeEvent) -> usize {
     }
 }
 
-const HANDSHAKE: [Command; 3] = [Command::SendUpdateNice, Command::SendVersion, Command::ReturnSerialNumber];
+/// The handshake's requests. The dump goes with them so that the first look at the board
+/// is taken as the port opened, before any change the board reports after its answers: a
+/// link that holds the answers back and lets them out with the first moves' reports (a
+/// Bluetooth link) would otherwise show a game begun before the relay looked.
+const HANDSHAKE: [Command; 4] =
+    [Command::SendUpdateNice, Command::SendVersion, Command::ReturnSerialNumber, Command::SendBoard];
+
+/// Where the dump asked with the handshake is (see [`Link::skip_handshake_dump`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HandshakeDump {
+    /// Not come yet.
+    Due,
+    /// Among the events not yet taken.
+    Queued,
+    /// Taken, or left out.
+    Done,
+}
 
 /// The serial conversation with one board on one opening of its port.
 #[derive(Debug)]
@@ -176,6 +193,8 @@ pub struct Link {
     battery_answered: bool,
     /// An event log being received: its events so far and the payload bytes still due.
     ee: Option<(Vec<EeEvent>, usize)>,
+    /// The handshake's dump: not yet come (`Due`), or given out (`Queued`, until taken).
+    handshake_dump: HandshakeDump,
     /// Most events kept of an event log: the newest.
     max_ee: usize,
     handshake_attempts: u32,
@@ -208,6 +227,7 @@ impl Link {
             battery_misses: 0,
             battery_answered: false,
             ee: None,
+            handshake_dump: HandshakeDump::Due,
             max_ee: MAX_EE_EVENTS,
             handshake_attempts: 1,
             next_handshake_ms: now + timing.handshake_retry_ms,
@@ -233,6 +253,27 @@ impl Link {
     /// The timing in use.
     pub fn timing(&self) -> LinkTiming {
         self.timing
+    }
+
+    /// Leaves out the dump asked with the handshake (the first look as the port opened)
+    /// for a caller that reads the board from the dump asked after it: a board it already
+    /// follows, back after an outage, whose reconciliation reads its first dump beside the
+    /// clock's first reading.
+    pub fn skip_handshake_dump(&mut self) {
+        match self.handshake_dump {
+            // A dump still to come is let through: on a line that answers requests out of
+            // turn (a chain's poller), it may be the one asked after the handshake.
+            HandshakeDump::Due => {}
+            HandshakeDump::Queued => {
+                if let Some(i) =
+                    self.events.iter().position(|e| matches!(e, LinkEvent::Board(Message::BoardDump(_))))
+                {
+                    self.events.remove(i);
+                }
+                self.handshake_dump = HandshakeDump::Done;
+            }
+            HandshakeDump::Done => {}
+        }
     }
 
     /// True once the board answered the handshake.
@@ -262,7 +303,13 @@ impl Link {
 
     /// The next event, oldest first.
     pub fn next_event(&mut self) -> Option<LinkEvent> {
-        self.events.pop_front()
+        let e = self.events.pop_front();
+        if self.handshake_dump == HandshakeDump::Queued
+            && matches!(e, Some(LinkEvent::Board(Message::BoardDump(_))))
+        {
+            self.handshake_dump = HandshakeDump::Done;
+        }
+        e
     }
 
     /// Asks for a full board dump (`42`); ignored before the handshake (its dump follows).
@@ -457,6 +504,10 @@ impl Link {
                 // Before identification the tracker cannot use board data; the dump after
                 // the handshake brings the board state.
                 Got::Board(_) if !self.identified => {}
+                Got::Board(m @ Message::BoardDump(_)) if self.handshake_dump == HandshakeDump::Due => {
+                    self.handshake_dump = HandshakeDump::Queued;
+                    self.events.push_back(LinkEvent::Board(m));
+                }
                 Got::Board(m) => self.events.push_back(LinkEvent::Board(m)),
                 Got::Event(e) => self.events.push_back(e),
                 Got::Ack(a) => self.clock_ack(a, now),

@@ -235,15 +235,16 @@ impl Wire {
 fn the_handshake_identifies_the_board_and_finds_the_clock() {
     let link = Link::open(0, FAST);
     let mut w = Wire { link, board: Board::new(Clock::Acks, None), now: 0, events: Vec::new() };
-    // Reset, update-nice mode, version, serial number: four bytes on the wire at once.
+    // Reset, update-nice mode, version, serial number and a dump: five bytes on the wire at
+    // once.
     let hello = w.link.take_output();
-    assert_eq!(hello, [0x40, 0x4B, 0x4D, 0x45]);
+    assert_eq!(hello, [0x40, 0x4B, 0x4D, 0x45, 0x42]);
     let reply = w.board.hear(0, &hello);
     w.link.on_bytes(0, &reply);
     w.exchange();
     assert!(w.link.is_identified());
     assert_eq!(w.link.serial(), Some("24518"));
-    // After identification: the dump request, the battery poll, the clock version query.
+    // After identification: the dump request again, the battery poll, the clock version query.
     assert_eq!(
         w.board.commands(),
         [
@@ -251,6 +252,7 @@ fn the_handshake_identifies_the_board_and_finds_the_clock() {
             Command::SendUpdateNice,
             Command::SendVersion,
             Command::ReturnSerialNumber,
+            Command::SendBoard,
             Command::SendBoard,
             Command::SendBatteryStatus,
             Command::Clock(ClockCommand::Version),
@@ -261,6 +263,8 @@ fn the_handshake_identifies_the_board_and_finds_the_clock() {
         events,
         [
             LinkEvent::Identified { serial: "24518".into(), version: (3, 1) },
+            // The handshake's dump, then the one asked after it.
+            LinkEvent::Board(Message::BoardDump(BoardDump::EMPTY)),
             LinkEvent::Board(Message::BoardDump(BoardDump::EMPTY)),
             LinkEvent::ClockFound { version: (2, 0) },
         ]
@@ -385,9 +389,9 @@ fn a_bluetooth_board_reports_its_battery_at_the_handshake_and_then_every_poll_pe
     let answers = w.batteries();
     assert!(answers.len() >= 3, "{:?}", w.events);
     assert!(answers.iter().all(|a| *a == (42, true)), "{answers:?}");
-    // The first request goes right after the handshake's dump request.
+    // The first request goes right after the dump request that follows the handshake.
     let sent = w.board.commands();
-    let dump = sent.iter().position(|c| *c == Command::SendBoard).unwrap();
+    let dump = sent.iter().rposition(|c| *c == Command::SendBoard).unwrap();
     assert_eq!(sent[dump + 1], Command::SendBatteryStatus, "{sent:?}");
     // Then one a period: never two within a period, never more than the periods allow.
     let polls = w.board.times_of(Command::SendBatteryStatus);

@@ -7,8 +7,8 @@ use dgt_core::{EndReason, FenText, GameResult, GameState, StartKind, position_fr
 use dgt_hil_sim::clock::{Button, Dgt3000, TimeControl};
 use dgt_hil_sim::firmware::{BoardConfig, Firmware, rotated, start_position};
 use dgt_protocol::{
-    Bwtime, ClockSide, ClockStatus, ClockTime, ClockTimes, Command, CommandParser, DgtSquare, HostInput,
-    Message, Orientation, PieceCode, SideFlags, SideReading,
+    Bwtime, ClockSide, ClockStatus, ClockTime, ClockTimes, Command, CommandParser, DgtSquare, FieldUpdate,
+    HostInput, Message, Orientation, PieceCode, SideFlags, SideReading,
 };
 use dgt_session::{
     AdminError, AlertCode, AlertLevel, BoardSession, Effect, LinkState, MoveState, SavedGame, SessionConfig,
@@ -1422,4 +1422,27 @@ fn a_board_still_for_minutes_while_its_clock_runs_is_told() {
     r.fw.press_button(Button::Run, r.now);
     r.wait(idle * 2);
     assert_eq!(r.alerts_of(&IDLE), [AlertCode::BoardIdle, AlertCode::BoardActive]);
+}
+
+#[test]
+fn every_raw_board_is_kept_for_a_watcher_even_when_several_arrive_in_one_read() {
+    let mut r = Rig::new(start_position());
+    r.connect();
+    assert_eq!(r.board.take_raw_boards().count(), 0, "nothing is kept unless watched");
+    r.board.watch_raw_boards();
+    let first: Vec<_> = r.board.take_raw_boards().collect();
+    assert_eq!(first.len(), 1, "watching starts with the board as it stands");
+    assert_eq!(first[0].raw, board_of(&Chess::default()).map(PieceCode::code));
+    // A lift and a place in the same read of the port: two raw boards, in order.
+    let (e2, e4) = (r.square("e2"), r.square("e4"));
+    let mut bytes = encode(&Message::FieldUpdate(FieldUpdate::new(e2, PieceCode::Empty)));
+    bytes.extend(encode(&Message::FieldUpdate(FieldUpdate::new(e4, PieceCode::WhitePawn))));
+    r.board.on_bytes(r.now, &bytes);
+    let seen: Vec<_> = r.board.take_raw_boards().collect();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0].piece(e2), PieceCode::Empty);
+    assert_eq!(seen[0].piece(e4), PieceCode::Empty, "the pawn in the air");
+    assert_eq!(seen[1].piece(e4), PieceCode::WhitePawn);
+    assert_eq!(r.board.raw_board(), Some(seen[1]));
+    assert_eq!(r.board.take_raw_boards().count(), 0, "taken once");
 }

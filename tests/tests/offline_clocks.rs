@@ -16,8 +16,8 @@ fn corpus(name: &str) -> Vec<SourceGame> {
     read_games(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Feeds everything the host received to `tracker` (time-shifted by `offset_ms`), with a
-/// Feeds everything the host received to `tracker`, with a tick every 50 ms in between;
+/// Feeds everything the host received to `tracker`, with a tick every 50 ms in between, and
+/// answers each dump it asks for with the board its reports show;
 /// returns the confirmed moves. The tracker's time is the relay's: the scenario's virtual
 /// time played the way an accelerated simulator plays it (thinking at `speed`, hands at
 /// [`HAND_SPEED`] at most, over the scenario's hand spans), plus `offset_ms`.
@@ -47,10 +47,13 @@ fn feed_with(
         replay.received = rest;
     }
     let mut confirmed = Vec::new();
-    let mut sink = |e: Event| {
-        if let Event::MoveConfirmed(m) = e {
-            confirmed.push(m);
-        }
+    // The board as its reports show it: what it answers when the tracker asks for a dump.
+    let mut board = [0u8; 64];
+    let asked = std::cell::Cell::new(false);
+    let mut sink = |e: Event| match e {
+        Event::MoveConfirmed(m) => confirmed.push(m),
+        Event::RequestBoardDump => asked.set(true),
+        _ => {}
     };
     let clock = RelayClock::new(scenario, speed);
     let mut now = offset_ms;
@@ -60,9 +63,13 @@ fn feed_with(
         while let Some((t, r)) = msgs.next_if(|(t, _)| clock.real_ms(*t) + offset_ms <= now) {
             let at = clock.real_ms(*t) + offset_ms;
             match r {
-                Received::BoardDump(raw) => tracker.feed_dump(&BoardDump { raw: *raw }, at, &mut sink),
+                Received::BoardDump(raw) => {
+                    board = *raw;
+                    tracker.feed_dump(&BoardDump { raw: *raw }, at, &mut sink);
+                }
                 Received::Field { index, raw } => {
                     if let Some(square) = DgtSquare::new(*index) {
+                        board[usize::from(*index)] = *raw;
                         tracker.feed_field(FieldUpdate { square, raw: *raw }, at, &mut sink);
                     }
                 }
@@ -72,6 +79,9 @@ fn feed_with(
             tracker.tick(at, &mut sink);
         }
         tracker.tick(now, &mut sink);
+        if asked.replace(false) {
+            tracker.feed_dump(&BoardDump { raw: board }, now, &mut sink);
+        }
         now += 50;
     }
     confirmed

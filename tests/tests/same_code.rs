@@ -34,6 +34,7 @@ async fn relay_effects(wire: &[(u64, Wire)], end_ms: u64, name: &str) -> Vec<(u6
         clock: clock.clone(),
         session: SessionConfig::default(),
         tap: Some(tap),
+        eboards: None,
     };
     let shutdown = Shutdown::new();
     let (tx, rx) = mpsc::channel(16);

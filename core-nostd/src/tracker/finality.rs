@@ -11,7 +11,7 @@
 //! | pressed | through the ply the press is for (see [`Tracker::ply_of`]), each earlier press's ply first with its own press | the board shows the ply and has been still a scan period, a scan period after the press; or the ply's piece stayed where it landed (see [`Tracker::pressed_ply_stands`]); or the opponent pressed later for a reply shown after it; or at once when the ply cannot be a passing state of the hand ([`Tracker::press_is_conclusive`]) | a ply that may be the first part of a longer move: a dump asked for after the press, or stillness as long as a slide's rest |
 //! | quiet | all (but a last king step to a centre square: half of a kings' signal, perhaps) | still for the quiet time (no running clock) or the unpressed time | without a running clock, a dump asked for after the board's last change |
 //! | next ply | all but the last | two plies or more, still for the chain time, no press to come | without a running clock, a dump asked for after the last ply appeared |
-//! | capacity | the first | eight provisional plies | its press, when the waiting presses begin with one by its mover |
+//! | capacity | the first, unless it is of an unknown order (then the line stops growing, the operator told) | eight provisional plies | its press, when the waiting presses begin with one by its mover |
 //! | result on the board | what the board still shows beside the signal | the signal stood for the quiet time | a dump asked for after the signal began (see `check_board_result`) |
 //!
 //! Unpressed plies that bring back the position before the confirmed ones (a takeback

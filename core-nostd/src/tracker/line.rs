@@ -28,6 +28,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn extend<S: EventSink + ?Sized>(&mut self, moves: &[Move], now: u64, sink: &mut S) {
         for &m in moves {
             if self.records.len() - self.confirmed >= MAX_PROVISIONAL {
+                if self.first_hidden() == Some(self.confirmed) {
+                    // A guess is never confirmed: the oldest ply is one of several orders
+                    // the board never told apart, so the line stops here, the operator
+                    // told, until a reading settles the order (or the operator does).
+                    self.alert_hidden_order(sink);
+                    return;
+                }
                 // Proven by the plies that followed it (plies of an unknown order, kept
                 // unconfirmed while the game went on). Its press, when the presses waiting
                 // since the last confirmed ply begin with one by its mover, is that one.

@@ -63,7 +63,7 @@ pub enum BoardInput {
     /// An identified port of this board: read and write it from now on.
     Attach(Attached),
     /// A relay box running this board's session: its effects come over the bridge now.
-    Bridge(crate::bridge::BridgeAttached),
+    Bridge(crate::bridge::remote::BridgeAttached),
     /// An operator command, answered when done.
     Admin(AdminCommand, oneshot::Sender<Result<(), AdminError>>),
     /// A correction checked, not made (`?dry_run=1`): the corrected moves, or why the

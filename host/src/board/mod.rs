@@ -15,18 +15,20 @@
 
 mod command;
 mod outputs;
+mod session;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use dgt_session::{BoardSession, Effect, LinkState};
 
-use crate::bridge::{BridgeAttached, Remote, Session};
+use crate::bridge::remote::{BridgeAttached, Remote};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 pub use command::{AdminCommand, AdminError, BoardInput, CheckedCorrection};
 pub use outputs::{Outputs, Source, status_of};
+pub use session::Session;
 
 use crate::clock::Clock;
 use crate::feed::{Hub, MoveView};
@@ -54,6 +56,8 @@ pub struct Services {
     /// Receives a copy of every effect a board's session emits, with its time (for
     /// diagnostics and for the test that the relay runs what the offline harness runs).
     pub tap: Option<mpsc::UnboundedSender<(u32, u64, Effect)>>,
+    /// The EBoard API's boards, when it is on.
+    pub eboards: Option<Arc<crate::eboard::Eboards>>,
 }
 
 /// The port the board is on.
@@ -71,6 +75,8 @@ pub struct BoardTask {
     tap: Option<mpsc::UnboundedSender<(u32, u64, Effect)>>,
     port: Option<Port>,
     outputs: Outputs,
+    /// The board for the EBoard API, when it is on.
+    eboard: Option<crate::eboard::BoardFeed>,
 }
 
 /// What the session knows of the board, for its outputs.
@@ -91,12 +97,16 @@ impl BoardTask {
         config.tracker.time_control =
             svc.tournament.lock().event.time_control.as_deref().and_then(|t| t.parse().ok());
         let (clock, tap) = (svc.clock.clone(), svc.tap.clone());
+        let eboard = svc.eboards.clone().map(|e| crate::eboard::BoardFeed::new(number, e));
         let (outputs, saved) = Outputs::new(number, svc, resume);
         let mut session = Session::Local(Box::new(BoardSession::new(number, serial, config)));
         if let Some(saved) = saved {
             session.resume(clock.ms(), &saved);
         }
-        BoardTask { number, session, clock, tap, port: None, outputs }
+        if eboard.is_some() {
+            session.watch_raw_boards();
+        }
+        BoardTask { number, session, clock, tap, port: None, outputs, eboard }
     }
 
     fn now(&self) -> u64 {
@@ -215,6 +225,25 @@ impl BoardTask {
             .game_record()
             .map(|g| dgt_bridge::GameKey { round: g.header.round, board: g.header.board });
         self.session.applied(key, !self.outputs.has_pending());
+        self.publish_eboard();
+    }
+
+    /// Tells the EBoard API what changed on the board (when it is on).
+    fn publish_eboard(&mut self) {
+        let Some(feed) = &mut self.eboard else { return };
+        let raw = self.session.take_raw_boards();
+        let src = source(&self.session, &self.port);
+        feed.update(&crate::eboard::Reading {
+            serial: src.serial,
+            port: src.port,
+            link: src.link,
+            battery: src.battery,
+            flipped: src.flipped,
+            raw: &raw,
+            clock: self.outputs.clock(),
+            game: self.outputs.game_record(),
+            now_ms: self.clock.wall_ms(),
+        });
     }
 
     async fn write(&mut self, bytes: &[u8]) {

@@ -133,6 +133,11 @@ impl Outputs {
         self.game.as_ref().map(|g| &g.rec)
     }
 
+    /// The clocks as last read, while a clock is attached.
+    pub fn clock(&self) -> Option<&ClockState> {
+        self.clock.as_ref()
+    }
+
     /// A game is being recorded.
     pub fn has_game(&self) -> bool {
         self.game.is_some()

@@ -20,7 +20,6 @@
 //! limit makes its board not responding; greeted again, it is resumed.
 
 pub mod remote;
-pub mod session;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,18 +27,14 @@ use std::time::Duration;
 
 use dgt_bridge::wire::Record;
 use dgt_bridge::{DeviceHello, Down, FrameDecoder, FrameError, Up, VERSION};
-use dgt_session::{AlertCode, AlertLevel};
+use dgt_session::AlertLevel;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::board::BoardInput;
-use crate::feed::{AlertView, Delta};
-use crate::relay::Relay;
 use crate::shutdown::Listener;
 
 pub use remote::{BridgeAttached, Remote};
-pub use session::Session;
 
 /// The bridge's line speed (a pseudo-terminal or USB CDC ignores it).
 pub const BAUD: u32 = 115_200;
@@ -58,9 +53,24 @@ enum Ended {
     Lost(String),
 }
 
+/// What a bridge hands its box's board to: the relay's boards, found by serial number
+/// (as a port's board is, see [`crate::port::AttachTo`]), and the operator's alerts.
+pub trait BridgeTo: Send + Sync + 'static {
+    /// Hands `bridge` to the board with serial number `serial`: its number, or `None` when no
+    /// board task takes it (shutting down).
+    fn attach_bridge(
+        &self,
+        serial: &str,
+        bridge: BridgeAttached,
+    ) -> impl std::future::Future<Output = Option<u32>> + Send;
+
+    /// Tells the operator what the line met (`board`: the box's board once known).
+    fn bridge_alert(&self, board: Option<u32>, level: AlertLevel, message: String);
+}
+
 /// Runs the bridge on `path` until shutdown: open, greet, hand to the board, carry frames;
 /// reopen with backoff when the line fails. A box silent for `silence` is greeted again.
-pub async fn run_bridge(path: PathBuf, relay: Arc<Relay>, mut stop: Listener, silence: Duration) {
+pub async fn run_bridge<B: BridgeTo>(path: PathBuf, relay: Arc<B>, mut stop: Listener, silence: Duration) {
     let mut backoff = crate::port::REOPEN_FIRST;
     let mut last_error = String::new();
     loop {
@@ -120,10 +130,10 @@ struct Trouble {
 }
 
 /// Carries one opening of the line.
-async fn serve(
+async fn serve<B: BridgeTo>(
     port: tokio_serial::SerialStream,
     path: &Path,
-    relay: &Arc<Relay>,
+    relay: &Arc<B>,
     stop: &mut Listener,
     silence: Duration,
 ) -> Ended {
@@ -176,19 +186,21 @@ async fn serve(
                     heard = Instant::now();
                     route(up, &shown, relay, &down_tx, &mut hello, &mut attached).await;
                 }
-                Err(FrameError::Version(v)) => refused(v, &shown, relay, attached.as_ref(), &mut trouble),
+                Err(FrameError::Version(v)) => {
+                    refused(v, &shown, relay.as_ref(), attached.as_ref(), &mut trouble)
+                }
                 Err(e) => tracing::debug!(path = %shown, error = %e, "bad frame from the relay box; skipped"),
             }
         }
-        report_bad(frames.stats().bad, &shown, relay, attached.as_ref(), &mut trouble);
+        report_bad(frames.stats().bad, &shown, relay.as_ref(), attached.as_ref(), &mut trouble);
     }
 }
 
 /// A frame from the box: to its board's task once the board is known.
-async fn route(
+async fn route<B: BridgeTo>(
     up: Up,
     shown: &str,
-    relay: &Arc<Relay>,
+    relay: &Arc<B>,
     downs: &mpsc::Sender<Down>,
     hello: &mut Option<DeviceHello>,
     attached: &mut Option<Attachment>,
@@ -213,12 +225,11 @@ async fn route(
     if attached.is_none()
         && let (Some(serial), Some(h)) = (serial, hello.as_ref())
     {
-        let (number, board) = relay.board_for_serial(&serial);
         let (tx, rx) = mpsc::channel(UP_QUEUE);
         // The board's identity, whether the greeting or a record told it.
         let hello = DeviceHello { board: Some(serial.clone()), ..h.clone() };
         let bridge = BridgeAttached { path: shown.to_owned(), hello, ups: rx, downs: downs.clone() };
-        if board.send(BoardInput::Bridge(bridge)).await.is_ok() {
+        if let Some(number) = relay.attach_bridge(&serial, bridge).await {
             tracing::info!(path = %shown, %serial, board = number, "board identified on the relay box");
             *attached = Some(Attachment { board: number, serial, ups: tx });
         }
@@ -239,13 +250,8 @@ async fn write<W: tokio::io::AsyncWrite + Unpin>(wr: &mut W, down: &Down) -> std
     wr.flush().await
 }
 
-fn alert(relay: &Relay, board: Option<u32>, level: AlertLevel, message: String) {
-    let alert = AlertView { code: AlertCode::Bridge, level, message, squares: Vec::new() };
-    relay.hub.publish(Delta::Alert { board, alert });
-}
-
 /// A frame of another protocol version: the operator is told once per version met.
-fn refused(v: u8, shown: &str, relay: &Relay, attached: Option<&Attachment>, trouble: &mut Trouble) {
+fn refused(v: u8, shown: &str, relay: &impl BridgeTo, attached: Option<&Attachment>, trouble: &mut Trouble) {
     if trouble.refused == Some(v) {
         return;
     }
@@ -255,12 +261,18 @@ fn refused(v: u8, shown: &str, relay: &Relay, attached: Option<&Attachment>, tro
          update the box's firmware (or the relay) to the same protocol version. The relay keeps greeting it."
     );
     tracing::error!(path = %shown, version = v, "relay box refused: another bridge protocol version");
-    alert(relay, attached.map(|a| a.board), AlertLevel::Error, message);
+    relay.bridge_alert(attached.map(|a| a.board), AlertLevel::Error, message);
 }
 
 /// Damaged frames since the last report, at most one report a minute, on the board's
 /// console (they wait until the box's board is known).
-fn report_bad(bad: u32, shown: &str, relay: &Relay, attached: Option<&Attachment>, trouble: &mut Trouble) {
+fn report_bad(
+    bad: u32,
+    shown: &str,
+    relay: &impl BridgeTo,
+    attached: Option<&Attachment>,
+    trouble: &mut Trouble,
+) {
     if bad <= trouble.reported_bad || trouble.last_report.is_some_and(|t| t.elapsed() < REPORT_EVERY) {
         return;
     }
@@ -273,5 +285,5 @@ fn report_bad(bad: u32, shown: &str, relay: &Relay, attached: Option<&Attachment
         "Bridge {shown}: {new} damaged frame(s) skipped ({bad} since it opened; a checksum or framing error: \
          noise on the line, or another device on it). Nothing of them was taken; what they carried is sent again."
     );
-    alert(relay, Some(board), AlertLevel::Warning, message);
+    relay.bridge_alert(Some(board), AlertLevel::Warning, message);
 }

@@ -6,7 +6,8 @@ use dgt_bridge::{Action, GameKey, Up};
 use dgt_core::{GameResult, MoveInfo};
 use dgt_session::{AdminError, BoardSession, Effect, Link, LinkState, SavedGame};
 
-use super::remote::{Remote, RemoteError};
+use super::command::AdminError as BoardError;
+use crate::bridge::remote::{Remote, RemoteError};
 
 /// A board's session, here or on a relay box.
 #[derive(Debug)]
@@ -17,11 +18,11 @@ pub enum Session {
     Remote(Box<Remote>),
 }
 
-impl From<RemoteError> for crate::board::AdminError {
+impl From<RemoteError> for BoardError {
     fn from(e: RemoteError) -> Self {
         match e {
-            RemoteError::Refused(r) => crate::board::AdminError::Refused(r),
-            RemoteError::Unreachable(why) => crate::board::AdminError::Unreachable(why),
+            RemoteError::Refused(r) => BoardError::Refused(r),
+            RemoteError::Unreachable(why) => BoardError::Unreachable(why),
         }
     }
 }
@@ -107,6 +108,21 @@ impl Session {
         }
     }
 
+    /// Keeps every raw board read from now on (a local session; a relay box sends none).
+    pub fn watch_raw_boards(&mut self) {
+        if let Session::Local(s) = self {
+            s.watch_raw_boards();
+        }
+    }
+
+    /// The raw boards read since the last call, oldest first.
+    pub fn take_raw_boards(&mut self) -> Vec<dgt_protocol::BoardDump> {
+        match self {
+            Session::Local(s) => s.take_raw_boards().collect(),
+            Session::Remote(_) => Vec::new(),
+        }
+    }
+
     /// The serial number, once known.
     pub fn serial(&self) -> Option<&str> {
         match self {
@@ -148,11 +164,7 @@ impl Session {
     }
 
     /// The operator sets or clears the result.
-    pub async fn set_result(
-        &mut self,
-        now: u64,
-        result: Option<GameResult>,
-    ) -> Result<(), crate::board::AdminError> {
+    pub async fn set_result(&mut self, now: u64, result: Option<GameResult>) -> Result<(), BoardError> {
         match self {
             Session::Local(s) => Ok(s.set_result(now, result)?),
             Session::Remote(r) => Ok(r.act(Action::SetResult(result.map(result_wire))).await.map(drop)?),
@@ -160,7 +172,7 @@ impl Session {
     }
 
     /// The operator turns the board.
-    pub async fn flip(&mut self, now: u64) -> Result<(), crate::board::AdminError> {
+    pub async fn flip(&mut self, now: u64) -> Result<(), BoardError> {
         match self {
             Session::Local(s) => Ok(s.flip(now).map(drop)?),
             Session::Remote(r) => Ok(r.act(Action::Flip).await.map(drop)?),
@@ -168,7 +180,7 @@ impl Session {
     }
 
     /// The operator starts a new game.
-    pub async fn new_game(&mut self, now: u64, fen: Option<&str>) -> Result<(), crate::board::AdminError> {
+    pub async fn new_game(&mut self, now: u64, fen: Option<&str>) -> Result<(), BoardError> {
         match self {
             Session::Local(s) => Ok(s.new_game(now, fen)?),
             Session::Remote(r) => {
@@ -178,12 +190,7 @@ impl Session {
     }
 
     /// The operator corrects moves.
-    pub async fn correct(
-        &mut self,
-        now: u64,
-        from_ply: usize,
-        moves: &[String],
-    ) -> Result<(), crate::board::AdminError> {
+    pub async fn correct(&mut self, now: u64, from_ply: usize, moves: &[String]) -> Result<(), BoardError> {
         match self {
             Session::Local(s) => Ok(s.correct(now, from_ply, moves)?),
             Session::Remote(r) => {
@@ -200,7 +207,7 @@ impl Session {
         now: u64,
         from_ply: usize,
         moves: &[String],
-    ) -> Result<Vec<MoveInfo>, crate::board::AdminError> {
+    ) -> Result<Vec<MoveInfo>, BoardError> {
         match self {
             Session::Local(s) => Ok(s.check_correction(now, from_ply, moves)?),
             Session::Remote(r) => {
