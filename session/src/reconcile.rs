@@ -211,7 +211,13 @@ impl Reconcile {
                     Some(d) if d == self.kept => LogNeed::No,
                     Some(d) if self.kind == Kind::Join => {
                         let start = [Orientation::Normal, Orientation::Rotated].map(start_dump);
-                        if start.contains(&d) || !has_two_kings(&d) { LogNeed::No } else { LogNeed::UnderWay }
+                        // The start position, or it with pieces in the hands (being set up or
+                        // adjusted), is no game under way.
+                        if start.iter().any(|s| only_lifted_from(&d, s)) || !has_two_kings(&d) {
+                            LogNeed::No
+                        } else {
+                            LogNeed::UnderWay
+                        }
                     }
                     Some(d) => match needs_log(&d) {
                         LogNeed::No if self.kind == Kind::Restart => LogNeed::ToConfirm,
@@ -692,6 +698,12 @@ fn start_dump(orientation: Orientation) -> BoardDump {
         d.set(DgtSquare::from_square(sq, orientation), PieceCode::from_piece(piece));
     }
     d
+}
+
+/// Every piece on `d` stands where `from` has the same piece: `from` with pieces lifted (or
+/// `from` itself). A board showing its start position so is not a game under way.
+fn only_lifted_from(d: &BoardDump, from: &BoardDump) -> bool {
+    DgtSquare::ALL.iter().all(|sq| d.piece(*sq) == PieceCode::Empty || d.piece(*sq) == from.piece(*sq))
 }
 
 /// Both kings are on the board (a board being set up, or emptied, is no game).
