@@ -29,7 +29,8 @@
 use alloc::{vec, vec::Vec};
 use dgt_core::{Event, EventSink, Reading, Tracker, View};
 use dgt_protocol::{
-    BoardDump, ClockSide, ClockTime, DgtSquare, EeEvent, FieldUpdate, Message, Orientation, PieceCode,
+    BoardDump, Bwtime, ClockSide, ClockTime, ClockTimes, DgtSquare, EeEvent, FieldUpdate, Message,
+    Orientation, PieceCode,
 };
 use shakmaty::{Color, Position};
 
@@ -211,7 +212,13 @@ impl Reconcile {
                     Some(d) if d == self.kept => LogNeed::No,
                     Some(d) if self.kind == Kind::Join => {
                         let start = [Orientation::Normal, Orientation::Rotated].map(start_dump);
-                        if start.contains(&d) || !has_two_kings(&d) { LogNeed::No } else { LogNeed::UnderWay }
+                        // The start position, or it with pieces in the hands (being set up or
+                        // adjusted), is no game under way.
+                        if start.iter().any(|s| only_lifted_from(&d, s)) || !has_two_kings(&d) {
+                            LogNeed::No
+                        } else {
+                            LogNeed::UnderWay
+                        }
                     }
                     Some(d) => match needs_log(&d) {
                         LogNeed::No if self.kind == Kind::Restart => LogNeed::ToConfirm,
@@ -426,12 +433,52 @@ pub fn replay<const N: usize>(
         let over = if changes.presses() >= logged { live } else { live.saturating_sub(1) };
         tracker.confirm_plies(over, t, &mut sink);
     }
+    let logged = outcome.steps.as_ref().map_or(&[][..], |c| &c.logged[..]);
+    let fresh = first_fresh_reading(&outcome.held, logged);
     let shift = outcome.held.first().map_or(0, |(first, _)| t.saturating_sub(*first));
-    for (at, msg) in &outcome.held {
+    for (i, (at, msg)) in outcome.held.iter().enumerate() {
+        if i < fresh && matches!(msg, Message::Bwtime(Bwtime::Times(_))) {
+            continue;
+        }
         advance(tracker, &mut t, at + shift, &mut sink);
         tracker.feed(msg, t, &mut sink);
     }
     (t, events)
+}
+
+/// Where the held clock readings stop being older than the log: the index of the held
+/// reading that shows the last press both held and logged (0 when none is).
+///
+/// The board answers late (a slow link, the log's 8 s at 9600 baud), so it may take the
+/// request for its log after presses whose readings the relay already holds: those
+/// presses are in the log and were replayed from it, with their `%clk`. The held readings
+/// from before such a press would show it again as a new one, for the presser's next ply.
+/// The held presses (a lever moved while the clock ran; the presser's display after it)
+/// that were logged are the first ones, equal to the log's last ones: the longest such
+/// run is taken, and the readings before the one showing its last press are dropped
+/// (that reading is the clock as the log left it).
+fn first_fresh_reading(held: &[(u64, Message<'static>)], logged: &[LoggedPress]) -> usize {
+    let mut presses: Vec<(usize, LoggedPress)> = Vec::new();
+    let mut prev: Option<ClockTimes> = None;
+    for (i, (_, msg)) in held.iter().enumerate() {
+        let Message::Bwtime(Bwtime::Times(r)) = msg else { continue };
+        if r.status.no_clock() {
+            continue;
+        }
+        if let Some(p) = prev
+            && p.high_side() != r.high_side()
+            && r.status.running()
+        {
+            let side = p.high_side();
+            presses.push((i, LoggedPress { after: 0, side, time: r.side(side).time }));
+        }
+        prev = Some(*r);
+    }
+    let same = |a: &LoggedPress, b: &LoggedPress| a.side == b.side && a.time == b.time;
+    (1..=presses.len().min(logged.len()))
+        .rev()
+        .find(|&k| presses[..k].iter().zip(&logged[logged.len() - k..]).all(|((_, h), l)| same(h, l)))
+        .map_or(0, |k| presses[k - 1].0)
 }
 
 /// A logged press waiting for its move (see [`replay`]): once plies appeared after the
@@ -692,6 +739,12 @@ fn start_dump(orientation: Orientation) -> BoardDump {
         d.set(DgtSquare::from_square(sq, orientation), PieceCode::from_piece(piece));
     }
     d
+}
+
+/// Every piece on `d` stands where `from` has the same piece: `from` with pieces lifted (or
+/// `from` itself). A board showing its start position so is not a game under way.
+fn only_lifted_from(d: &BoardDump, from: &BoardDump) -> bool {
+    DgtSquare::ALL.iter().all(|sq| d.piece(*sq) == PieceCode::Empty || d.piece(*sq) == from.piece(*sq))
 }
 
 /// Both kings are on the board (a board being set up, or emptied, is no game).
@@ -1136,6 +1189,73 @@ mod tests {
             .zip(shown)
             .collect();
         assert_eq!(replay_log(&mut tracker, &mut events, &fw.ee_events(), t + 2_000), want);
+    }
+
+    /// A board first seen with 1. Nf3 on it, its press made just after that first look:
+    /// the press reaches the relay while the log is read, and the board logged it before
+    /// it sent the log (its answers lag its state). The log's replay gives Nf3 that press;
+    /// the held reading showing it is the same press, not one for White's next ply.
+    #[test]
+    fn a_press_both_logged_and_held_while_joining_is_counted_once() {
+        use dgt_hil_sim::clock::{Dgt3000, TimeControl};
+        let mut fw = firmware();
+        fw.attach_clock(Some(Dgt3000::new(TimeControl::fischer(300, 2), ClockSide::Left, 0)));
+        let reading = |fw: &mut dgt_hil_sim::Firmware, at: u64| {
+            let clock = fw.clock_mut().expect("a clock");
+            clock.advance(at);
+            Message::Bwtime(dgt_protocol::Bwtime::Times(clock.reading()))
+        };
+        let mut t = 1_000;
+        if let Some(c) = fw.clock_mut() {
+            c.start(t);
+        }
+        play(&mut fw, &["g1f3"], &mut t);
+        let mut tracker = Tracker::<64>::new(dgt_core::Config::default());
+        let mut r = Reconcile::join();
+        r.attached(t + 200);
+        let first = Message::BoardDump(dump_of_codes(fw.physical()));
+        assert_eq!(r.intake(first, t + 200, |d| needs_log(&tracker, d)), Intake::AskLog);
+        assert_eq!(r.intake(reading(&mut fw, t + 200), t + 200, |_| LogNeed::No), Intake::Held);
+        t += 1_000;
+        fw.press_clock(ClockSide::Left, t);
+        let mut shown = vec![fw.clock().map(|c| c.view(ClockSide::Left).display_s)];
+        assert_eq!(r.intake(reading(&mut fw, t), t, |_| LogNeed::No), Intake::Held);
+        // The board took the request after the press: its log holds it.
+        let log = fw.ee_events();
+        assert!(log.iter().any(|e| matches!(e, EeEvent::Time { side: ClockSide::Left, .. })), "{log:?}");
+        let (end, mut events) = replay(&mut tracker, &r.finish(Some(&log)), t + 8_000);
+        // The game went on while the log was read (8 s at 9600 baud): 1... d5 2. g3, each
+        // pressed just after its landing, after a different think. The board's reports of
+        // them queued behind the log and come in one burst after it.
+        let mut burst = Vec::new();
+        for (u, side, think) in [("d7d5", ClockSide::Right, 2_000), ("g2g3", ClockSide::Left, 5_000)] {
+            t += think;
+            let (from, to) = (idx(&u[..2]), idx(&u[2..]));
+            let piece = fw.physical()[usize::from(from.index())];
+            for (square, piece) in [(from, PieceCode::Empty), (to, piece)] {
+                t += 40;
+                fw.set_piece(square, piece, t);
+                burst.push(Message::FieldUpdate(FieldUpdate::new(square, piece)));
+            }
+            t += 20;
+            fw.press_clock(side, t);
+            shown.push(fw.clock().map(|c| c.view(side).display_s));
+            burst.push(reading(&mut fw, t));
+        }
+        for msg in &burst {
+            tracker.feed(msg, end, &mut |e| events.push(e));
+        }
+        settle(&mut tracker, &dump_of_codes(fw.physical()), end, end + 5_000, &mut events);
+        let clocks: Vec<(String, Option<u32>)> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::MoveConfirmed(m) => Some((m.uci.to_string(), m.clk)),
+                _ => None,
+            })
+            .collect();
+        let want: Vec<(String, Option<u32>)> =
+            ["g1f3", "d7d5", "g2g3"].iter().map(|u| u.to_string()).zip(shown).collect();
+        assert_eq!(clocks, want);
     }
 
     #[test]
