@@ -63,9 +63,10 @@ fn assert_exact(report: &BoxRunReport, boards: usize) {
 /// Three World Cup games under three noise profiles (thinking at 40x, hands at 5x), the
 /// relay killed twice.
 #[test]
-#[ignore = "known failure, not passed in silence: on this version the boxes' boards are not all identified \
-            (the box reads only line noise from some boards after the handshake that asks for a dump with its \
-            requests); needs qemu-system-arm and the thumbv7em-none-eabihf target; run with --ignored"]
+#[cfg_attr(
+    not(qemu),
+    ignore = "needs qemu-system-arm and the thumbv7em-none-eabihf target (.ci/run installs both)"
+)]
 fn corpus_games_through_relay_boxes_survive_relay_kills_and_garbage() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let games = worldcup().unwrap_or_else(|e| panic!("{e:#}"));
@@ -82,9 +83,10 @@ fn corpus_games_through_relay_boxes_survive_relay_kills_and_garbage() {
 
 /// Three hand scripts of the independent emulator at their own pace, the relay killed once.
 #[test]
-#[ignore = "known failure, not passed in silence: on this version the boxes' boards are not all identified \
-            (the box reads only line noise from some boards after the handshake that asks for a dump with its \
-            requests); needs qemu-system-arm and the thumbv7em-none-eabihf target and ../shared/corpus; run with --ignored"]
+#[cfg_attr(
+    not(all(qemu, shared_corpus)),
+    ignore = "needs qemu-system-arm, the thumbv7em-none-eabihf target and ../shared/corpus beside the clone"
+)]
 fn hand_scripts_through_relay_boxes_are_exact() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = corpus_dir().join("hand-scripts");
