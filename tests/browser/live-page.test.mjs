@@ -80,7 +80,9 @@ class FeedClient {
         const msg = JSON.parse(ev.data);
         this.frames.push({ t, msg, raw: ev.data });
         this.apply(msg);
-        if (msg.type === 'snapshot' && !this.snapshot) {
+        // The recording starts at the first snapshot with boards (one taken before the
+        // demo's boards were identified is replaced by the resync asked for then).
+        if (msg.type === 'snapshot' && (!this.snapshot || (this.snapshot.boards.length === 0 && msg.boards.length > 0))) {
           this.snapshot = msg;
           resolve(msg);
         }
@@ -118,7 +120,7 @@ class FeedClient {
     const deltas = [];
     let seq = snap.seq;
     for (const f of this.frames) {
-      if (typeof f.msg.seq !== 'number' || f.msg.type === 'snapshot') continue;
+      if (typeof f.msg.seq !== 'number' || f.msg.type === 'snapshot' || f.msg.seq <= snap.seq) continue;
       if (f.msg.seq !== seq + 1) break;
       deltas.push(f.msg);
       seq = f.msg.seq;
@@ -203,6 +205,10 @@ test('live demo: the page shows every board the feed reports, with its players',
   assert.match(response.headers()['content-type'], /^text\/html/);
   await page.waitForSelector('body[data-conn="live"]', { timeout: 10000 });
   const want = await until('the demo to report boards', 20000, () => (feed.boards.size > 0 ? feed.boards.size : 0));
+  if (feed.snapshot.boards.length === 0) {
+    feed.ws.send(JSON.stringify({ type: 'resync' }));
+    await until('a snapshot with boards', 10000, () => feed.snapshot.boards.length > 0);
+  }
   await until('every board of the feed on the page', 10000, async () => {
     const shown = (await tileNumbers(page)).sort((a, b) => a - b);
     const feedBoards = [...feed.boards.keys()].sort((a, b) => a - b);

@@ -258,7 +258,10 @@ pub(super) async fn round_games(
     Path(round): Path<u32>,
 ) -> Result<Json<Value>, ApiError> {
     let boards = relay.store.games(round);
-    if boards.is_empty() {
+    // A round `/api/event` lists (the live one, or one the data folder has) is there, with
+    // no game yet or none left: an empty list, not an error.
+    let live = relay.tournament.lock().live_round();
+    if boards.is_empty() && round != live && !relay.store.rounds().contains(&round) {
         return Err(ApiError::NotFound("no such round"));
     }
     let games: Vec<Value> =
