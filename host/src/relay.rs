@@ -471,7 +471,13 @@ impl Relay {
     /// [`crate::bridge`]); a box silent for `silence` makes its board not responding.
     pub fn add_bridge(self: &Arc<Self>, path: PathBuf, silence: Duration) {
         let span = tracing::info_span!("bridge", path = %path.display());
-        let run = crate::bridge::run_bridge(path, Arc::clone(self), self.shutdown.listener(), silence);
+        let run = crate::bridge::run_bridge(
+            path,
+            Arc::clone(self),
+            self.clock.clone(),
+            self.shutdown.listener(),
+            silence,
+        );
         self.spawn(tracing::Instrument::instrument(run, span));
     }
 

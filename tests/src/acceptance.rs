@@ -215,7 +215,8 @@ const BACK_ON_CHAIN: Duration = Duration::from_secs(3);
 /// board left may not have been read before it left, and is counted as made while away.
 const LAST_CYCLE: Duration = Duration::from_secs(1);
 
-fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+/// Polls `f` every 20 ms until it holds or `timeout` has passed; whether it held.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         if f() {
@@ -226,6 +227,62 @@ fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Every board of `serials` is on the relay's board list, active.
+pub fn all_active(relay: &Relay, serials: &[String]) -> bool {
+    relay.json("/api/boards").is_ok_and(|v| {
+        serials.iter().all(|s| {
+            v.as_array()
+                .is_some_and(|a| a.iter().any(|b| b["serial"] == s.as_str() && b["status"] == "active"))
+        })
+    })
+}
+
+impl Outcome {
+    /// A round-1 game of one board alone on its line, as a relay's feed and PGN showed it
+    /// (nothing off a chain, no start time known).
+    pub fn read_back(
+        job: usize,
+        serial: String,
+        board: Option<u64>,
+        (feed, pgn): (FeedGame, Option<String>),
+        sim_completed: bool,
+        pace: Pace,
+    ) -> Outcome {
+        Outcome {
+            job,
+            serial,
+            board,
+            round: 1,
+            feed,
+            pgn,
+            sim_completed,
+            notes: Vec::new(),
+            pace: Some(pace),
+            started_ms: None,
+            off_chain: Vec::new(),
+            unlogged_presses: Vec::new(),
+        }
+    }
+}
+
+/// Checks `outcome` against `job`; a game not exact adds a line with its first reasons to
+/// `failures`.
+pub fn check_noting(job: &Job, outcome: &Outcome, failures: &mut Vec<String>) -> GameCheck {
+    let c = check(job, outcome);
+    if !c.exact() {
+        let mut why = c.why.clone();
+        why.truncate(8);
+        failures.push(format!(
+            "{} (serial {}, board {:?}): {}",
+            job.label,
+            outcome.serial,
+            outcome.board,
+            why.join("; ")
+        ));
+    }
+    c
 }
 
 /// The simulated boards of a batch, as [`run`] makes them.
@@ -347,14 +404,7 @@ fn run_on(
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
     let recorder = Recorder::start_logged(rt.handle(), relay.addr, Some(&opts.dir.join("feed-frames.log")))?;
     let serials: Vec<String> = (0..n).map(|i| (opts.first_serial + i as u32).to_string()).collect();
-    let all_active = wait_until(Duration::from_secs(60), || {
-        relay.json("/api/boards").is_ok_and(|v| {
-            serials.iter().all(|s| {
-                v.as_array()
-                    .is_some_and(|a| a.iter().any(|b| b["serial"] == s.as_str() && b["status"] == "active"))
-            })
-        })
-    });
+    let all_active = wait_until(Duration::from_secs(60), || all_active(&relay, &serials));
     if !all_active {
         bail!("not every board became active in 60 s: {:?}\n{}", relay.get("/api/boards"), relay.log_tail());
     }

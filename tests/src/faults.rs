@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use dgt_hil_sim::{BoardConfig, SimConfig, StartPolicy, spawn_fleet};
 
-use crate::acceptance::{self, GameCheck, Job, Outcome};
+use crate::acceptance::{self, GameCheck, Job, Outcome, all_active, wait_until};
 use crate::feed::{FeedGame, Recorder};
 use crate::offline::Pace;
 use crate::relay::Relay;
@@ -142,19 +142,6 @@ impl Rng {
     }
 }
 
-fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// One relay process of the run, with its feed client.
 struct Instance {
     relay: Relay,
@@ -171,15 +158,6 @@ fn start_instance(
     let relay = Relay::start(&opts.relay_bin, &dir, args)?;
     let recorder = Recorder::start_logged(rt.handle(), relay.addr, Some(&dir.join("feed-frames.log")))?;
     Ok(Instance { relay, recorder })
-}
-
-fn all_active(relay: &Relay, serials: &[String]) -> bool {
-    relay.json("/api/boards").is_ok_and(|v| {
-        serials.iter().all(|s| {
-            v.as_array()
-                .is_some_and(|a| a.iter().any(|b| b["serial"] == s.as_str() && b["status"] == "active"))
-        })
-    })
 }
 
 /// Appends half of a move record to a journal, without its newline: what a write cut by a
@@ -322,26 +300,9 @@ pub fn kill_run(jobs: Vec<Job>, opts: &KillRunOptions) -> anyhow::Result<KillRun
         if let Some(p) = &pgn {
             pgns.insert(i, p.clone());
         }
-        let outcome = Outcome {
-            job: i,
-            serial: serial.clone(),
-            board,
-            round: 1,
-            feed,
-            pgn,
-            sim_completed: true,
-            notes: Vec::new(),
-            pace: Some(Pace { speed: opts.speed, hand_speed: opts.hand_speed, ..Pace::RELAY_SUITE }),
-            started_ms: None,
-            off_chain: Vec::new(),
-            unlogged_presses: Vec::new(),
-        };
-        let c = acceptance::check(job, &outcome);
-        if !c.exact() {
-            let mut why = c.why.clone();
-            why.truncate(8);
-            failures.push(format!("{} (serial {serial}, board {board:?}): {}", job.label, why.join("; ")));
-        }
+        let pace = Pace { speed: opts.speed, hand_speed: opts.hand_speed, ..Pace::RELAY_SUITE };
+        let outcome = Outcome::read_back(i, serial.clone(), board, (feed, pgn), true, pace);
+        let c = acceptance::check_noting(job, &outcome, &mut failures);
         checks.push((job.label.clone(), c));
     }
     for (i, inst) in instances.iter().enumerate() {

@@ -27,7 +27,7 @@ use dgt_hil_sim::pty::Pty;
 use dgt_hil_sim::{BoardConfig, SimConfig, StartPolicy, spawn_fleet};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use crate::acceptance::{self, GameCheck, Job, Outcome};
+use crate::acceptance::{self, GameCheck, Job, Outcome, all_active, wait_until};
 use crate::feed::{FeedGame, Recorder};
 use crate::offline::Pace;
 use crate::relay::{Relay, workspace_root};
@@ -348,28 +348,6 @@ impl std::fmt::Display for BoxRunReport {
     }
 }
 
-fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn all_active(relay: &Relay, serials: &[String]) -> bool {
-    relay.json("/api/boards").is_ok_and(|v| {
-        serials.iter().all(|s| {
-            v.as_array()
-                .is_some_and(|a| a.iter().any(|b| b["serial"] == s.as_str() && b["status"] == "active"))
-        })
-    })
-}
-
 /// One job per board, each board behind its own relay box, one relay; see the module
 /// docs.
 pub fn box_run(jobs: Vec<Job>, opts: &BoxRunOptions) -> anyhow::Result<BoxRunReport> {
@@ -507,26 +485,9 @@ pub fn box_run(jobs: Vec<Job>, opts: &BoxRunOptions) -> anyhow::Result<BoxRunRep
             Ok((200, body)) => Some(body),
             _ => None,
         });
-        let outcome = Outcome {
-            job: i,
-            serial: serial.clone(),
-            board,
-            round: 1,
-            feed,
-            pgn,
-            sim_completed: done[i],
-            notes: Vec::new(),
-            pace: Some(Pace { speed: opts.speed, hand_speed: opts.hand_speed, ..Pace::RELAY_SUITE }),
-            started_ms: None,
-            off_chain: Vec::new(),
-            unlogged_presses: Vec::new(),
-        };
-        let c = acceptance::check(job, &outcome);
-        if !c.exact() {
-            let mut why = c.why.clone();
-            why.truncate(8);
-            failures.push(format!("{} (serial {serial}, board {board:?}): {}", job.label, why.join("; ")));
-        }
+        let pace = Pace { speed: opts.speed, hand_speed: opts.hand_speed, ..Pace::RELAY_SUITE };
+        let outcome = Outcome::read_back(i, serial.clone(), board, (feed, pgn), done[i], pace);
+        let c = acceptance::check_noting(job, &outcome, &mut failures);
         checks.push((job.label.clone(), c));
     }
     // Operator actions cross the bridge: a correction checked by the box (the deepest its

@@ -147,33 +147,9 @@ fn twelve_chained_boards_offline_are_exact_under_many_line_timings() {
 /// The relay frozen for `len` ms from `from` (a loaded machine): the boards play on, and
 /// the poller reads seconds of their changes at once. Returns what was not exact.
 fn frozen_relay_failures(seed: u64, from: u64, len: u64) -> Vec<String> {
-    trace_if_asked();
     let first_start_ms = if seed % 2 == 1 { (0, 2_000) } else { (4_000, 7_000) };
-    let opts =
-        ChainOptions { seed, first_start_ms, relay_frozen: Some((from, len)), ..ChainOptions::default() };
-    let jobs = chain_jobs();
-    let outcomes = replay_chain(&jobs, 12, &opts);
-    assert_eq!(outcomes.len(), jobs.len(), "seed {seed}: not every game was played");
-    let show = std::env::var("DGT_BUS_SHOW").is_ok();
-    outcomes
-        .iter()
-        .filter(|o| !o.why.is_empty())
-        .inspect(|o| {
-            if show {
-                for (t, e) in &o.effects {
-                    println!("  {t} {e}");
-                }
-            }
-        })
-        .map(|o| {
-            format!(
-                "seed {seed}, relay frozen {from}+{len} ms: {} (board {}): {}",
-                o.label,
-                o.address,
-                o.why.join("; ")
-            )
-        })
-        .collect()
+    let opts = ChainOptions { first_start_ms, relay_frozen: Some((from, len)), ..ChainOptions::default() };
+    failures_with(seed, opts, &format!("relay frozen {from}+{len} ms"))
 }
 
 /// The relay frozen for two seconds as the games begin: every game exact, moves and `%clk`.

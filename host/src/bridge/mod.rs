@@ -32,6 +32,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::clock::Clock;
 use crate::shutdown::Listener;
 
 pub use remote::{BridgeAttached, Remote};
@@ -70,7 +71,13 @@ pub trait BridgeTo: Send + Sync + 'static {
 
 /// Runs the bridge on `path` until shutdown: open, greet, hand to the board, carry frames;
 /// reopen with backoff when the line fails. A box silent for `silence` is greeted again.
-pub async fn run_bridge<B: BridgeTo>(path: PathBuf, relay: Arc<B>, mut stop: Listener, silence: Duration) {
+pub async fn run_bridge<B: BridgeTo>(
+    path: PathBuf,
+    relay: Arc<B>,
+    clock: Clock,
+    mut stop: Listener,
+    silence: Duration,
+) {
     let mut backoff = crate::port::REOPEN_FIRST;
     let mut last_error = String::new();
     loop {
@@ -82,7 +89,7 @@ pub async fn run_bridge<B: BridgeTo>(path: PathBuf, relay: Arc<B>, mut stop: Lis
                 last_error.clear();
                 backoff = crate::port::REOPEN_FIRST;
                 tracing::info!("bridge open");
-                match serve(port, &path, &relay, &mut stop, silence).await {
+                match serve(port, &path, &relay, &clock, &mut stop, silence).await {
                     Ended::Shutdown => return,
                     Ended::Lost(reason) => tracing::warn!(%reason, "bridge lost; reopening"),
                 }
@@ -134,6 +141,7 @@ async fn serve<B: BridgeTo>(
     port: tokio_serial::SerialStream,
     path: &Path,
     relay: &Arc<B>,
+    clock: &Clock,
     stop: &mut Listener,
     silence: Duration,
 ) -> Ended {
@@ -144,12 +152,12 @@ async fn serve<B: BridgeTo>(
     let mut hello: Option<DeviceHello> = None;
     let mut attached: Option<Attachment> = None;
     let mut trouble = Trouble::default();
-    let mut heard = Instant::now();
-    let mut next_greeting = Instant::now();
+    let mut heard = clock.now();
+    let mut next_greeting = clock.now();
     let mut buf = [0u8; 1024];
     let greeting = Down::Hello { host: concat!("dgt-relay ", env!("CARGO_PKG_VERSION")).to_owned() };
     loop {
-        let now = Instant::now();
+        let now = clock.now();
         if hello.is_none() && now >= next_greeting {
             next_greeting = now + GREET_EVERY;
             if let Err(e) = write(&mut wr, &greeting).await {
@@ -183,7 +191,7 @@ async fn serve<B: BridgeTo>(
         for f in ups {
             match f {
                 Ok(up) => {
-                    heard = Instant::now();
+                    heard = clock.now();
                     route(up, &shown, relay, &down_tx, &mut hello, &mut attached).await;
                 }
                 Err(FrameError::Version(v)) => {
@@ -192,7 +200,7 @@ async fn serve<B: BridgeTo>(
                 Err(e) => tracing::debug!(path = %shown, error = %e, "bad frame from the relay box; skipped"),
             }
         }
-        report_bad(frames.stats().bad, &shown, relay.as_ref(), attached.as_ref(), &mut trouble);
+        report_bad(frames.stats().bad, &shown, relay.as_ref(), attached.as_ref(), &mut trouble, clock.now());
     }
 }
 
@@ -272,14 +280,17 @@ fn report_bad(
     relay: &impl BridgeTo,
     attached: Option<&Attachment>,
     trouble: &mut Trouble,
+    now: Instant,
 ) {
-    if bad <= trouble.reported_bad || trouble.last_report.is_some_and(|t| t.elapsed() < REPORT_EVERY) {
+    if bad <= trouble.reported_bad
+        || trouble.last_report.is_some_and(|t| now.saturating_duration_since(t) < REPORT_EVERY)
+    {
         return;
     }
     let Some(board) = attached.map(|a| a.board) else { return };
     let new = bad - trouble.reported_bad;
     trouble.reported_bad = bad;
-    trouble.last_report = Some(Instant::now());
+    trouble.last_report = Some(now);
     tracing::warn!(path = %shown, bad, "damaged frames on the bridge skipped");
     let message = format!(
         "Bridge {shown}: {new} damaged frame(s) skipped ({bad} since it opened; a checksum or framing error: \

@@ -391,6 +391,17 @@ pub async fn run_port<A: AttachTo>(
             boards.port_status(&name, Ok(what));
         }
     };
+    // Neither way found a board (the discovery found none): the alert, once until identified.
+    let unanswered = |unidentified: &mut bool, in_bus_mode: Option<usize>, why: &str| {
+        if in_bus_mode == Some(0) && !std::mem::replace(unidentified, true) {
+            boards.port_status(
+                &name,
+                Err(format!(
+                    "no board answered, neither as one board ({why}) nor as a chain in DGT's bus mode"
+                )),
+            );
+        }
+    };
     loop {
         if stop.is_triggered() {
             return;
@@ -436,14 +447,8 @@ pub async fn run_port<A: AttachTo>(
                         if known == Known::One {
                             // It was one board: the next opening looks for anything again.
                             known = Known::Unknown;
-                        } else if in_bus_mode == Some(0) && !std::mem::replace(&mut unidentified, true) {
-                            boards.port_status(
-                                &name,
-                                Err(format!(
-                                    "no board answered, neither as one board ({reason}) nor as a chain in DGT's bus \
-                                     mode"
-                                )),
-                            );
+                        } else {
+                            unanswered(&mut unidentified, in_bus_mode, &reason);
                         }
                     }
                     Ok(Detected::Chain(why)) => {
@@ -452,15 +457,7 @@ pub async fn run_port<A: AttachTo>(
                         tracing::info!(%why, "the single-board handshake says several boards answered");
                         known =
                             if in_bus_mode.is_some_and(|n| n > 0) { Known::Chain } else { Known::Unknown };
-                        if in_bus_mode == Some(0) && !std::mem::replace(&mut unidentified, true) {
-                            boards.port_status(
-                                &name,
-                                Err(format!(
-                                    "no board answered, neither as one board ({why}) nor as a chain in DGT's bus \
-                                     mode"
-                                )),
-                            );
-                        }
+                        unanswered(&mut unidentified, in_bus_mode, &why);
                     }
                     Ok(Detected::One(link)) => {
                         known = Known::One;
