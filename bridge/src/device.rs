@@ -68,7 +68,7 @@ pub struct DeviceConfig {
     /// Period of [`Up::Status`].
     pub status_ms: u64,
     /// Events kept of the board's event log after an outage, the newest (see
-    /// [`Link::limit_event_log`]).
+    /// [`Link::limit_event_log`]); their room (5 bytes each) is taken once, as the log begins.
     pub log_events: usize,
 }
 
@@ -79,7 +79,10 @@ impl DeviceConfig {
             // The line gets room for 300 plies (6 KiB; nearly every game) with its first ply,
             // a longer game 150 more at a time: few allocations to fragment the heap. A
             // catch-up search visits at most 10,000 positions (the host's 300,000 take five
-            // seconds on a Cortex-M4, while the board's bytes wait).
+            // seconds on a Cortex-M4, while the board's bytes wait). While a board's event
+            // log is read, its messages are held as long as the heap grants room (a
+            // reconciliation needs a few hundred); past that the box goes on from the
+            // board's position instead of stopping.
             session: SessionConfig {
                 line_capacity: 300,
                 tracker: dgt_core::Config { catch_up_budget: CATCH_UP_BUDGET, ..dgt_core::Config::default() },

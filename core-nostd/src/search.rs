@@ -140,6 +140,10 @@ pub(crate) type Line = heapless::Vec<Move, LONGEST>;
 /// [`Search::touched`]).
 pub const LONGEST: usize = 12;
 
+/// Most plies from one position a search keeps in its short list (see `Walk::next_plies`):
+/// a catch-up search over touched squares nearly always has fewer.
+const NEXT_PLIES: usize = 40;
+
 /// Positions one search over touched squares may visit (a few tens of milliseconds): it
 /// runs while the relay reads the board, so it gives up rather than hold the reading of
 /// the other boards.
@@ -387,26 +391,80 @@ impl<J: Fn(&[Move]) -> Result<Score, Rejection>> Walk<'_, '_, J> {
                 }
             }
         }
+        // The plies worth following, kept in a short list, so that the full move list
+        // (about 1.5 KiB) is not on the stack of every ply of a deep catch-up search (on a
+        // microcontroller, a 12-ply search would need 12 of them); the full list only
+        // where more plies are worth following than the short list holds.
+        match self.next_plies(pos, depth, path) {
+            Some(plies) => self.follow(pos, depth, path, plies),
+            None => self.follow_every_ply(pos, depth, path),
+        }
+    }
+
+    /// The plies from `pos` worth following on a line of `depth` (at least one) more plies
+    /// after `path`, in the order the move generator gives them; `None` when more than
+    /// [`NEXT_PLIES`].
+    #[inline(never)]
+    fn next_plies(
+        &self,
+        pos: &Chess,
+        depth: usize,
+        path: &[Move],
+    ) -> Option<heapless::Vec<Move, NEXT_PLIES>> {
+        let mut plies = heapless::Vec::new();
         for m in pos.legal_moves() {
-            if self.allowed(path, m).is_err() {
-                continue;
+            if self.worth_following(pos, depth, path, m) {
+                plies.push(m).ok()?;
             }
+        }
+        Some(plies)
+    }
+
+    /// [`Walk::follow`] over the full move list (see [`Walk::next_plies`]).
+    #[inline(never)]
+    fn follow_every_ply(&mut self, pos: &Chess, depth: usize, path: &mut Line) -> bool {
+        let moves = pos.legal_moves();
+        let worth: heapless::Vec<bool, 256> =
+            moves.iter().map(|m| self.worth_following(pos, depth, path, *m)).collect();
+        self.follow(pos, depth, path, moves.iter().zip(worth).filter_map(|(m, w)| w.then_some(*m)))
+    }
+
+    /// Offers the lines of `depth` more plies through each of `plies` in turn; false when
+    /// the budget ran out.
+    fn follow(
+        &mut self,
+        pos: &Chess,
+        depth: usize,
+        path: &mut Line,
+        plies: impl IntoIterator<Item = Move>,
+    ) -> bool {
+        for m in plies {
             let mut after = pos.clone();
             after.play_unchecked(m);
-            // The board reached before the last ply, or left one square off with a ply to
-            // go: no line of this length to it through here.
-            if let Ends::At(target) = self.search.ends {
-                let nd = board_diff(after.board(), target).count();
-                if nd > 4 * (depth - 1) || nd == 0 || (depth == 2 && nd == 1) {
-                    continue;
-                }
-            }
             if path.push(m).is_err() {
                 return true;
             }
             let within = self.lines(&after, depth - 1, path);
             path.pop();
             if !within {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// True when a line through `m` can be one of `depth` (at least one) more plies after
+    /// `path`: `m` is allowed, and (towards a board) it neither reaches the board before
+    /// the last ply nor leaves it one square off with a ply to go.
+    fn worth_following(&self, pos: &Chess, depth: usize, path: &[Move], m: Move) -> bool {
+        if self.allowed(path, m).is_err() {
+            return false;
+        }
+        if let Ends::At(target) = self.search.ends {
+            let mut after = pos.clone();
+            after.play_unchecked(m);
+            let nd = board_diff(after.board(), target).count();
+            if nd > 4 * (depth - 1) || nd == 0 || (depth == 2 && nd == 1) {
                 return false;
             }
         }

@@ -10,6 +10,8 @@ use alloc::collections::VecDeque;
 use dgt_bridge::{Device, DeviceConfig, PlatformFigures};
 use embedded_io::{Read, ReadReady, Write, WriteReady};
 
+use crate::ReadArrivals;
+
 /// Bytes read from a UART at a time.
 const CHUNK: usize = 64;
 
@@ -31,11 +33,13 @@ pub struct App<B, H> {
     /// Bytes for the board its UART has not taken yet.
     board_tx: VecDeque<u8>,
     errors: UartErrors,
+    /// The device's time so far: what it was last given (never goes back).
+    device_ms: u64,
 }
 
 impl<B, H> App<B, H>
 where
-    B: Read + ReadReady + Write + WriteReady,
+    B: ReadArrivals + ReadReady + Write + WriteReady,
     H: Read + ReadReady + Write + WriteReady,
 {
     /// The box started at `now`: the board's handshake and the greeting to the host are
@@ -47,6 +51,7 @@ where
             host,
             board_tx: VecDeque::new(),
             errors: UartErrors::default(),
+            device_ms: now,
         }
     }
 
@@ -65,6 +70,24 @@ where
         self.device.set_memory(memory);
     }
 
+    /// Runs the device's deadlines up to `at` in order, each at its own time, and moves
+    /// the device's time to `at`.
+    fn poll_until(&mut self, at: u64) {
+        loop {
+            let due = self.device.next_deadline().max(self.device_ms);
+            if due > at {
+                break;
+            }
+            self.device.poll(due);
+            self.device_ms = due;
+            if self.device.next_deadline() <= due {
+                // Not moved on by the poll: what is left is due now, and runs at `at`.
+                break;
+            }
+        }
+        self.device_ms = at;
+    }
+
     /// When [`App::step`] has something to do without new bytes.
     pub fn next_deadline(&self) -> u64 {
         self.device.next_deadline()
@@ -76,19 +99,26 @@ where
         self.board_tx.is_empty() && self.device.bridge_output().is_empty()
     }
 
-    /// One turn at `now`: reads, deadlines, writes.
+    /// One turn at `now`: reads, deadlines, writes. The board's bytes go in with the time
+    /// they arrived (see [`ReadArrivals`]), each after the deadlines due before it.
     pub fn step(&mut self, now: u64) {
         let mut buf = [0u8; CHUNK];
         while self.board.read_ready().unwrap_or(false) {
-            match self.board.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => self.device.on_board_bytes(now, &buf[..n]),
+            match self.board.read_arrived(&mut buf) {
+                Ok((0, _)) => break,
+                Ok((n, arrived)) => {
+                    let at = arrived.unwrap_or(now).clamp(self.device_ms, now.max(self.device_ms));
+                    self.poll_until(at);
+                    self.device.on_board_bytes(at, &buf[..n]);
+                }
                 Err(_) => {
                     self.errors.board += 1;
                     break;
                 }
             }
         }
+        // The deadlines due between the last byte and now, each at its own time.
+        self.poll_until(now.max(self.device_ms));
         while self.host.read_ready().unwrap_or(false) {
             match self.host.read(&mut buf) {
                 Ok(0) => break,
@@ -144,6 +174,9 @@ mod tests {
     #[derive(Debug, Default)]
     struct FakeUart {
         rx: VecDeque<u8>,
+        /// When the bytes of `rx` arrived: so many bytes at such a millisecond, in order
+        /// (bytes beyond them: not known).
+        arrivals: VecDeque<(usize, u64)>,
         tx: Vec<u8>,
         takes: Option<usize>,
         fail_reads: bool,
@@ -187,6 +220,23 @@ mod tests {
                 *b = v;
             }
             Ok(n)
+        }
+    }
+
+    impl ReadArrivals for FakeUart {
+        fn read_arrived(&mut self, buf: &mut [u8]) -> Result<(usize, Option<u64>), Broken> {
+            let Some(&(count, at)) = self.arrivals.front() else {
+                let n = self.read(buf)?;
+                return Ok((n, None));
+            };
+            let want = count.min(buf.len());
+            let n = self.read(&mut buf[..want])?;
+            if n == count {
+                self.arrivals.pop_front();
+            } else if let Some(front) = self.arrivals.front_mut() {
+                front.0 -= n;
+            }
+            Ok((n, Some(at)))
         }
     }
 
@@ -252,6 +302,29 @@ mod tests {
             .collect();
         assert_eq!(records.first(), Some(&Record::Board { serial: "24518".into() }));
         assert!(records.iter().any(|r| matches!(r, Record::Link(_))));
+    }
+
+    #[test]
+    fn bytes_read_late_go_in_at_the_time_they_arrived_after_the_deadlines_before_them() {
+        let mut a = app();
+        a.step(0);
+        let version = encode(&Message::Version { major: 3, minor: 1 });
+        let serial = encode(&Message::SerialNumber(b"24518"));
+        a.board.arrivals.extend([(version.len(), 600), (serial.len(), 1_700)]);
+        a.board.rx.extend(version);
+        a.board.rx.extend(serial);
+        // A turn that came late (the loop was busy): the status due at 1,000 ms goes out
+        // before the serial number, which arrived at 1,700; the one due at 2,000 after it.
+        a.step(2_500);
+        let order: Vec<String> = ups(&a.host.tx)
+            .into_iter()
+            .filter_map(|u| match u {
+                Up::Status(s) => Some(std::format!("status {}", s.uptime_ms)),
+                Up::Record { record: Record::Board { serial }, .. } => Some(std::format!("board {serial}")),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(order, ["status 1000", "board 24518", "status 2000"]);
     }
 
     #[test]

@@ -27,10 +27,22 @@ use embedded_io::{Read, ReadReady, Write, WriteReady};
 /// The firmware's name and version, as the host is told in its greeting.
 pub const FIRMWARE: &str = concat!("dgt-relay-firmware ", env!("CARGO_PKG_VERSION"));
 
+/// A receiver that notes when its bytes arrived. A long turn of the loop (a deep
+/// catch-up search) leaves the board's bytes waiting; read with the time they arrived,
+/// they reach the session as the board sent them, and not bunched as if the board had
+/// paused and then reported several changes at once (which the tracker would have to
+/// untangle, as on a relay frozen by its machine).
+pub trait ReadArrivals: Read {
+    /// Reads bytes that arrived together, at most `buf.len()`: their count, and the
+    /// platform's millisecond ([`Platform::now_ms`]) at which the first of them arrived
+    /// (`None`: not known; the time of the read is taken).
+    fn read_arrived(&mut self, buf: &mut [u8]) -> Result<(usize, Option<u64>), Self::Error>;
+}
+
 /// A board support: the two UARTs, time, sleep and memory.
 pub trait Platform {
     /// The UART the DGT board is on (9600 8N1).
-    type Board: Read + ReadReady + Write + WriteReady;
+    type Board: ReadArrivals + ReadReady + Write + WriteReady;
     /// The UART (or USB CDC port) the host is on.
     type Host: Read + ReadReady + Write + WriteReady;
     /// Its name, as the host is told (`mps2-an386`).

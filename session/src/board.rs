@@ -57,6 +57,10 @@ pub struct SessionConfig {
     /// sets what nearly every game needs: a game then makes one allocation, of the size the
     /// previous game's line freed, so that reallocations do not fragment its heap.
     pub line_capacity: usize,
+    /// Most board messages held while a board's event log is awaited after an outage
+    /// ([`crate::reconcile::Reconcile::hold_at_most`]); a device with little memory holds fewer
+    /// and, past them, goes on from the board's position without the log.
+    pub held_messages: usize,
 }
 
 impl Default for SessionConfig {
@@ -67,6 +71,7 @@ impl Default for SessionConfig {
             clock_pause_ms: CLOCK_PAUSE_ALERT_MS,
             board_idle_ms: BOARD_IDLE_ALERT_MS,
             line_capacity: 0,
+            held_messages: crate::reconcile::HELD_MAX,
         }
     }
 }
@@ -376,7 +381,7 @@ impl BoardSession {
         for (sq, piece) in self.tracker.position(View::Confirmed).board().iter() {
             kept.set(DgtSquare::from_square(sq, orientation), PieceCode::from_piece(piece));
         }
-        self.away = Some(Reconcile::after_restart(kept));
+        self.away = Some(Reconcile::after_restart(kept).hold_at_most(self.config.held_messages));
         self.first_run_after_restart = true;
         let t = self.t(now);
         self.tracker.board_away(t);
@@ -427,7 +432,7 @@ impl BoardSession {
         if self.away.is_none() && self.game.is_none() {
             // The first look at a board with no game: one may be under way (see
             // `Reconcile::join`). It is the handshake's dump, taken as the port opened.
-            self.away = Some(Reconcile::join());
+            self.away = Some(Reconcile::join().hold_at_most(self.config.held_messages));
         } else {
             link.skip_handshake_dump();
         }
@@ -626,7 +631,7 @@ impl BoardSession {
             None => {}
         }
         if self.tracker.state() == GameState::Active && self.tracker.board_known() {
-            self.away = Some(Reconcile::new(self.tracker.board()));
+            self.away = Some(Reconcile::new(self.tracker.board()).hold_at_most(self.config.held_messages));
         }
         // Nothing is decided by time until the board is heard again.
         let t = self.t(now);

@@ -148,6 +148,30 @@ fn ack_matches(cmd: &ClockCommand, kind: AckKind) -> bool {
     )
 }
 
+/// The room for an event log of up to `events` events, taken at once before the first
+/// arrives: as much as the allocator grants, halving down to [`EVENT_LOG_MIN`] (on a device
+/// whose heap is nearly full, a shorter log reaches back less far, and the reconciliation
+/// reconstructs from the board's position beyond it; growing the list event by event would
+/// instead need its old and new blocks at once and could abort the program). Empty when not
+/// even that is granted: the log's events are then dropped, never the program.
+fn event_log_room(events: usize) -> Vec<EeEvent> {
+    let mut room = events;
+    let mut log = Vec::new();
+    while room > 0 {
+        if log.try_reserve_exact(room).is_ok() {
+            return log;
+        }
+        if room <= EVENT_LOG_MIN {
+            break;
+        }
+        room = (room / 2).max(EVENT_LOG_MIN);
+    }
+    log
+}
+
+/// The shortest event log room asked for before giving up (see [`event_log_room`]).
+const EVENT_LOG_MIN: usize = 16;
+
 /// Bytes an EEPROM event takes in the dump.
 fn ee_len(e: &EeEvent) -> usize {
     match e {
@@ -439,7 +463,7 @@ impl Link {
                 if payload == 0 {
                     got.push(Got::Event(LinkEvent::EventLog(Vec::new())));
                 } else {
-                    *ee = Some((Vec::new(), payload));
+                    *ee = Some((event_log_room(payload.min(max_ee)), payload));
                 }
             }
             Decoded::EeEvent(e) => {
@@ -447,12 +471,16 @@ impl Link {
                 let Some((events, due)) = ee.as_mut() else { return };
                 *due = due.saturating_sub(ee_len(&e));
                 if e != EeEvent::Eof {
-                    if events.len() >= max_ee {
+                    let room = events.capacity().min(max_ee);
+                    if room > 0 && events.len() >= room {
                         // The oldest quarter goes: the newest events are the ones that
-                        // reach the board as it is now.
-                        events.drain(..(max_ee / 4).max(1));
+                        // reach the board as it is now. The room never grows, so a long
+                        // log costs no allocation beyond the one made at its start.
+                        events.drain(..(room / 4).max(1));
                     }
-                    events.push(e);
+                    if events.len() < events.capacity() {
+                        events.push(e);
+                    }
                 }
                 if (*due == 0 || e == EeEvent::Eof)
                     && let Some((events, _)) = ee.take()

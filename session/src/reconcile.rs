@@ -53,6 +53,8 @@ pub struct Reconcile {
     kept: BoardDump,
     phase: Phase,
     held: Vec<(u64, Message<'static>)>,
+    /// Most messages held (see [`Reconcile::hold_at_most`]).
+    held_max: usize,
     /// Why the board is reconciled.
     kind: Kind,
 }
@@ -142,7 +144,7 @@ pub struct Outcome {
 impl Reconcile {
     /// Keeps the board as the tracker saw it when the port was lost.
     pub fn new(kept: BoardDump) -> Reconcile {
-        Reconcile { kept, phase: Phase::Away, held: Vec::new(), kind: Kind::Outage }
+        Reconcile { kept, phase: Phase::Away, held: Vec::new(), held_max: HELD_MAX, kind: Kind::Outage }
     }
 
     /// Keeps `kept`, the journal's last position, for a game resumed after a restart of
@@ -165,6 +167,24 @@ impl Reconcile {
     /// stands.
     pub fn join() -> Reconcile {
         Reconcile { kind: Kind::Join, ..Reconcile::new(start_dump(dgt_protocol::Orientation::Normal)) }
+    }
+
+    /// Holds at most `messages` board messages while the log is awaited (a device with
+    /// little memory; [`HELD_MAX`] otherwise). Past it, or when the allocator refuses more
+    /// room, the reconciliation finishes without the log ([`Intake::Overflow`]): the
+    /// tracker then reconstructs from the board's position, and the program never aborts.
+    pub fn hold_at_most(self, messages: usize) -> Reconcile {
+        Reconcile { held_max: messages.clamp(1, HELD_MAX), ..self }
+    }
+
+    /// No more is held: the reconciliation finishes without the log. The message that
+    /// found no room is kept all the same (it is replayed with the others), unless the
+    /// allocator refuses even that.
+    fn overflow(&mut self, now: u64, msg: Message<'static>) -> Intake {
+        if self.held.try_reserve(1).is_ok() {
+            self.held.push((now, msg));
+        }
+        Intake::Overflow
     }
 
     /// True for a board seen for the first time ([`Reconcile::join`]).
@@ -206,6 +226,9 @@ impl Reconcile {
                     Message::BoardDump(d) => Some(*d),
                     _ => None,
                 };
+                if self.held.len() >= self.held_max || self.held.try_reserve(1).is_err() {
+                    return self.overflow(now, msg);
+                }
                 self.held.push((now, msg));
                 let need = match dump {
                     None => return Intake::Held,
@@ -232,9 +255,10 @@ impl Reconcile {
                     Phase::ReadingLog { need, until: now + LOG_ANSWER_MS, dumped: now, clock: false };
                 Intake::AskLog
             }
-            Phase::ReadingLog { .. } if self.held.len() >= HELD_MAX => {
-                self.held.push((now, msg));
-                Intake::Overflow
+            Phase::ReadingLog { .. }
+                if self.held.len() >= self.held_max || self.held.try_reserve(1).is_err() =>
+            {
+                self.overflow(now, msg)
             }
             Phase::ReadingLog { ref mut clock, ref mut need, .. } => {
                 *clock |= matches!(msg, Message::Bwtime(_));
@@ -247,6 +271,9 @@ impl Reconcile {
                         LogNeed::No => LogNeed::ToConfirm,
                         other => other,
                     };
+                }
+                if self.held.len() >= self.held_max || self.held.try_reserve(1).is_err() {
+                    return self.overflow(now, msg);
                 }
                 self.held.push((now, msg));
                 Intake::Held
@@ -955,6 +982,27 @@ mod tests {
         assert_eq!(r.intake(clock, 11, |_| LogNeed::Unexplained), Intake::Held);
         let dump = Message::BoardDump(dump_of_codes(fw.physical()));
         assert_eq!(r.intake(dump, 12, |_| LogNeed::Unexplained), Intake::Feed(vec![(11, clock), (12, dump)]));
+    }
+
+    #[test]
+    fn a_reconcile_that_may_hold_few_messages_finishes_without_the_log_and_loses_none() {
+        let mut t = 0;
+        let (tracker, mut fw, _) = game_after(&["e2e4", "e7e5"], &mut t);
+        let mut r = Reconcile::new(tracker.board()).hold_at_most(3);
+        play(&mut fw, &["g1f3", "b8c6", "b1c3"], &mut t);
+        t += 1_000;
+        fw.power_cycle(t);
+        r.attached(t);
+        let back = Message::BoardDump(dump_of_codes(fw.physical()));
+        assert_eq!(r.intake(back, t, |d| needs_log(&tracker, d)), Intake::AskLog);
+        let clock = Message::FieldUpdate(FieldUpdate::new(sq(0), PieceCode::WhiteRook));
+        assert_eq!(r.intake(clock, t + 1, |_| LogNeed::Unexplained), Intake::Held);
+        assert_eq!(r.intake(back, t + 2, |_| LogNeed::Unexplained), Intake::Held);
+        // The fourth finds no room: finish without the log, the fourth kept all the same.
+        assert_eq!(r.intake(clock, t + 3, |_| LogNeed::Unexplained), Intake::Overflow);
+        let out = r.finish(None);
+        assert!(out.steps.is_none());
+        assert_eq!(out.held.iter().map(|(at, _)| *at).collect::<Vec<_>>(), [t, t + 1, t + 2, t + 3]);
     }
 
     #[test]

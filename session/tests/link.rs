@@ -506,15 +506,17 @@ fn a_limited_link_keeps_the_newest_events_of_a_long_log() {
     let n = dgt_protocol::ee::encode_ee_moves(&events, &mut bytes).unwrap();
     w.board.mute = true;
     w.board_says(&bytes[..n]);
-    let log = w
+    let (log, room) = w
         .events
         .iter()
         .find_map(|(_, e)| match e {
-            LinkEvent::EventLog(l) => Some(l.clone()),
+            LinkEvent::EventLog(l) => Some((l.clone(), l.capacity())),
             _ => None,
         })
         .expect("the log");
     assert!(log.len() <= 100 && log.len() > 75, "{} events kept", log.len());
+    // Its room was taken once, at the limit: the list never grew past it.
+    assert_eq!(room, 100);
     assert_eq!(log[log.len() - 2..], newest);
     assert!(!log.contains(&EeEvent::PowerUp), "the oldest went");
 }

@@ -69,6 +69,10 @@ pub struct OfflineOptions {
     /// Deliver the board's output late and in bursts, as a Bluetooth serial link does
     /// ([`Bursts`]; holds in the relay's milliseconds).
     pub bursts: Option<Bursts>,
+    /// Run the session as the relay box does ([`dgt_bridge::DeviceConfig`]: its catch-up
+    /// budget, its line's room, the messages it holds and the events it keeps of a log),
+    /// `config`'s other settings kept.
+    pub device: bool,
 }
 
 impl Default for OfflineOptions {
@@ -80,6 +84,7 @@ impl Default for OfflineOptions {
             pace: None,
             stalls: None,
             bursts: None,
+            device: false,
         }
     }
 }
@@ -310,8 +315,20 @@ pub fn replay_through_tracker(
 /// Replays an already planned job through the tracker and checks it.
 pub fn replay_job(job: &Job, opts: &OfflineOptions) -> OfflineOutcome {
     let truth = job.truth();
+    let mut run_log_limit = None;
     let timeline = opts.pace.map(|p| (p, Timeline::new(&job.scenario, p.speed, p.hand_speed)));
-    let mut run = Run::new(&job.scenario, opts.config, timeline, opts.bursts);
+    let session_config = if opts.device {
+        let box_config = dgt_bridge::DeviceConfig::new("offline", "offline");
+        run_log_limit = Some(box_config.log_events);
+        SessionConfig {
+            tracker: Config { catch_up_budget: box_config.session.tracker.catch_up_budget, ..opts.config },
+            ..box_config.session
+        }
+    } else {
+        SessionConfig { tracker: opts.config, ..SessionConfig::default() }
+    };
+    let mut run = Run::new(&job.scenario, session_config, timeline, opts.bursts);
+    run.log_limit = run_log_limit;
     run.keep_fed = opts.keep_events;
     if let Some(s) = opts.stalls {
         run.stalls = s.windows(job.scenario.duration_ms() + 600_000);
@@ -478,12 +495,14 @@ struct Run {
     end_ms: u64,
     /// When the relay is frozen, `[from, to)` virtual ms, in order ([`Stalls`]).
     stalls: Vec<(u64, u64)>,
+    /// Most events kept of a board's event log (the relay box's limit).
+    log_limit: Option<usize>,
 }
 
 impl Run {
     fn new(
         scenario: &Scenario,
-        config: Config,
+        session_config: SessionConfig,
         timeline: Option<(Pace, Timeline)>,
         bursts: Option<Bursts>,
     ) -> Run {
@@ -493,7 +512,6 @@ impl Run {
         if let Some(c) = &setup.clock {
             fw.attach_clock(Some(Dgt3000::new(c.time_control.clone(), c.first_side, 0)));
         }
-        let session_config = SessionConfig { tracker: config, ..SessionConfig::default() };
         Run {
             fw,
             session: BoardSession::new(1, None, session_config),
@@ -519,6 +537,7 @@ impl Run {
             effects: Vec::new(),
             end_ms: 0,
             stalls: Vec::new(),
+            log_limit: None,
         }
     }
 
@@ -559,6 +578,9 @@ impl Run {
             self.wire.push((self.relay_now(), Wire::Opened));
         }
         let mut link = Link::open(self.relay_now(), SessionConfig::default().link);
+        if let Some(events) = self.log_limit {
+            link.limit_event_log(events);
+        }
         let out = link.take_output();
         self.write(out);
         self.handshake = Some(link);

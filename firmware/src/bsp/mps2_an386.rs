@@ -11,7 +11,9 @@
 //! deepest search takes a while on a microcontroller). A full queue leaves the byte in the
 //! UART and stops the interrupt until the loop has read: QEMU then holds the next bytes
 //! back; a real UART overruns, which is counted ([`PlatformFigures::uart_lost`]). Writes go a
-//! byte at a time while the UART is not full; they never wait.
+//! byte at a time while the UART is not full; they never wait. The interrupt also notes
+//! when bytes arrived (a mark every [`MARK_MS`] at most), so that the loop hands bytes it
+//! reads late to the session with their arrival time ([`crate::ReadArrivals`]).
 
 use core::cell::{Cell, RefCell};
 use core::convert::Infallible;
@@ -24,7 +26,7 @@ use critical_section::Mutex;
 use embedded_io::{ErrorType, Read, ReadReady, Write, WriteReady};
 use heapless::Deque;
 
-use crate::{Platform, PlatformFigures};
+use crate::{Platform, PlatformFigures, ReadArrivals};
 
 /// The system clock.
 const SYSCLK_HZ: u32 = 25_000_000;
@@ -33,6 +35,13 @@ const SYSCLK_HZ: u32 = 25_000_000;
 pub const BOARD_RX_QUEUE: usize = 2048;
 /// Received bytes the host's UART keeps (its frames are short: acknowledgements, actions).
 pub const HOST_RX_QUEUE: usize = 512;
+
+/// Arrival marks a queue keeps: bytes that arrive while all are in use take the newest
+/// mark's time (a little early). 48 marks cover half a second of a continuous stream, and
+/// far longer of a board's reports, which come in short bursts.
+const MARKS: usize = 48;
+/// The shortest time between two arrival marks (ms): bytes within it share a time.
+pub const MARK_MS: u32 = 10;
 
 const UART0: usize = 0x4000_4000;
 const UART1: usize = 0x4000_5000;
@@ -67,15 +76,59 @@ unsafe impl InterruptNumber for Irq {
     }
 }
 
-/// Bytes received, and how many the UART lost (an overrun).
+/// Bytes received, when they arrived, and how many the UART lost (an overrun).
 pub struct RxQueue<const N: usize> {
     bytes: Mutex<RefCell<Deque<u8, N>>>,
+    /// Arrival marks: (the number of bytes received before the first byte of the mark,
+    /// the low 32 bits of the millisecond clock then), oldest first.
+    marks: Mutex<RefCell<Deque<(u32, u32), MARKS>>>,
+    /// Bytes received since start (wrapping).
+    received: Mutex<Cell<u32>>,
+    /// Bytes taken by the loop since start (wrapping).
+    taken: Mutex<Cell<u32>>,
     lost: Mutex<Cell<u32>>,
 }
 
 impl<const N: usize> RxQueue<N> {
     const fn new() -> RxQueue<N> {
-        RxQueue { bytes: Mutex::new(RefCell::new(Deque::new())), lost: Mutex::new(Cell::new(0)) }
+        RxQueue {
+            bytes: Mutex::new(RefCell::new(Deque::new())),
+            marks: Mutex::new(RefCell::new(Deque::new())),
+            received: Mutex::new(Cell::new(0)),
+            taken: Mutex::new(Cell::new(0)),
+            lost: Mutex::new(Cell::new(0)),
+        }
+    }
+
+    /// Takes bytes that arrived under one mark, at most `buf.len()`: their count and the
+    /// mark's time (`None` for bytes received with no mark).
+    fn take(&self, buf: &mut [u8]) -> (usize, Option<u64>) {
+        critical_section::with(|cs| {
+            let taken = self.taken.borrow(cs);
+            let mut marks = self.marks.borrow_ref_mut(cs);
+            // Marks whose bytes are all taken go; the front one is the next byte's.
+            while marks.iter().nth(1).is_some_and(|&(first, _)| first.wrapping_sub(taken.get()) as i32 <= 0) {
+                marks.pop_front();
+            }
+            let now = MILLIS.borrow(cs).get();
+            let at = marks
+                .front()
+                .filter(|&&(first, _)| first.wrapping_sub(taken.get()) as i32 <= 0)
+                .map(|&(_, low)| now.saturating_sub(u64::from((now as u32).wrapping_sub(low))));
+            let until_next = marks
+                .iter()
+                .nth(1)
+                .map_or(usize::MAX, |&(first, _)| first.wrapping_sub(taken.get()) as usize);
+            let mut bytes = self.bytes.borrow_ref_mut(cs);
+            let mut n = 0;
+            while n < buf.len().min(until_next) {
+                let Some(b) = bytes.pop_front() else { break };
+                buf[n] = b;
+                n += 1;
+            }
+            taken.set(taken.get().wrapping_add(n as u32));
+            (n, at)
+        })
     }
 
     fn lost(&self) -> u32 {
@@ -145,20 +198,17 @@ impl<const N: usize> ReadReady for CmsdkUart<N> {
 
 impl<const N: usize> Read for CmsdkUart<N> {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Infallible> {
-        let Some(q) = self.rx else { return Ok(0) };
+        self.read_arrived(buf).map(|(n, _)| n)
+    }
+}
+
+impl<const N: usize> ReadArrivals for CmsdkUart<N> {
+    fn read_arrived(&mut self, buf: &mut [u8]) -> Result<(usize, Option<u64>), Infallible> {
+        let Some(q) = self.rx else { return Ok((0, None)) };
         loop {
-            let n = critical_section::with(|cs| {
-                let mut bytes = q.bytes.borrow_ref_mut(cs);
-                let mut n = 0;
-                while n < buf.len() {
-                    let Some(b) = bytes.pop_front() else { break };
-                    buf[n] = b;
-                    n += 1;
-                }
-                n
-            });
+            let (n, at) = q.take(buf);
             if n > 0 || buf.is_empty() {
-                return Ok(n);
+                return Ok((n, at));
             }
             cortex_m::asm::wfi();
         }
@@ -212,8 +262,15 @@ fn receive<const N: usize>(base: usize, q: &RxQueue<N>) {
             write_reg(base, STATE, STATE_RX_OVERRUN);
             q.lost.borrow(cs).set(q.lost.borrow(cs).get() + 1);
         }
+        let mut marks = q.marks.borrow_ref_mut(cs);
+        let received = q.received.borrow(cs);
+        let now = MILLIS.borrow(cs).get() as u32;
         while !bytes.is_full() && read_reg(base, STATE) & STATE_RX_FULL != 0 {
             let _ = bytes.push_back(read_reg(base, DATA) as u8);
+            if marks.back().is_none_or(|&(_, low)| now.wrapping_sub(low) >= MARK_MS) {
+                let _ = marks.push_back((received.get(), now));
+            }
+            received.set(received.get().wrapping_add(1));
         }
         let ctrl = read_reg(base, CTRL);
         if bytes.is_full() {

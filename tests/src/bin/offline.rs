@@ -24,6 +24,9 @@
 //! from SEED, 1 by default) after its first byte, as a Bluetooth serial link or a USB
 //! adapter's latency timer does; the relay keeps running meanwhile.
 //!
+//! `--device`: the session runs with the relay box's settings (its catch-up budget, the
+//! messages it holds and the events it keeps of a board's event log), as its firmware does.
+//!
 //! `--fail-on wrong`: only a game with a wrong move confirmed fails the run (exit status
 //! 1, and only those are listed by `--verbose`); stalled games, `%clk` and result misses are
 //! counted in the table, not failed. `--fail-on any` (the default): any game not exact
@@ -134,6 +137,7 @@ fn main() -> anyhow::Result<()> {
                         .with_context(|| format!("--stalls MAX_MS[,EVERY_MS[,SEED]], not {v}"))?,
                 );
             }
+            "--device" => opts.device = true,
             "--bursts" => {
                 let v = val()?;
                 opts.bursts = Some(Bursts::parse(&v).map_err(anyhow::Error::msg)?);
@@ -375,10 +379,11 @@ fn run_scripts(
     }
     print!("{}", format_table(&tabulate(&outcomes)));
     println!(
-        "{} scripts from {}{}{}, {} not exact, {failed} failed{}, {:.1} s on {threads} threads",
+        "{} scripts from {}{}{}{}, {} not exact, {failed} failed{}, {:.1} s on {threads} threads",
         outcomes.len(),
         path.display(),
         if recursive { " and its sub-folders" } else { "" },
+        if opts.device { ", the relay box's session" } else { "" },
         opts.bursts.map_or(String::new(), |b| format!(
             ", output in bursts held {}-{} ms (seed {})",
             b.min_ms, b.max_ms, b.seed
