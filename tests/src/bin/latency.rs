@@ -167,7 +167,8 @@ fn main() -> anyhow::Result<()> {
     let template = SimConfig { board: board_cfg, speed: 1.0, ..SimConfig::default() };
     let fleet = spawn_fleet(boards, &template, Some(&dir.join("links")))?;
     let cfg = dir.join("relay.toml");
-    let limits = format!("max_subscribers = {}\n", subs + 10);
+    // All the clients come from one address (loopback): its share is the whole.
+    let limits = format!("max_subscribers = {0}\nfeed_per_address = {0}\n", subs + 10);
     // With `edge`: a NATS server, the relay publishing to it, and an edge serving the clients.
     let nats = match via_edge {
         true => {
@@ -510,11 +511,25 @@ fn clients_main(args: &[String]) -> anyhow::Result<()> {
     let config = WebSocketConfig::default().read_buffer_size(4096);
     let mut tasks = Vec::with_capacity(n);
     for _ in 0..n {
-        let (mut ws, _) = rt.block_on(tokio_tungstenite::connect_async_with_config(
-            format!("ws://{addr}/ws"),
-            Some(config),
-            true,
-        ))?;
+        // All from one address: past its snapshot burst the relay answers 429 and its
+        // bucket refills; the client waits and tries again, as a browser's reconnect does.
+        let mut refused = 0;
+        let mut ws = loop {
+            match rt.block_on(tokio_tungstenite::connect_async_with_config(
+                format!("ws://{addr}/ws"),
+                Some(config),
+                true,
+            )) {
+                Ok((ws, _)) => break ws,
+                Err(tokio_tungstenite::tungstenite::Error::Http(r))
+                    if r.status() == 429 && refused < 1_000 =>
+                {
+                    refused += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
         let mut log = ClientLog::default();
         match rt.block_on(ws.next()) {
             Some(Ok(Message::Text(t))) => log.snapshot(t.as_str()),
