@@ -140,6 +140,18 @@ pub(crate) type Line = heapless::Vec<Move, LONGEST>;
 /// [`Search::touched`]).
 pub const LONGEST: usize = 12;
 
+/// What [`Walk::next_plies`] did.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "the short list is meant to sit in the caller's frame: the core does not allocate"
+)]
+enum Next {
+    /// These plies are worth following: few enough to be followed from the caller's frame.
+    Short(heapless::Vec<Move, NEXT_PLIES>),
+    /// There were more: followed already; false when the budget ran out.
+    Followed(bool),
+}
+
 /// Most plies from one position a search keeps in its short list (see `Walk::next_plies`):
 /// a catch-up search over touched squares nearly always has fewer.
 const NEXT_PLIES: usize = 40;
@@ -341,14 +353,16 @@ impl<'a> Search<'a> {
 }
 
 /// One search under way.
-struct Walk<'s, 'a, J> {
+/// The judge is called through a reference to `dyn Fn` (once per line found): one copy of
+/// the walk serves every judge, which keeps a microcontroller's flash small.
+struct Walk<'s, 'a> {
     search: &'s Search<'a>,
-    judge: &'s J,
+    judge: &'s dyn Fn(&[Move]) -> Result<Score, Rejection>,
     budget: u32,
     best: Best,
 }
 
-impl<J: Fn(&[Move]) -> Result<Score, Rejection>> Walk<'_, '_, J> {
+impl Walk<'_, '_> {
     /// Offers every line of exactly `depth` more plies from `pos` after `path`; false when
     /// the budget ran out.
     fn lines(&mut self, pos: &Chess, depth: usize, path: &mut Line) -> bool {
@@ -396,49 +410,50 @@ impl<J: Fn(&[Move]) -> Result<Score, Rejection>> Walk<'_, '_, J> {
         // microcontroller, a 12-ply search would need 12 of them); the full list only
         // where more plies are worth following than the short list holds.
         match self.next_plies(pos, depth, path) {
-            Some(plies) => self.follow(pos, depth, path, plies),
-            None => self.follow_every_ply(pos, depth, path),
+            Next::Short(plies) => self.follow(pos, depth, path, &plies, None),
+            Next::Followed(within) => within,
         }
     }
 
     /// The plies from `pos` worth following on a line of `depth` (at least one) more plies
-    /// after `path`, in the order the move generator gives them; `None` when more than
-    /// [`NEXT_PLIES`].
+    /// after `path`, in the order the move generator gives them, when at most
+    /// [`NEXT_PLIES`]; more are followed here, over the full list.
     #[inline(never)]
-    fn next_plies(
-        &self,
-        pos: &Chess,
-        depth: usize,
-        path: &[Move],
-    ) -> Option<heapless::Vec<Move, NEXT_PLIES>> {
-        let mut plies = heapless::Vec::new();
-        for m in pos.legal_moves() {
-            if self.worth_following(pos, depth, path, m) {
-                plies.push(m).ok()?;
+    fn next_plies(&mut self, pos: &Chess, depth: usize, path: &mut Line) -> Next {
+        let moves = pos.legal_moves();
+        let apart = match self.search.ends {
+            Ends::At(target) => board_diff(pos.board(), target).count(),
+            Ends::UnderReply(_) => 0,
+        };
+        let mut worth = [0u64; 4];
+        let mut count = 0;
+        for (i, m) in moves.iter().enumerate() {
+            if self.worth_following(pos, depth, path, *m, apart) {
+                worth[i / 64] |= 1 << (i % 64);
+                count += 1;
             }
         }
-        Some(plies)
+        if count <= NEXT_PLIES {
+            let chosen = moves.iter().enumerate().filter(|(i, _)| worth[i / 64] & (1 << (i % 64)) != 0);
+            return Next::Short(chosen.map(|(_, m)| *m).collect());
+        }
+        Next::Followed(self.follow(pos, depth, path, &moves, Some(&worth)))
     }
 
-    /// [`Walk::follow`] over the full move list (see [`Walk::next_plies`]).
-    #[inline(never)]
-    fn follow_every_ply(&mut self, pos: &Chess, depth: usize, path: &mut Line) -> bool {
-        let moves = pos.legal_moves();
-        let worth: heapless::Vec<bool, 256> =
-            moves.iter().map(|m| self.worth_following(pos, depth, path, *m)).collect();
-        self.follow(pos, depth, path, moves.iter().zip(worth).filter_map(|(m, w)| w.then_some(*m)))
-    }
-
-    /// Offers the lines of `depth` more plies through each of `plies` in turn; false when
-    /// the budget ran out.
+    /// Offers the lines of `depth` more plies through each of `plies` in turn (those
+    /// marked in `only`, when given: a bit per ply); false when the budget ran out.
     fn follow(
         &mut self,
         pos: &Chess,
         depth: usize,
         path: &mut Line,
-        plies: impl IntoIterator<Item = Move>,
+        plies: &[Move],
+        only: Option<&[u64; 4]>,
     ) -> bool {
-        for m in plies {
+        for (i, &m) in plies.iter().enumerate() {
+            if only.is_some_and(|w| w[i / 64] & (1 << (i % 64)) == 0) {
+                continue;
+            }
             let mut after = pos.clone();
             after.play_unchecked(m);
             if path.push(m).is_err() {
@@ -456,14 +471,18 @@ impl<J: Fn(&[Move]) -> Result<Score, Rejection>> Walk<'_, '_, J> {
     /// True when a line through `m` can be one of `depth` (at least one) more plies after
     /// `path`: `m` is allowed, and (towards a board) it neither reaches the board before
     /// the last ply nor leaves it one square off with a ply to go.
-    fn worth_following(&self, pos: &Chess, depth: usize, path: &[Move], m: Move) -> bool {
+    /// `apart` is how many squares `pos` differs from the board aimed at: a ply changes at
+    /// most 4 (castling), so when no ply can bring that within the limits, none is looked at.
+    fn worth_following(&self, pos: &Chess, depth: usize, path: &[Move], m: Move, apart: usize) -> bool {
         if self.allowed(path, m).is_err() {
             return false;
         }
         if let Ends::At(target) = self.search.ends {
-            let mut after = pos.clone();
-            after.play_unchecked(m);
-            let nd = board_diff(after.board(), target).count();
+            let sure = apart + 4 <= 4 * (depth - 1) && apart >= 5 + usize::from(depth == 2);
+            if sure {
+                return true;
+            }
+            let nd = board_diff(&placement_after(pos.board(), m, pos.turn()), target).count();
             if nd > 4 * (depth - 1) || nd == 0 || (depth == 2 && nd == 1) {
                 return false;
             }
@@ -493,6 +512,33 @@ impl<J: Fn(&[Move]) -> Result<Score, Rejection>> Walk<'_, '_, J> {
 
 /// The shortest sequence of at most `max_depth` legal plies from `pos` that leaves exactly
 /// `target` on the board (empty when it already does).
+/// The pieces' placement after `turn` plays `m` on `board`: what the search compares with
+/// a reading, made without playing the move on a whole position (castling rights, en
+/// passant square, counters), which is what the search would otherwise do twice per ply.
+fn placement_after(board: &Board, m: Move, turn: Color) -> Board {
+    let mut b = board.clone();
+    match m {
+        Move::Normal { role, from, to, promotion, .. } => {
+            b.discard_piece_at(from);
+            b.set_piece_at(to, promotion.unwrap_or(role).of(turn));
+        }
+        Move::EnPassant { from, to } => {
+            b.discard_piece_at(from);
+            b.discard_piece_at(Square::from_coords(to.file(), from.rank()));
+            b.set_piece_at(to, turn.pawn());
+        }
+        Move::Castle { king, rook } => {
+            let side = CastlingSide::from_queen_side(rook < king);
+            b.discard_piece_at(king);
+            b.discard_piece_at(rook);
+            b.set_piece_at(side.king_to(turn), turn.king());
+            b.set_piece_at(side.rook_to(turn), turn.rook());
+        }
+        Move::Put { role, to } => b.set_piece_at(to, role.of(turn)),
+    }
+    b
+}
+
 #[cfg(test)]
 pub(crate) fn find_line(pos: &Chess, target: &Board, max_depth: u8) -> Option<Line> {
     Search::to(target).shortest(pos, 0..=usize::from(max_depth), &|_| Ok(Score::default())).map(|f| f.line)
@@ -509,6 +555,26 @@ mod tests {
         let mut p = pos.clone();
         p.play_unchecked(m);
         p
+    }
+
+    #[test]
+    fn the_placement_after_a_move_is_the_one_playing_it_leaves() {
+        // Captures, promotions (with capture), en passant, both castlings, Chess960 castling.
+        let fens = [
+            "r3k2r/pPpp1ppp/8/3Pp3/8/8/P1PP1PPP/R3K2R w KQkq e6 0 1",
+            "r3k2r/p1pp1ppp/8/8/3pP3/8/PpPP1PPP/R3K2R b KQkq e3 0 1",
+            "1r2k1r1/8/8/8/8/8/8/1R2K1R1 w GBgb - 0 1",
+        ];
+        for fen in fens {
+            let setup: shakmaty::fen::Fen = fen.parse().expect("fen");
+            let mode = shakmaty::CastlingMode::detect(&setup.as_setup().clone());
+            let pos: Chess = setup.into_position(mode).expect("legal");
+            for m in pos.legal_moves() {
+                let mut played = pos.clone();
+                played.play_unchecked(m);
+                assert_eq!(&placement_after(pos.board(), m, pos.turn()), played.board(), "{fen} {m:?}");
+            }
+        }
     }
 
     #[test]
