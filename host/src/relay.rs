@@ -420,7 +420,8 @@ impl Relay {
         let mut refused = Vec::new();
         for (n, pairing) in changed {
             if self.board(n).is_some()
-                && let Err(e) = self.admin(n, AdminCommand::Pairing { round, pairing }).await
+                && let Err(e) =
+                    self.admin(n, AdminCommand::Pairing { round, pairing: Box::new(pairing) }).await
             {
                 refused.push(format!("board {n}: {e}"));
             }
@@ -548,7 +549,7 @@ impl AttachTo for Relay {
     async fn attach(&self, serial: &str, port: Attached) -> bool {
         let (number, tx) = self.board_for_serial(serial);
         tracing::info!(%serial, board = number, "board identified");
-        tx.send(BoardInput::Attach(port)).await.is_ok()
+        tx.send(BoardInput::Attach(Box::new(port))).await.is_ok()
     }
 
     fn port_status(&self, path: &str, status: Result<String, String>) {

@@ -45,6 +45,9 @@ pub struct Player {
     /// FIDE federation (`NOR`), if known: shown on the spectators' page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub federation: Option<String>,
+    /// The player's team in a team event (`WhiteTeam`/`BlackTeam`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
 }
 
 impl Player {
@@ -58,6 +61,9 @@ impl Player {
         }
         if let Some(e) = self.elo {
             crate::invalid::in_range("rating", u64::from(e), 0, 4000)?;
+        }
+        if let Some(t) = &self.team {
+            check_text("team name", t)?;
         }
         if let Some(f) = &self.federation
             && (f.is_empty() || f.len() > 3 || !f.chars().all(|c| c.is_ascii_alphabetic()))

@@ -155,6 +155,7 @@ impl TrfPlayer {
             title: self.title.clone(),
             elo: self.rating,
             federation: self.federation.clone(),
+            team: None,
         }
     }
 

@@ -122,7 +122,7 @@ pub(super) async fn set_result(
     Json(body): Json<ResultBody>,
 ) -> Result<Json<Value>, ApiError> {
     let result = match body.result {
-        Some(given) => match given.parse::<dgt_core::GameResult>() {
+        Some(given) => match given.parse::<dgt_core::Ruling>() {
             Ok(r) => Some(r),
             Err(error) => return Err(ApiError::Result { given, error }),
         },
