@@ -189,9 +189,16 @@ fn main() -> anyhow::Result<()> {
             if let (Some(path), Some(round)) = (trf, round) {
                 let bytes = std::fs::read(&path)
                     .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-                let boards = dgt_relay::trf::Trf::parse_bytes(&bytes)
+                let trf = dgt_relay::trf::Trf::parse_bytes(&bytes);
+                let boards = trf
+                    .as_ref()
+                    .map_err(Clone::clone)
                     .and_then(|t| t.pairings(round))
                     .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                // A TRF-26 report's time control (222) is the event's.
+                if let Some(tc) = trf.ok().and_then(|t| t.trf26.time_control).and_then(|tc| tc.pgn()) {
+                    cfg.tournament.event.time_control = Some(tc);
+                }
                 tracing::info!(round, boards = boards.len(), "pairings from {}", path.display());
                 cfg.tournament.replace_pairings(round, boards.into_iter().map(|b| (b.board, b.pairing)));
             }
