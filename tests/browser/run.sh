@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real-browser tests of the live page (issue 7), the operator's console and the spectators'
-# page (issue 18): builds the host, starts `dgt-relay demo` on a free loopback port with an
+# page (issue 18), and the page's layout at 1366x768 and 390x844 (issue 31, screenshots into
+# docs/): builds the host, starts `dgt-relay demo` on a free loopback port with an
 # admin token of its own, runs live-page.test.mjs then console.test.mjs in Debian's headless
 # Chromium (playwright-core), saves screenshots and reports in tests/browser/artifacts/
 # (ignored by git), and stops the demo.
@@ -103,7 +104,7 @@ status=0
   export RELAY_URL="$url" RELAY_TOKEN="$token" TRF_FILE="$root/host/tests/data/bbp-issue7.trf" \
     CHROMIUM="$chromium" ARTIFACTS="$artifacts"
   rc=0
-  for file in live-page.test.mjs console.test.mjs; do # in this order: the console changes games
+  for file in live-page.test.mjs layout.test.mjs console.test.mjs; do # in this order: the console changes games
     node "${node_flags[@]}" --test --test-reporter=spec "$file" || rc=1
   done
   exit "$rc") || status=$?
