@@ -129,6 +129,7 @@ impl Relay {
                     battery_poll_ms: config.battery_poll_ms,
                     ..dgt_session::LinkTiming::with_silence(config.silence_ms)
                 },
+                tracker: dgt_core::Config { chess960: config.chess960, ..dgt_core::Config::default() },
                 ..dgt_session::SessionConfig::default()
             },
             eboards: config.eboard_api.map(|_| Arc::default()),

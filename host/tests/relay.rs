@@ -391,6 +391,51 @@ fn arbiter_scores_and_forfeits_from_the_api_reach_the_pgn() {
     assert!(text.contains("1/2-0") && text.contains("+-"), "{text}");
 }
 
+/// A Chess960 event: a board set up in a 960 start position starts its game there, castles
+/// as the board shows it, and its PGN has `Variant`, `SetUp` and `FEN` from the first
+/// publication on.
+#[test]
+fn a_chess960_game_from_the_board_is_published_with_its_start_position() {
+    let dir = tmpdir("c960");
+    let fen = "rknnbbqr/pppppppp/8/8/8/8/PPPPPPPP/RKNNBBQR w KQkq - 0 1";
+    let pgn = format!(
+        "[Event \"960\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"*\"]\n[Variant \"Chess960\"]\n\
+         [SetUp \"1\"]\n[FEN \"{fen}\"]\n\n1. Nb3 Nb6 2. Ne3 Ne6 3. O-O-O O-O-O 4. d4 d5 *\n\n"
+    );
+    let games = dgt_hil_sim::pgn::parse_games(&pgn);
+    assert_eq!(games[0].moves.len(), 8, "{:?}", games[0].truncated);
+    let config = dir.join("relay.toml");
+    std::fs::write(&config, "[event]\nchess960 = true\n").unwrap();
+    let board = sim_board(&dir, 20007, SPEED);
+    let link = board.path();
+    let data = dir.join("data");
+    let relay = Relay::start(
+        &dir,
+        &[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--port",
+            link.to_str().unwrap(),
+            "--data",
+            data.to_str().unwrap(),
+        ],
+    );
+    relay.wait_boards("active", Duration::from_secs(10), |v| v[0]["status"] == "active");
+    let _handle = board.start_scenario(scenario(&games[0]), StartPolicy::WhenHostListens).unwrap();
+    let file = data.join("round-1/game-1.pgn");
+    // The first publication with a move already names the start position.
+    let first = pgn_file_when(&file, |p| p.contains("[PlyCount \"1\"]") || p.contains("[PlyCount \"2\"]"));
+    assert!(
+        first.contains("[Variant \"Chess960\"]") && first.contains(&format!("[FEN \"{fen}\"]")),
+        "{first}"
+    );
+    relay.wait_boards("8 moves", Duration::from_secs(60), |v| confirmed(v, 1).len() >= 8);
+    let last = pgn_file_when(&file, |p| p.contains("[PlyCount \"8\"]"));
+    assert!(last.contains("3. O-O-O {") && last.contains("3... O-O-O"), "{last}");
+    assert!(last.contains("[SetUp \"1\"]"), "{last}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_pairing_and_result_reach_the_pgn_and_the_feed() {
     let dir = tmpdir("admin-live");
