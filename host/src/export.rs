@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! DATA/tournament.json        {"id","name","location","rounds":[{"count","live"}]}
-//! DATA/round-N/index.json     {"pairings":[{"white":{fname,mname,lname,title,federation,gender,fideid},
+//! DATA/round-N/index.json     {"pairings":[{"white":{fname,mname,lname,title,federation,gender,fideid,team},
 //!                               "black":{..},"result","live"}]}
 //! ```
 //!
@@ -70,6 +70,7 @@ fn player(tags: &BTreeMap<String, String>, side: &str) -> Value {
         "federation": tag("Fed"),
         "gender": null,
         "fideid": tag("FideId").and_then(|id| id.parse::<u64>().ok()),
+        "team": tag("Team"),
     })
 }
 
@@ -162,7 +163,8 @@ mod tests {
     #[test]
     fn livechess_fields_from_the_pgn() {
         let pgn = "[Event \"E\"]\n[White \"Carlsen, Magnus\"]\n[Black \"Board 2 Black\"]\n[Result \"*\"]\n\
-                   [PlyCount \"3\"]\n[WhiteFideId \"1503014\"]\n[WhiteTitle \"GM\"]\n\n1. e4 e5 2. Nf3 *\n\n\
+                   [PlyCount \"3\"]\n[WhiteFed \"NOR\"]\n[WhiteFideId \"1503014\"]\n[WhiteTeam \"Norway\"]\n\
+                   [WhiteTitle \"GM\"]\n\n1. e4 e5 2. Nf3 *\n\n\
                    [Event \"E\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"1-0\"]\n[PlyCount \"1\"]\n\n1. e4 1-0\n\n";
         let index = index_json(pgn);
         let p = &index["pairings"];
@@ -170,6 +172,11 @@ mod tests {
         assert_eq!(p[0]["white"]["fname"], "Magnus");
         assert_eq!(p[0]["white"]["fideid"], 1503014);
         assert_eq!(p[0]["white"]["title"], "GM");
+        assert_eq!(
+            (p[0]["white"]["federation"].as_str(), p[0]["white"]["team"].as_str()),
+            (Some("NOR"), Some("Norway"))
+        );
+        assert!(p[0]["black"]["federation"].is_null());
         assert_eq!(p[0]["black"]["lname"], "Board 2 Black");
         assert_eq!((p[0]["result"].as_str(), p[0]["live"].as_bool()), (Some("*"), Some(true)));
         assert_eq!((p[1]["result"].as_str(), p[1]["live"].as_bool()), (Some("1-0"), Some(false)));
