@@ -214,6 +214,46 @@ function renderGrid() {
   $('empty').hidden = nodes.length > 0;
   setText($('empty'), state.seq === null ? 'Waiting for the games…' : unknownRound(r) ? `No such round: round ${r} is not one of this event's (${knownRounds().join(', ') || 'none yet'}).` : `No games in round ${r} yet.`);
   setText($('summary'), nodes.length ? `Round ${r} · ${nodes.length} games · ${live} live · ${finished} finished` : '');
+  renderMatches(games);
+}
+
+/** Each side's points of a result, in half points: [White, Black]; null while open. */
+const HALF_POINTS = { '1-0': [2, 0], '0-1': [0, 2], '1/2-1/2': [1, 1], '0-0': [0, 0], '1/2-0': [1, 0], '0-1/2': [0, 1] };
+
+/** Half points as a score: 0, ½, 1, 1½... */
+function score(half) {
+  const whole = Math.floor(half / 2);
+  return half % 2 ? `${whole || ''}½` : String(whole);
+}
+
+/** The team matches of the round shown (games whose players have different teams): each
+ * match's score from its finished games, the team with the alphabetically first name first. */
+function renderMatches(games) {
+  const matches = new Map();
+  for (const g of games.values()) {
+    const v = g.live ? g.live.view : null;
+    const pairing = v ? v.pairing : g.stored && g.stored.pairing;
+    const [wt, bt] = pairing ? [pairing.white.team, pairing.black.team] : [null, null];
+    if (!wt || !bt || wt === bt) continue;
+    const [a, b] = wt < bt ? [wt, bt] : [bt, wt];
+    const key = `${a}\n${b}`;
+    const m = matches.get(key) || { a, b, pa: 0, pb: 0 };
+    const pts = HALF_POINTS[v ? v.result : g.stored && g.stored.result];
+    if (pts) {
+      m.pa += wt === a ? pts[0] : pts[1];
+      m.pb += wt === a ? pts[1] : pts[0];
+    }
+    matches.set(key, m);
+  }
+  const node = $('matches');
+  const key = JSON.stringify([...matches.values()]);
+  if (node.dataset.key === key) return;
+  node.dataset.key = key;
+  node.replaceChildren(...[...matches.values()].map((m) => {
+    const span = el('span', 'match');
+    span.append(el('span', 'team', m.a), el('span', 'score', `${score(m.pa)} – ${score(m.pb)}`), el('span', 'team', m.b));
+    return span;
+  }));
 }
 
 /** The rounds the event and the feed know. */

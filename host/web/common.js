@@ -100,13 +100,14 @@ export const str = (v, max = 500) => (typeof v === 'string' ? v.slice(0, max) : 
 export const uint = (v) => (Number.isInteger(v) && v >= 0 ? v : null);
 
 export function asPlayer(raw) {
-  if (!raw || typeof raw !== 'object') return { name: '', title: null, elo: null, federation: null, fide_id: null };
+  if (!raw || typeof raw !== 'object') return { name: '', title: null, elo: null, federation: null, fide_id: null, team: null };
   return {
     name: str(raw.name, 200) || '',
     title: str(raw.title, 8),
     elo: uint(raw.elo),
     federation: str(raw.federation, 3),
     fide_id: uint(raw.fide_id),
+    team: str(raw.team, 200),
   };
 }
 

@@ -248,3 +248,32 @@ test("the move list ends with the result; a forfeit shows no move, at both sizes
     await api('POST', `/api/admin/boards/${last.board}/result`, { result: null });
   }
 });
+
+test('a team match shows its score from the games of the round', async () => {
+  const list = await boards();
+  const [b1, b2] = list;
+  const round = b1.round;
+  const player = (name, team, federation) => ({ name, team, federation });
+  await api('POST', '/api/admin/pairings', {
+    round,
+    boards: [
+      { board: b1.board, white: player('Carlsen, Magnus', 'Norway', 'NOR'), black: player('Gukesh, D', 'India', 'IND') },
+      { board: b2.board, white: player('Erigaisi, Arjun', 'India', 'IND'), black: player('Tari, Aryan', 'Norway', 'NOR') },
+    ],
+  });
+  const page = await pageAt(SIZES[1]);
+  try {
+    await page.goto(`${RELAY_URL}/live/#round=${round}`);
+    // Before any result: the match, 0 – 0.
+    await until('the match', 10000, () => page.$eval('#matches', (n) => n.textContent === 'India0 – 0Norway'));
+    await api('POST', `/api/admin/boards/${b1.board}/result`, { result: '1-0' });
+    await api('POST', `/api/admin/boards/${b2.board}/result`, { result: '1/2-1/2' });
+    await until('the score', 10000, () => page.$eval('#matches', (n) => n.textContent === 'India½ – 1½Norway'));
+    assert.deepEqual(await outside(page, ['#matches .match']), []);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'team-match-phone.png') });
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await page.closeAll();
+    for (const b of [b1, b2]) await api('POST', `/api/admin/boards/${b.board}/result`, { result: null });
+  }
+});
