@@ -10,7 +10,7 @@
 
 import {
   $, BoardEl, FeedClient, FeedState, MARK_PROVISIONAL, START_FEN, asMoves, asPairing, clockSeconds,
-  clockTicks, el, formatClock, getJson, moveMarks, parsePlacement, playerName, setText, sizeSquares, str, uint,
+  clockTicks, el, federationFlag, formatClock, getJson, moveMarks, parsePlacement, playerName, setText, sizeSquares, str, uint,
 } from './common.js';
 
 const state = new FeedState();
@@ -92,7 +92,13 @@ function playerLine(container, p, fallback) {
   const name = el('span', 'pname', playerName(p, fallback));
   name.title = name.textContent;
   const extra = [p.elo !== null ? String(p.elo) : null, p.federation].filter(Boolean).join(' ');
-  container.replaceChildren(name, ...(extra ? [el('span', 'pextra', extra)] : []));
+  const flag = federationFlag(p.federation);
+  const flagEl = flag ? [el('span', 'flag', flag)] : [];
+  if (flag) {
+    flagEl[0].dataset.fed = p.federation;
+    flagEl[0].setAttribute('aria-hidden', 'true');
+  }
+  container.replaceChildren(...flagEl, name, ...(extra ? [el('span', 'pextra', extra)] : []));
 }
 
 function resultText(r) {

@@ -270,6 +270,9 @@ test('a team match shows its score from the games of the round', async () => {
     await api('POST', `/api/admin/boards/${b2.board}/result`, { result: '1/2-1/2' });
     await until('the score', 10000, () => page.$eval('#matches', (n) => n.textContent === 'India½ – 1½Norway'));
     assert.deepEqual(await outside(page, ['#matches .match']), []);
+    // Flags drawn from the federation code, by the browser's own fonts.
+    const flags = await page.$$eval(`#grid .tile[data-board="${b1.board}"] .flag`, (n) => n.map((x) => [x.dataset.fed, x.textContent]));
+    assert.deepEqual(flags.sort(), [['IND', '\u{1f1ee}\u{1f1f3}'], ['NOR', '\u{1f1f3}\u{1f1f4}']]);
     await page.screenshot({ path: path.join(ARTIFACTS, 'team-match-phone.png') });
     assert.deepEqual(page.errors, []);
   } finally {

@@ -39,6 +39,9 @@ fi
 if command -v fc-list >/dev/null && ! fc-list | grep -qi 'DejaVu Sans'; then
   apt_install fonts-dejavu-core # chess glyphs for the pieces
 fi
+if command -v fc-list >/dev/null && ! fc-list | grep -qi 'Noto Color Emoji'; then
+  apt_install fonts-noto-color-emoji # the federations' flags on the spectators' page
+fi
 command -v node >/dev/null || { echo "node is needed (the machine's Node.js)" >&2; exit 1; }
 (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
 
