@@ -149,11 +149,19 @@ pub struct Event {
     pub site: String,
     /// `TimeControl` tag in the PGN standard's form (`5400+30`, `40/7200:3600`), if known.
     pub time_control: Option<String>,
+    /// FIDE tie-break codes that break ties and that define the standings (a TRF-26
+    /// report's `202` and `212`), for the round files.
+    pub tie_breaks: [Vec<String>; 2],
 }
 
 impl Default for Event {
     fn default() -> Self {
-        Event { name: "DGT live relay".to_owned(), site: "?".to_owned(), time_control: None }
+        Event {
+            name: "DGT live relay".to_owned(),
+            site: "?".to_owned(),
+            time_control: None,
+            tie_breaks: Default::default(),
+        }
     }
 }
 

@@ -317,6 +317,18 @@ fn a_trf26_team_report_gives_the_games_their_teams_and_time_control() {
     for tag in ["[WhiteTeam \"", "[BlackTeam \"", "[WhiteFed \"", "[TimeControl \"40/6000+30:900+30\"]"] {
         assert!(pgn.contains(tag), "{tag}\n{pgn}");
     }
+    // The report's tie-breaks (202, 212) are in the round files' tournament.json.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let tournament = loop {
+        let text = std::fs::read_to_string(data.join("tournament.json")).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if v.get("standings").is_some() || std::time::Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(tournament["tiebreaks"], serde_json::json!(["MPvGP", "BH/C1"]), "{tournament}");
+    assert_eq!(tournament["standings"], serde_json::json!(["PTS", "MPvGP"]), "{tournament}");
     // A broken 310 line: 422 with its line and column.
     let broken = team_match_report().replace("  3    4\r", "  3    9\r");
     let (status, body) = http(relay.addr, "POST", path, &[("Authorization", &auth)], &broken);

@@ -99,8 +99,13 @@ pub(super) async fn upload_trf(
     let boards = trf.pairings(q.round)?;
     check_board_count(boards.len())?;
     // A TRF-26 report's time control (222) is the event's from now on.
-    if let Some(tc) = trf.trf26.time_control.as_ref().and_then(|tc| tc.pgn()) {
-        relay.tournament.lock().event.time_control = Some(tc);
+    // Its tie-breaks (202, 212) go to tournament.json.
+    {
+        let mut t = relay.tournament.lock();
+        if let Some(tc) = trf.trf26.time_control.as_ref().and_then(|tc| tc.pgn()) {
+            t.event.time_control = Some(tc);
+        }
+        t.event.tie_breaks = [trf.trf26.tie_breaks.clone(), trf.trf26.standings.clone()];
     }
     tracing::info!(round = q.round, boards = boards.len(), "pairings from a TRF report");
     let list: Vec<Value> = boards
