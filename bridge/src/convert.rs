@@ -191,6 +191,9 @@ pub fn result_wire(r: GameResult) -> ResultWire {
         GameResult::WhiteWins => ResultWire::WhiteWins,
         GameResult::BlackWins => ResultWire::BlackWins,
         GameResult::Draw => ResultWire::Draw,
+        GameResult::BothLose => ResultWire::BothLose,
+        GameResult::WhiteHalf => ResultWire::WhiteHalf,
+        GameResult::BlackHalf => ResultWire::BlackHalf,
     }
 }
 
@@ -200,6 +203,9 @@ pub fn game_result(r: ResultWire) -> GameResult {
         ResultWire::WhiteWins => GameResult::WhiteWins,
         ResultWire::BlackWins => GameResult::BlackWins,
         ResultWire::Draw => GameResult::Draw,
+        ResultWire::BothLose => GameResult::BothLose,
+        ResultWire::WhiteHalf => GameResult::WhiteHalf,
+        ResultWire::BlackHalf => GameResult::BlackHalf,
     }
 }
 
@@ -211,6 +217,7 @@ fn end_wire(r: EndReason) -> EndWire {
         EndReason::MagicPiece => EndWire::MagicPiece,
         EndReason::FlagFall => EndWire::FlagFall,
         EndReason::Operator => EndWire::Operator,
+        EndReason::Unplayed => EndWire::Unplayed,
     }
 }
 
@@ -223,6 +230,7 @@ pub fn end_reason(r: EndWire) -> EndReason {
         EndWire::MagicPiece => EndReason::MagicPiece,
         EndWire::FlagFall => EndReason::FlagFall,
         EndWire::Operator => EndReason::Operator,
+        EndWire::Unplayed => EndReason::Unplayed,
     }
 }
 

@@ -610,6 +610,9 @@ impl Device {
         let outcome = match action {
             Action::Flip => self.session.flip(now).map(|_| ()),
             Action::SetResult(r) => self.session.set_result(now, r.map(game_result)),
+            Action::SetUnplayed(r) => self
+                .session
+                .set_ruling(now, Some(dgt_core::Ruling { result: game_result(r), unplayed: true })),
             Action::NewGame { fen } => self.session.new_game(now, fen.as_deref()),
             Action::Correct { from_ply, moves } => self.session.correct(now, usize::from(from_ply), &moves),
             Action::CheckCorrection { from_ply, moves } => {

@@ -309,6 +309,12 @@ pub enum ResultWire {
     BlackWins,
     /// 1/2-1/2
     Draw,
+    /// 0-0
+    BothLose,
+    /// 1/2-0
+    WhiteHalf,
+    /// 0-1/2
+    BlackHalf,
 }
 
 /// [`dgt_core::EndReason`] on the wire.
@@ -326,6 +332,8 @@ pub enum EndWire {
     FlagFall,
     /// The operator.
     Operator,
+    /// The arbiter ruled the game unplayed.
+    Unplayed,
 }
 
 /// An alert ([`dgt_session::Alert`]). The code's place in [`AlertCode::ALL`] is its
@@ -368,6 +376,8 @@ pub enum Action {
         /// The moves, UCI.
         moves: Vec<String>,
     },
+    /// Rule the game unplayed (a forfeit) with this score.
+    SetUnplayed(ResultWire),
 }
 
 /// How an action ended.

@@ -61,7 +61,8 @@ mod tracker;
 
 pub use config::{BonusKind, Config, Period, TimeControl, TimeControlError, WhiteClockSide};
 pub use event::{
-    ClockState, EndReason, Event, EventQueue, EventSink, GameResult, MoveInfo, ResultError, StartKind,
+    ClockState, EndReason, Event, EventQueue, EventSink, GameResult, MoveInfo, ResultError, Ruling,
+    StartKind, UNPLAYED,
 };
 pub use fen::{FEN_MAX, FenError, FenText, castling_mode_of, position_from_fen};
 pub use pgn::{GameText, Hms, PgnHeader, PgnPly};

@@ -12,14 +12,16 @@
 //! `PlyCount`) in ASCII order by tag name, sorted as they are written without allocating;
 //! `TimeControl` (`?` if unknown) whenever a move carries `%clk`; tag values escaped; move numbers, and `N...` for Black after a comment or at the start;
 //! one comment per move `{[%clk 1:59:01] [%emt 0:00:59]}`; lines under 80 characters;
-//! the result at the end; a blank line after the tags and after the game.
+//! the result at the end (`*` for the arbiter's `0-0`, `1/2-0`, `0-1/2`, which only the
+//! `Result` tag carries, as Lichess reads them); an unplayed game (`Termination
+//! "Unplayed"`) without moves; a blank line after the tags and after the game.
 
 use core::fmt::{self, Write};
 
 use shakmaty::{Chess, Color, EnPassantMode, Position, fen::Fen, san::SanPlus};
 
 use crate::config::TimeControl;
-use crate::event::{ClockState, GameResult, StartKind};
+use crate::event::{ClockState, GameResult, StartKind, UNPLAYED};
 use crate::tracker::{GameState, Tracker};
 
 /// Seconds as `h:mm:ss`.
@@ -91,7 +93,8 @@ pub struct GameText<'a> {
     pub variant: Option<&'a str>,
     /// The result; `None` while the game goes on (`*`).
     pub result: Option<GameResult>,
-    /// `Termination` (`normal`, `time forfeit`), once over.
+    /// `Termination` (`normal`, `time forfeit`, `Unplayed`), once over. An unplayed game
+    /// (a forfeit) is written without its moves: none of them counts.
     pub termination: Option<&'a str>,
     /// `TimeControl` when the header gives none.
     pub time_control: Option<TimeControl>,
@@ -296,7 +299,9 @@ where
     I::IntoIter: ExactSizeIterator + Clone,
     S: fmt::Display,
 {
-    let moves = moves.into_iter();
+    let over = game.result.is_some();
+    let unplayed = over && game.termination == Some(UNPLAYED);
+    let moves = moves.into_iter().take(if unplayed { 0 } else { usize::MAX });
     let plies = moves.len();
     let result = game.result.map_or("*", GameResult::as_pgn);
     let roster = [header.event, header.site, header.date, header.round, header.white, header.black];
@@ -317,7 +322,6 @@ where
         let to_move = if plies.is_multiple_of(2) { game.start.turn() } else { !game.start.turn() };
         write_clock_value(c, to_move, &mut clock)?;
     }
-    let over = game.result.is_some();
     let own = [
         header.board.map(|b| ("Board", Value::Text(b))),
         time_control.map(|tc| ("TimeControl", tc)),
@@ -339,7 +343,8 @@ where
     w.write_str("\n\n")
 }
 
-/// Writes the movetext alone (plies from `start`, one comment per ply, the result token)
+/// Writes the movetext alone (plies from `start`, one comment per ply, the termination
+/// marker: the result, or `*` for an arbiter's score the standard has no marker for)
 /// wrapped under 80 characters, without a trailing newline.
 pub fn write_movetext<W, I, S>(start: &Chess, moves: I, result: Option<GameResult>, w: &mut W) -> fmt::Result
 where
@@ -371,7 +376,7 @@ where
         }
         turn = !turn;
     }
-    out.token(result.map_or("*", GameResult::as_pgn))
+    out.token(result.map_or("*", GameResult::movetext_marker))
 }
 
 /// The confirmed plies of a tracker, replayed from its start position.
@@ -504,5 +509,41 @@ mod tests {
         assert!(out.contains("[ZZ \"\\\"q\\\"\"]\n"));
         assert!(out.contains("[TimeControl \"?\"]\n"));
         assert!(out.ends_with("\n\n1. e4 {[%clk 0:00:10]} *\n\n"), "{out}");
+    }
+
+    fn game_with(result: GameResult, termination: Option<&str>) -> heapless::String<1024> {
+        let start = Chess::default();
+        let game = GameText { result: Some(result), termination, ..GameText::new(&start) };
+        let plies = [PgnPly { san: "e4", clk: None, emt: None }, PgnPly { san: "e5", clk: None, emt: None }];
+        let mut out = heapless::String::new();
+        write_game(&PgnHeader::default(), &game, plies, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn arbiter_scores_are_in_the_result_tag_and_the_movetext_ends_with_a_star() {
+        for (result, tag) in [
+            (GameResult::BothLose, "0-0"),
+            (GameResult::WhiteHalf, "1/2-0"),
+            (GameResult::BlackHalf, "0-1/2"),
+        ] {
+            let out = game_with(result, Some("normal"));
+            let tag_line = out.lines().find(|l| l.starts_with("[Result "));
+            assert_eq!(tag_line.and_then(|l| l.split('"').nth(1)), Some(tag), "{out}");
+            assert!(out.ends_with("\n\n1. e4 e5 *\n\n"), "{out}");
+        }
+        let out = game_with(GameResult::Draw, Some("normal"));
+        assert!(out.ends_with("1. e4 e5 1/2-1/2\n\n"), "{out}");
+    }
+
+    #[test]
+    fn an_unplayed_game_has_no_moves() {
+        let out = game_with(GameResult::WhiteWins, Some(UNPLAYED));
+        assert!(out.contains("[Termination \"Unplayed\"]\n"), "{out}");
+        assert!(out.contains("[PlyCount \"0\"]\n"), "{out}");
+        assert!(out.ends_with("\n\n1-0\n\n"), "{out}");
+        let out = game_with(GameResult::BothLose, Some(UNPLAYED));
+        assert!(out.contains("[Result \"0-0\"]\n"), "{out}");
+        assert!(out.ends_with("\n\n*\n\n"), "{out}");
     }
 }

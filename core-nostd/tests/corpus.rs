@@ -220,6 +220,7 @@ fn kings_to_centre(sim: &mut Sim, r: GameResult) {
         GameResult::WhiteWins => (Square::E4, Square::D5),
         GameResult::BlackWins => (Square::D4, Square::E5),
         GameResult::Draw => (Square::E4, Square::E5),
+        other => panic!("the kings signal only 1-0, 0-1 and 1/2-1/2, not {other}"),
     };
     let wk = sim.board.king_of(Color::White);
     let bk = sim.board.king_of(Color::Black);

@@ -6,7 +6,7 @@ mod common;
 use common::{Sim, clocked, parse_uci, piece, play_pressed};
 use dgt_core::{Config, EndReason, Event, GameResult, GameState, PgnHeader, StartKind, Tracker, View};
 use dgt_protocol::{ClockSide, Orientation, PieceCode};
-use shakmaty::{Bitboard, Board, Chess, Color, Position, Role, Square, fen::Fen};
+use shakmaty::{Bitboard, Board, Chess, Color, Piece, Position, Role, Square, fen::Fen};
 
 const W: Color = Color::White;
 const B: Color = Color::Black;
@@ -532,6 +532,72 @@ fn chess960_start() {
     let _ = p;
 }
 
+/// Chess960 castling as the board shows it: the king and the rook end on the standard
+/// castling squares from wherever they started (here the king on b1 goes to c1, the rook
+/// on a1 to d1), in either hand order; the move is the king taking its rook in UCI.
+fn chess960_castling_in_either_hand_order() {
+    for rook_first in [false, true] {
+        let cfg = Config { chess960: true, ..Config::default() };
+        let mut s = Sim::new(cfg);
+        s.board = "rknnbbqr/pppppppp/8/8/8/8/PPPPPPPP/RKNNBBQR".parse().expect("board");
+        s.dump();
+        assert!(matches!(s.tracker.start_kind(), StartKind::Chess960(_)));
+        let mut p = s.tracker.start_position().clone();
+        for uci in ["c1b3", "c8b6", "d1e3", "d8e6"] {
+            p = s.play_uci(&p, uci);
+            s.wait(300);
+        }
+        if rook_first {
+            s.lift(Square::A1);
+            s.put(Square::D1, Some(Piece { color: Color::White, role: Role::Rook }));
+            s.lift(Square::B1);
+            s.put(Square::C1, Some(Piece { color: Color::White, role: Role::King }));
+        } else {
+            s.play_uci(&p, "b1a1");
+        }
+        s.wait(300);
+        s.play_uci(&after(&s, &["c1b3", "c8b6", "d1e3", "d8e6", "b1a1"]), "b8a8");
+        s.wait(2500);
+        assert_eq!(
+            confirmed(&s),
+            ["c1b3", "c8b6", "d1e3", "d8e6", "b1a1", "b8a8"],
+            "rook first: {rook_first}"
+        );
+        no_mismatch(&s);
+    }
+}
+
+/// In a Chess960 event a 960 start position set up on a board that showed the standard
+/// one (the arbiter arranging the pieces) is the game's start: no mismatch, its moves count.
+fn chess960_set_up_after_the_standard_position() {
+    let cfg = Config { chess960: true, ..Config::default() };
+    let mut s = Sim::new(cfg);
+    s.board = Board::new();
+    s.dump();
+    assert_eq!(s.tracker.start_kind(), StartKind::Standard);
+    s.board = "rknnbbqr/pppppppp/8/8/8/8/PPPPPPPP/RKNNBBQR".parse().expect("board");
+    s.dump();
+    assert!(matches!(s.tracker.start_kind(), StartKind::Chess960(_)));
+    let p = s.tracker.start_position().clone();
+    let p = s.play_uci(&p, "c1b3");
+    s.wait(300);
+    s.play_uci(&p, "c8b6");
+    s.wait(2500);
+    assert_eq!(confirmed(&s), ["c1b3", "c8b6"]);
+    no_mismatch(&s);
+    assert_eq!(s.count(|e| matches!(e, Event::GameStarted { .. })), 2);
+}
+
+/// The position after `ucis` from the tracker's start position (Chess960 castling rules).
+fn after(s: &Sim, ucis: &[&str]) -> Chess {
+    let mut p = s.tracker.start_position().clone();
+    for u in ucis {
+        let m = u.parse::<shakmaty::uci::UciMove>().expect("uci").to_move(&p).expect("legal");
+        p.play_unchecked(m);
+    }
+    p
+}
+
 fn never_a_ghost_from_a_passing_hand() {
     // A bishop slides through squares where it would be a legal move, then goes back.
     let mut s = clocked(Orientation::Normal, ClockSide::Left);
@@ -589,6 +655,8 @@ const SCENARIOS: &[Scenario] = &[
     ("a flag fall on the clock", flag_fall_on_the_clock),
     ("a new game after a result", new_game_after_result),
     ("a Chess960 start position", chess960_start),
+    ("Chess960 castling in either hand order", chess960_castling_in_either_hand_order),
+    ("a Chess960 position set up after the standard one", chess960_set_up_after_the_standard_position),
     ("a passing hand is never a move", never_a_ghost_from_a_passing_hand),
 ];
 

@@ -110,6 +110,10 @@ pub struct Config {
     pub bridge: Vec<PathBuf>,
     /// Also look for USB and Bluetooth serial devices.
     pub discover: bool,
+    /// A Chess960 event (`[event] chess960 = true`): a board set up in one of the 960 start
+    /// positions starts a game from it (`Variant "Chess960"`, `SetUp`, `FEN` from the first
+    /// publication), castling as the board shows it.
+    pub chess960: bool,
     /// Silence after which a board is declared not responding (milliseconds).
     pub silence_ms: u64,
     /// Battery status poll period for Bluetooth boards (milliseconds).
@@ -156,6 +160,7 @@ impl Default for Config {
             bus: Vec::new(),
             bridge: Vec::new(),
             discover: false,
+            chess960: false,
             silence_ms: 5000,
             battery_poll_ms: 60_000,
             tournament: Tournament::default(),
@@ -215,6 +220,8 @@ struct RawEvent {
     site: Option<Spanned<String>>,
     round: Option<Spanned<u32>>,
     time_control: Option<Spanned<String>>,
+    #[serde(default)]
+    chess960: bool,
 }
 
 #[derive(Deserialize)]
@@ -442,6 +449,7 @@ impl Config {
                 check_time_control(tc.get_ref()).map_err(|m| at(tc.span().start, m))?;
                 event.time_control = Some(tc.into_inner());
             }
+            cfg.chess960 = ev.chess960;
         }
         cfg.tournament = Tournament::new(event, round);
         if raw.board.len() > MAX_BOARDS {
@@ -546,6 +554,7 @@ name = "Club championship"
 site = "Town"
 round = 3
 time_control = "5400+30"
+chess960 = true
 
 [[board]]
 number = 1
@@ -556,6 +565,7 @@ black = { name = "Nepo, Ian" }
         let c = Config::parse("relay.toml", text).unwrap();
         assert_eq!(c.listen.port(), 9000);
         assert_eq!(c.tournament.live_round(), 3);
+        assert!(c.chess960);
         assert_eq!(c.boards[0].serial.as_deref(), Some("12345"));
         assert_eq!(c.tournament.pairing(1).white.fide_id, Some(1503014));
     }

@@ -52,7 +52,11 @@ fn player(game: &SourceGame, side: &str) -> Player {
             .filter(|t| t.len() <= 8 && t.chars().all(|c| c.is_ascii_alphabetic()))
             .map(str::to_owned),
         elo: game.tag(&format!("{side}Elo")).and_then(|v| v.parse().ok()).filter(|&e| e > 0),
-        federation: None,
+        federation: game
+            .tag(&format!("{side}Fed"))
+            .filter(|f| f.len() == 3 && f.chars().all(|c| c.is_ascii_uppercase()))
+            .map(str::to_owned),
+        team: game.tag(&format!("{side}Team")).map(|t| t.chars().take(MAX_TEXT).collect()),
     }
 }
 

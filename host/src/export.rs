@@ -4,8 +4,8 @@
 //! many games each has and how many are live), with LiveChess's field names.
 //!
 //! ```text
-//! DATA/tournament.json        {"id","name","location","rounds":[{"count","live"}]}
-//! DATA/round-N/index.json     {"pairings":[{"white":{fname,mname,lname,title,federation,gender,fideid},
+//! DATA/tournament.json        {"id","name","location","rounds":[{"count","live"}],"tiebreaks","standings"}
+//! DATA/round-N/index.json     {"pairings":[{"white":{fname,mname,lname,title,federation,gender,fideid,team},
 //!                               "black":{..},"result","live"}]}
 //! ```
 //!
@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use crate::shutdown::Listener;
 use crate::store::{Store, StoreError, write_atomic};
-use crate::tournament::SharedTournament;
+use crate::tournament::{Event, SharedTournament};
 
 /// The tags of each game of a round's PGN (a game starts at a tag line after an empty line).
 pub fn game_tags(round_pgn: &str) -> Vec<BTreeMap<String, String>> {
@@ -70,6 +70,7 @@ fn player(tags: &BTreeMap<String, String>, side: &str) -> Value {
         "federation": tag("Fed"),
         "gender": null,
         "fideid": tag("FideId").and_then(|id| id.parse::<u64>().ok()),
+        "team": tag("Team"),
     })
 }
 
@@ -93,8 +94,9 @@ pub fn index_json(round_pgn: &str) -> Value {
     json!({ "pairings": pairings })
 }
 
-/// `tournament.json`: the event and, for rounds 1 to the last, their game and live counts.
-pub fn tournament_json(event: &str, site: &str, rounds: &BTreeMap<u32, String>) -> Value {
+/// `tournament.json`: the event and, for rounds 1 to the last, their game and live counts;
+/// with a TRF-26 report's tie-breaks, `tiebreaks` (`202`) and `standings` (`212`).
+pub fn tournament_json(event: &Event, rounds: &BTreeMap<u32, String>) -> Value {
     let last = rounds.keys().next_back().copied().unwrap_or(0);
     let list: Vec<Value> = (1..=last)
         .map(|r| {
@@ -102,11 +104,17 @@ pub fn tournament_json(event: &str, site: &str, rounds: &BTreeMap<u32, String>) 
             json!({ "count": tags.len(), "live": tags.iter().filter(|t| is_live(t)).count() })
         })
         .collect();
-    json!({ "id": event, "name": event, "location": site, "rounds": list })
+    let mut out = json!({ "id": event.name, "name": event.name, "location": event.site, "rounds": list });
+    for (key, codes) in ["tiebreaks", "standings"].into_iter().zip(&event.tie_breaks) {
+        if !codes.is_empty() {
+            out[key] = json!(codes);
+        }
+    }
+    out
 }
 
 /// Writes `tournament.json` and every round's `index.json` under `root`.
-pub fn write_export(store: &Store, event: &str, site: &str, root: &Path) -> Result<(), StoreError> {
+pub fn write_export(store: &Store, event: &Event, root: &Path) -> Result<(), StoreError> {
     let mut rounds = BTreeMap::new();
     for r in store.rounds() {
         if let Some(text) = store.round_pgn(r) {
@@ -117,7 +125,7 @@ pub fn write_export(store: &Store, event: &str, site: &str, root: &Path) -> Resu
             rounds.insert(r, text);
         }
     }
-    let t = serde_json::to_string_pretty(&tournament_json(event, site, &rounds))?;
+    let t = serde_json::to_string_pretty(&tournament_json(event, &rounds))?;
     write_atomic(&root.join("tournament.json"), &(t + "\n"))
 }
 
@@ -138,12 +146,9 @@ pub async fn run_export(store: Arc<Store>, tournament: SharedTournament, mut sto
             }
         }
         changes.borrow_and_update();
-        let (event, site) = {
-            let t = tournament.lock();
-            (t.event.name.clone(), t.event.site.clone())
-        };
+        let event = tournament.lock().event.clone();
         let s = Arc::clone(&store);
-        let result = tokio::task::spawn_blocking(move || write_export(&s, &event, &site, s.root())).await;
+        let result = tokio::task::spawn_blocking(move || write_export(&s, &event, s.root())).await;
         match result {
             Ok(Err(e)) => tracing::warn!(error = %e, "cannot write tournament.json / index.json"),
             Err(e) => tracing::warn!(error = %e, "export task failed"),
@@ -162,7 +167,8 @@ mod tests {
     #[test]
     fn livechess_fields_from_the_pgn() {
         let pgn = "[Event \"E\"]\n[White \"Carlsen, Magnus\"]\n[Black \"Board 2 Black\"]\n[Result \"*\"]\n\
-                   [PlyCount \"3\"]\n[WhiteFideId \"1503014\"]\n[WhiteTitle \"GM\"]\n\n1. e4 e5 2. Nf3 *\n\n\
+                   [PlyCount \"3\"]\n[WhiteFed \"NOR\"]\n[WhiteFideId \"1503014\"]\n[WhiteTeam \"Norway\"]\n\
+                   [WhiteTitle \"GM\"]\n\n1. e4 e5 2. Nf3 *\n\n\
                    [Event \"E\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"1-0\"]\n[PlyCount \"1\"]\n\n1. e4 1-0\n\n";
         let index = index_json(pgn);
         let p = &index["pairings"];
@@ -170,12 +176,22 @@ mod tests {
         assert_eq!(p[0]["white"]["fname"], "Magnus");
         assert_eq!(p[0]["white"]["fideid"], 1503014);
         assert_eq!(p[0]["white"]["title"], "GM");
+        assert_eq!(
+            (p[0]["white"]["federation"].as_str(), p[0]["white"]["team"].as_str()),
+            (Some("NOR"), Some("Norway"))
+        );
+        assert!(p[0]["black"]["federation"].is_null());
         assert_eq!(p[0]["black"]["lname"], "Board 2 Black");
         assert_eq!((p[0]["result"].as_str(), p[0]["live"].as_bool()), (Some("*"), Some(true)));
         assert_eq!((p[1]["result"].as_str(), p[1]["live"].as_bool()), (Some("1-0"), Some(false)));
         let rounds = BTreeMap::from([(2, pgn.to_owned())]);
-        let t = tournament_json("E", "S", &rounds);
+        let mut event = Event { name: "E".into(), site: "S".into(), ..Event::default() };
+        let t = tournament_json(&event, &rounds);
         assert_eq!(t["rounds"], json!([{"count": 0, "live": 0}, {"count": 2, "live": 1}]));
         assert_eq!((t["id"].as_str(), t["name"].as_str()), (Some("E"), Some("E")));
+        assert!(t.get("tiebreaks").is_none());
+        event.tie_breaks = [vec!["BH/C1".into(), "SB".into()], vec!["PTS".into(), "BH/C1".into()]];
+        let t = tournament_json(&event, &rounds);
+        assert_eq!((&t["tiebreaks"], &t["standings"]), (&json!(["BH/C1", "SB"]), &json!(["PTS", "BH/C1"])));
     }
 }

@@ -189,9 +189,19 @@ fn main() -> anyhow::Result<()> {
             if let (Some(path), Some(round)) = (trf, round) {
                 let bytes = std::fs::read(&path)
                     .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-                let boards = dgt_relay::trf::Trf::parse_bytes(&bytes)
+                let trf = dgt_relay::trf::Trf::parse_bytes(&bytes);
+                let boards = trf
+                    .as_ref()
+                    .map_err(Clone::clone)
                     .and_then(|t| t.pairings(round))
                     .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                // A TRF-26 report's time control (222) is the event's.
+                if let Ok(t) = trf {
+                    if let Some(tc) = t.trf26.time_control.as_ref().and_then(|tc| tc.pgn()) {
+                        cfg.tournament.event.time_control = Some(tc);
+                    }
+                    cfg.tournament.event.tie_breaks = [t.trf26.tie_breaks, t.trf26.standings];
+                }
                 tracing::info!(round, boards = boards.len(), "pairings from {}", path.display());
                 cfg.tournament.replace_pairings(round, boards.into_iter().map(|b| (b.board, b.pairing)));
             }
@@ -249,7 +259,7 @@ fn main() -> anyhow::Result<()> {
                     dgt_relay::tournament::Event {
                         name: "DGT live relay demo".into(),
                         site: "Simulated boards".into(),
-                        time_control: None,
+                        ..dgt_relay::tournament::Event::default()
                     },
                     1,
                 ),

@@ -4,7 +4,9 @@
 //! export layout (tag order, escaping, move numbers, comments, line length) is the core's
 //! single writer, [`dgt_core::pgn::write_game`]. This module only maps the journaled
 //! [`GameRecord`] to its inputs: `Round "r.b"`, `Board`, a stable `GameId`, the players
-//! (`Board 3 White` while unpaired) with their titles, FIDE ids and ratings,
+//! (`Board 3 White` while unpaired) with their titles, FIDE ids, ratings, federations
+//! (`WhiteFed`, as LiveChess and pgn4web write them) and teams (`WhiteTeam`, which Lichess's
+//! team table reads),
 //! `UTCDate`/`UTCTime`, `Mode "OTB"`, `SetUp`/`FEN`, the live `Clock` while the game runs,
 //! `Termination`, and the clock settings read back from the moves' clock values
 //! (`WhiteClock`/`BlackClock`, and `TimeControl` when none is configured). Writing it from
@@ -126,17 +128,15 @@ pub fn write_game(g: &GameRecord, live_clock: Option<&ClockState>) -> String {
     let elos = players.map(|p| p.elo.map(|e| e.to_string()));
     let game_id = game_id(&h.event, h.round, h.board);
     let mut extra: Vec<(&str, &str)> = vec![("GameId", &game_id)];
-    let tag_names = [["WhiteTitle", "WhiteFideId", "WhiteElo"], ["BlackTitle", "BlackFideId", "BlackElo"]];
-    for (i, [title, fide_id, elo]) in tag_names.into_iter().enumerate() {
-        if let Some(t) = &players[i].title {
-            extra.push((title, t));
-        }
-        if let Some(id) = &ids[i] {
-            extra.push((fide_id, id));
-        }
-        if let Some(e) = &elos[i] {
-            extra.push((elo, e));
-        }
+    let tag_names = [
+        ["WhiteTitle", "WhiteFideId", "WhiteElo", "WhiteFed", "WhiteTeam"],
+        ["BlackTitle", "BlackFideId", "BlackElo", "BlackFed", "BlackTeam"],
+    ];
+    for (i, [title, fide_id, elo, fed, team]) in tag_names.into_iter().enumerate() {
+        let p = players[i];
+        let known = [(title, p.title.as_deref()), (fide_id, ids[i].as_deref()), (elo, elos[i].as_deref())];
+        let more = [(fed, p.federation.as_deref()), (team, p.team.as_deref())];
+        extra.extend(known.into_iter().chain(more).filter_map(|(name, v)| Some((name, v?))));
     }
     let header = PgnHeader {
         event: or_unknown(&h.event),
@@ -152,7 +152,14 @@ pub fn write_game(g: &GameRecord, live_clock: Option<&ClockState>) -> String {
         mode: Some("OTB"),
     };
     let result: Option<GameResult> = g.result.as_deref().and_then(|r| r.parse().ok());
-    let clocks = ClockSettings::infer(&g.moves, start.turn() == Color::White);
+    // An unplayed game's moves (if the board recorded any) are not written: neither are
+    // the clock settings read from them.
+    let unplayed = result.is_some() && g.termination.as_deref() == Some(dgt_core::UNPLAYED);
+    let clocks = if unplayed {
+        ClockSettings::default()
+    } else {
+        ClockSettings::infer(&g.moves, start.turn() == Color::White)
+    };
     let game = GameText {
         set_up: h.start_fen.is_some(),
         variant: (mode == CastlingMode::Chess960).then_some("Chess960"),
@@ -199,6 +206,7 @@ mod tests {
                         title: Some("GM".into()),
                         elo: Some(2837),
                         federation: Some("NOR".into()),
+                        team: Some("Norway".into()),
                     },
                     black: Player::default(),
                 },
@@ -299,7 +307,9 @@ mod tests {
                 "UTCTime",
                 "WhiteClock",
                 "WhiteElo",
+                "WhiteFed",
                 "WhiteFideId",
+                "WhiteTeam",
                 "WhiteTitle",
             ]
         );
@@ -374,6 +384,39 @@ mod tests {
             m.clk = None;
         }
         assert!(!write_game(&g, None).contains("TimeControl"));
+    }
+
+    #[test]
+    fn arbiter_scores_and_forfeits_as_lichess_reads_them() {
+        let mut g = game();
+        g.moves.truncate(4);
+        for (given, tag, marker) in [("0-0", "0-0", "*"), ("1/2-0", "1/2-0", "*"), ("0-1/2", "0-1/2", "*")] {
+            g.result = Some(given.parse::<GameResult>().unwrap().as_pgn().to_owned());
+            g.termination = Some("normal".into());
+            let text = write_game(&g, None);
+            assert!(text.contains(&format!("[Result \"{tag}\"]\n")), "{text}");
+            assert!(text.ends_with(&format!("[%emt 0:01:01]}}\n{marker}\n\n")), "{text}");
+        }
+        // A forfeit: the score, `Termination "Unplayed"`, and none of the moves the board
+        // may have recorded (they stay in the journal).
+        g.result = Some("1-0".into());
+        g.termination = Some(dgt_core::UNPLAYED.into());
+        let text = write_game(&g, None);
+        assert!(
+            text.contains("[PlyCount \"0\"]\n") && text.contains("[Termination \"Unplayed\"]\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("\n\n1-0\n\n"), "{text}");
+        assert!(!text.contains("Nf3") && !text.contains("WhiteClock"), "{text}");
+    }
+
+    #[test]
+    fn federations_and_teams_are_tagged() {
+        let g = game();
+        let text = write_game(&g, None);
+        assert!(text.contains("[WhiteFed \"NOR\"]\n"), "{text}");
+        assert!(text.contains("[WhiteTeam \"Norway\"]\n"), "{text}");
+        assert!(!text.contains("BlackFed") && !text.contains("BlackTeam"), "{text}");
     }
 
     #[test]

@@ -129,6 +129,7 @@ impl Relay {
                     battery_poll_ms: config.battery_poll_ms,
                     ..dgt_session::LinkTiming::with_silence(config.silence_ms)
                 },
+                tracker: dgt_core::Config { chess960: config.chess960, ..dgt_core::Config::default() },
                 ..dgt_session::SessionConfig::default()
             },
             eboards: config.eboard_api.map(|_| Arc::default()),
@@ -420,7 +421,8 @@ impl Relay {
         let mut refused = Vec::new();
         for (n, pairing) in changed {
             if self.board(n).is_some()
-                && let Err(e) = self.admin(n, AdminCommand::Pairing { round, pairing }).await
+                && let Err(e) =
+                    self.admin(n, AdminCommand::Pairing { round, pairing: Box::new(pairing) }).await
             {
                 refused.push(format!("board {n}: {e}"));
             }
@@ -548,7 +550,7 @@ impl AttachTo for Relay {
     async fn attach(&self, serial: &str, port: Attached) -> bool {
         let (number, tx) = self.board_for_serial(serial);
         tracing::info!(%serial, board = number, "board identified");
-        tx.send(BoardInput::Attach(port)).await.is_ok()
+        tx.send(BoardInput::Attach(Box::new(port))).await.is_ok()
     }
 
     fn port_status(&self, path: &str, status: Result<String, String>) {

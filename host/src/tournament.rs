@@ -45,6 +45,9 @@ pub struct Player {
     /// FIDE federation (`NOR`), if known: shown on the spectators' page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub federation: Option<String>,
+    /// The player's team in a team event (`WhiteTeam`/`BlackTeam`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
 }
 
 impl Player {
@@ -58,6 +61,9 @@ impl Player {
         }
         if let Some(e) = self.elo {
             crate::invalid::in_range("rating", u64::from(e), 0, 4000)?;
+        }
+        if let Some(t) = &self.team {
+            check_text("team name", t)?;
         }
         if let Some(f) = &self.federation
             && (f.is_empty() || f.len() > 3 || !f.chars().all(|c| c.is_ascii_alphabetic()))
@@ -143,11 +149,19 @@ pub struct Event {
     pub site: String,
     /// `TimeControl` tag in the PGN standard's form (`5400+30`, `40/7200:3600`), if known.
     pub time_control: Option<String>,
+    /// FIDE tie-break codes that break ties and that define the standings (a TRF-26
+    /// report's `202` and `212`), for the round files.
+    pub tie_breaks: [Vec<String>; 2],
 }
 
 impl Default for Event {
     fn default() -> Self {
-        Event { name: "DGT live relay".to_owned(), site: "?".to_owned(), time_control: None }
+        Event {
+            name: "DGT live relay".to_owned(),
+            site: "?".to_owned(),
+            time_control: None,
+            tie_breaks: Default::default(),
+        }
     }
 }
 

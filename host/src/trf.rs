@@ -85,6 +85,9 @@ pub enum TrfErrorKind {
     /// The round asked for has no pairing in the report.
     #[error("round {0} has no pairings in this report")]
     NoSuchRound(u32),
+    /// A TRF-26 record is wrong (see [`crate::trf26`]).
+    #[error(transparent)]
+    Trf26(crate::trf26::Trf26ErrorKind),
 }
 
 /// A player's colour in a round.
@@ -155,6 +158,7 @@ impl TrfPlayer {
             title: self.title.clone(),
             elo: self.rating,
             federation: self.federation.clone(),
+            team: None,
         }
     }
 
@@ -177,6 +181,8 @@ pub struct Trf {
     pub city: Option<String>,
     /// Players by start rank.
     pub players: Vec<TrfPlayer>,
+    /// The TRF-26 records: time control, tie-breaks, teams.
+    pub trf26: crate::trf26::Trf26,
 }
 
 /// One board of a round.
@@ -326,7 +332,9 @@ impl Trf {
                 "001" => trf.players.push(read_player(&chars, line)?),
                 "012" => trf.name = Some(field(&chars, 5, chars.len())).filter(|s| !s.is_empty()),
                 "022" => trf.city = Some(field(&chars, 5, chars.len())).filter(|s| !s.is_empty()),
-                _ => {}
+                other => {
+                    trf.trf26.read_line(other, &chars, line)?;
+                }
             }
         }
         if trf.players.is_empty() {
@@ -342,6 +350,8 @@ impl Trf {
                 });
             }
         }
+        let ranks: Vec<u32> = trf.players.iter().map(|p| p.start_rank).collect();
+        trf.trf26.finish(|rank| ranks.binary_search(&rank).is_ok())?;
         for p in &trf.players {
             for (r, e) in p.rounds.iter().enumerate() {
                 if let Some(o) = e.opponent
@@ -415,7 +425,11 @@ impl Trf {
         });
         let mut out = Vec::with_capacity(pairs.len());
         for (i, (w, b)) in pairs.into_iter().enumerate() {
-            let pairing = Pairing { white: w.to_player(), black: b.to_player() };
+            let player = |p: &TrfPlayer| Player {
+                team: self.trf26.team_of(p.start_rank).map(|t| t.name.clone()),
+                ..p.to_player()
+            };
+            let pairing = Pairing { white: player(w), black: player(b) };
             for p in [w, b] {
                 p.to_player().check().map_err(|m| TrfError {
                     line: p.line,

@@ -139,6 +139,31 @@ fn the_stand_in_validates_as_lichess_does() {
     assert_eq!(lichess::split(&two).len(), 2);
 }
 
+#[test]
+fn the_stand_in_accepts_arbiter_scores_forfeits_teams_and_chess960() {
+    for score in ["0-0", "1/2-0", "0-1/2"] {
+        let text = dgt_relay::pgn::write_game(&record(1, &["e4", "e5"], Some(score)), None);
+        let b = lichess::validate(&text).unwrap();
+        // Lichess scores the game from the `Result` tag.
+        assert_eq!((b.tags["Result"].as_str(), b.moves.len()), (score, 2), "{text}");
+    }
+    let mut forfeit = record(2, &["e4", "e5"], Some("1-0"));
+    forfeit.termination = Some(dgt_core::UNPLAYED.into());
+    forfeit.header.pairing.white.team = Some("Norway".into());
+    forfeit.header.pairing.white.federation = Some("NOR".into());
+    forfeit.header.pairing.black.fide_id = Some(8603006);
+    let text = dgt_relay::pgn::write_game(&forfeit, None);
+    let b = lichess::validate(&text).unwrap();
+    assert!(b.moves.is_empty(), "{text}");
+    assert_eq!(b.tags["Termination"], "Unplayed");
+    assert_eq!((b.tags["WhiteTeam"].as_str(), b.tags["BlackFideId"].as_str()), ("Norway", "8603006"));
+    let mut c960 = record(3, &["g3", "g6", "Ne3"], None);
+    c960.header.start_fen = Some("bbqnnrkr/pppppppp/8/8/8/8/PPPPPPPP/BBQNNRKR w HFhf - 0 1".into());
+    let text = dgt_relay::pgn::write_game(&c960, None);
+    let b = lichess::validate(&text).unwrap();
+    assert_eq!((b.tags["Variant"].as_str(), b.moves.len()), ("Chess960", 3), "{text}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_large_round_is_split_and_refused_games_are_alerted() {
     let dir = common::tmpdir("push-large");

@@ -340,6 +340,102 @@ fn a_bad_config_names_the_line_and_exits() {
     assert!(err.contains("relay.toml:2:"), "{err}");
 }
 
+/// Waits until the board's PGN file satisfies `f`, then returns it.
+fn pgn_file_when(path: &std::path::Path, f: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let pgn = std::fs::read_to_string(path).unwrap_or_default();
+        if f(&pgn) {
+            return pgn;
+        }
+        assert!(Instant::now() < deadline, "{pgn}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn arbiter_scores_and_forfeits_from_the_api_reach_the_pgn() {
+    let dir = tmpdir("rulings");
+    let games = sample_games();
+    let board = sim_board(&dir, 20006, SPEED);
+    let link = board.path();
+    let data = dir.join("data");
+    let relay =
+        Relay::start(&dir, &["run", "--port", link.to_str().unwrap(), "--data", data.to_str().unwrap()]);
+    relay.wait_boards("active", Duration::from_secs(10), |v| v[0]["status"] == "active");
+    let _handle = board.start_scenario(scenario(&games[0]), StartPolicy::WhenHostListens).unwrap();
+    relay.wait_boards("2 moves", Duration::from_secs(60), |v| confirmed(v, 1).len() >= 2);
+    let auth = format!("Bearer {TOKEN}");
+    let ok = [("Authorization", auth.as_str())];
+    let file = data.join("round-1/game-1.pgn");
+    // Half a point to White, none to Black: the Result tag as Lichess reads it, `*` last.
+    let (status, text) = http(relay.addr, "POST", "/api/admin/boards/1/result", &ok, r#"{"result":"½-0"}"#);
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(relay.json("/api/boards/1")["result"], "1/2-0");
+    let pgn = pgn_file_when(&file, |p| p.contains("[Result \"1/2-0\"]"));
+    assert!(
+        pgn.ends_with(" *\n\n") && pgn.contains("[PlyCount \"") && !pgn.contains("[PlyCount \"0\"]"),
+        "{pgn}"
+    );
+    // A forfeit: the moves the board recorded are not shown as played.
+    let (status, text) = http(relay.addr, "POST", "/api/admin/boards/1/result", &ok, r#"{"result":"-+"}"#);
+    assert_eq!(status, 200, "{text}");
+    let pgn = pgn_file_when(&file, |p| p.contains("[Termination \"Unplayed\"]"));
+    assert!(pgn.contains("[Result \"0-1\"]") && pgn.contains("[PlyCount \"0\"]"), "{pgn}");
+    assert!(pgn.ends_with("\n\n0-1\n\n"), "{pgn}");
+    let v = relay.json("/api/boards/1");
+    assert_eq!((v["result"].as_str(), v["termination"].as_str()), (Some("0-1"), Some("Unplayed")), "{v}");
+    // A result no arbiter writes is refused with the list of those they do.
+    let (status, text) = http(relay.addr, "POST", "/api/admin/boards/1/result", &ok, r#"{"result":"1-1"}"#);
+    assert_eq!(status, 422, "{text}");
+    assert!(text.contains("1/2-0") && text.contains("+-"), "{text}");
+}
+
+/// A Chess960 event: a board set up in a 960 start position starts its game there, castles
+/// as the board shows it, and its PGN has `Variant`, `SetUp` and `FEN` from the first
+/// publication on.
+#[test]
+fn a_chess960_game_from_the_board_is_published_with_its_start_position() {
+    let dir = tmpdir("c960");
+    let fen = "rknnbbqr/pppppppp/8/8/8/8/PPPPPPPP/RKNNBBQR w KQkq - 0 1";
+    let pgn = format!(
+        "[Event \"960\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"*\"]\n[Variant \"Chess960\"]\n\
+         [SetUp \"1\"]\n[FEN \"{fen}\"]\n\n1. Nb3 Nb6 2. Ne3 Ne6 3. O-O-O O-O-O 4. d4 d5 *\n\n"
+    );
+    let games = dgt_hil_sim::pgn::parse_games(&pgn);
+    assert_eq!(games[0].moves.len(), 8, "{:?}", games[0].truncated);
+    let config = dir.join("relay.toml");
+    std::fs::write(&config, "[event]\nchess960 = true\n").unwrap();
+    let board = sim_board(&dir, 20007, SPEED);
+    let link = board.path();
+    let data = dir.join("data");
+    let relay = Relay::start(
+        &dir,
+        &[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--port",
+            link.to_str().unwrap(),
+            "--data",
+            data.to_str().unwrap(),
+        ],
+    );
+    relay.wait_boards("active", Duration::from_secs(10), |v| v[0]["status"] == "active");
+    let _handle = board.start_scenario(scenario(&games[0]), StartPolicy::WhenHostListens).unwrap();
+    let file = data.join("round-1/game-1.pgn");
+    // The first publication with a move already names the start position.
+    let first = pgn_file_when(&file, |p| p.contains("[PlyCount \"1\"]") || p.contains("[PlyCount \"2\"]"));
+    assert!(
+        first.contains("[Variant \"Chess960\"]") && first.contains(&format!("[FEN \"{fen}\"]")),
+        "{first}"
+    );
+    relay.wait_boards("8 moves", Duration::from_secs(60), |v| confirmed(v, 1).len() >= 8);
+    let last = pgn_file_when(&file, |p| p.contains("[PlyCount \"8\"]"));
+    assert!(last.contains("3. O-O-O {") && last.contains("3... O-O-O"), "{last}");
+    assert!(last.contains("[SetUp \"1\"]"), "{last}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_pairing_and_result_reach_the_pgn_and_the_feed() {
     let dir = tmpdir("admin-live");

@@ -9,7 +9,8 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Relay, TOKEN, http, sim_board, tmpdir};
+use common::{Relay, TOKEN, confirmed, http, sample_games, scenario, sim_board, tmpdir};
+use dgt_hil_sim::StartPolicy;
 use dgt_relay::trf::{Colour, Trf};
 
 fn data(name: &str) -> String {
@@ -244,4 +245,93 @@ fn a_windows_1252_upload_reads_as_its_letters_leaves_no_empty_game_behind_and_sh
         assert!(std::time::Instant::now() < deadline, "no alert: {alerts:?}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A two-board team match as TRF-26 writes it (FIDE handbook, TRF-26): the encoded time
+/// control (222), tie-breaks (202, 212), the player lines and the teams (310), CR line ends.
+fn team_match_report() -> String {
+    let player = |rank: u32, name: &str, fed: &str, id: u64, round1: &str| {
+        format!("001 {rank:>4} mGM  {name:<33} 2700 {fed:<3} {id:>11} 1990/01/01  0.0 {rank:>4}  {round1}")
+    };
+    let team = |n: u32, name: &str, members: [u32; 2]| {
+        format!(
+            "310 {n:>3} {name:<32} {:<5} {:>6} {:>6} {:>6} {:>3}  {:>4} {:>4}",
+            "", "", "", "", "", members[0], members[1]
+        )
+    };
+    [
+        "012 Team match".to_owned(),
+        "222 40/6000+30:900+30".to_owned(),
+        "202 MPvGP,BH/C1".to_owned(),
+        "212 PTS,MPvGP".to_owned(),
+        player(1, "Carlsen, Magnus", "NOR", 1503014, "   3 w  "),
+        player(2, "Tari, Aryan", "NOR", 1510045, "   4 b  "),
+        player(3, "Gukesh, D", "IND", 46616543, "   1 b  "),
+        player(4, "Erigaisi, Arjun", "IND", 35009192, "   2 w  "),
+        team(1, "Norway", [1, 2]),
+        team(2, "India", [3, 4]),
+    ]
+    .join("\r")
+        + "\r"
+}
+
+#[test]
+fn a_trf26_team_report_gives_the_games_their_teams_and_time_control() {
+    let dir = tmpdir("trf26");
+    let file = dir.join("team.trf");
+    std::fs::write(&file, team_match_report()).unwrap();
+    let board = sim_board(&dir, 20302, 40.0);
+    let data = dir.join("data");
+    let args = ["run", "--trf", file.to_str().unwrap(), "--round", "1", "--port"];
+    let relay = Relay::start(
+        &dir,
+        &[&args[..], &[board.path().to_str().unwrap(), "--data", data.to_str().unwrap()]].concat(),
+    );
+    relay.wait_boards("active", Duration::from_secs(10), |v| v[0]["status"] == "active");
+    assert_eq!(relay.json("/api/event")["time_control"], "40/6000+30:900+30");
+    // The same report uploaded: the same pairings, and the event's time control.
+    let auth = format!("Bearer {TOKEN}");
+    let path = "/api/admin/pairings/trf?round=1";
+    let report = team_match_report().replace("222 40/6000+30:900+30", "222 5400+30");
+    let (status, body) = http(relay.addr, "POST", path, &[("Authorization", &auth)], &report);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(relay.json("/api/event")["time_control"], "5400+30");
+    let v = relay.wait_boards("board 1 paired", Duration::from_secs(10), |v| {
+        v[0]["pairing"]["white"]["team"].is_string()
+    });
+    let teams = (&v[0]["pairing"]["white"]["team"], &v[0]["pairing"]["black"]["team"]);
+    assert!(teams.0 != teams.1 && (teams.0 == "Norway" || teams.0 == "India"), "{v}");
+    // A game on the board: its PGN has the teams, federations and the report's time control.
+    let games = sample_games();
+    let _handle = board.start_scenario(scenario(&games[0]), StartPolicy::WhenHostListens).unwrap();
+    relay.wait_boards("2 moves", Duration::from_secs(60), |v| confirmed(v, 1).len() >= 2);
+    let file = data.join("round-1/game-1.pgn");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let pgn = loop {
+        let pgn = std::fs::read_to_string(&file).unwrap_or_default();
+        if pgn.contains("[WhiteTeam ") || std::time::Instant::now() > deadline {
+            break pgn;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for tag in ["[WhiteTeam \"", "[BlackTeam \"", "[WhiteFed \"", "[TimeControl \"40/6000+30:900+30\"]"] {
+        assert!(pgn.contains(tag), "{tag}\n{pgn}");
+    }
+    // The report's tie-breaks (202, 212) are in the round files' tournament.json.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let tournament = loop {
+        let text = std::fs::read_to_string(data.join("tournament.json")).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if v.get("standings").is_some() || std::time::Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(tournament["tiebreaks"], serde_json::json!(["MPvGP", "BH/C1"]), "{tournament}");
+    assert_eq!(tournament["standings"], serde_json::json!(["PTS", "MPvGP"]), "{tournament}");
+    // A broken 310 line: 422 with its line and column.
+    let broken = team_match_report().replace("  3    4\r", "  3    9\r");
+    let (status, body) = http(relay.addr, "POST", path, &[("Authorization", &auth)], &broken);
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("TRF line 10, column 79: team member 9"), "{body}");
 }

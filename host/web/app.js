@@ -10,7 +10,7 @@
 
 import {
   $, BoardEl, FeedClient, FeedState, MARK_PROVISIONAL, START_FEN, asMoves, asPairing, clockSeconds,
-  clockTicks, el, formatClock, getJson, moveMarks, parsePlacement, playerName, setText, sizeSquares, str, uint,
+  clockTicks, el, federationFlag, formatClock, getJson, moveMarks, parsePlacement, playerName, setText, sizeSquares, str, uint,
 } from './common.js';
 
 const state = new FeedState();
@@ -92,11 +92,27 @@ function playerLine(container, p, fallback) {
   const name = el('span', 'pname', playerName(p, fallback));
   name.title = name.textContent;
   const extra = [p.elo !== null ? String(p.elo) : null, p.federation].filter(Boolean).join(' ');
-  container.replaceChildren(name, ...(extra ? [el('span', 'pextra', extra)] : []));
+  const flag = federationFlag(p.federation);
+  const flagEl = flag ? [el('span', 'flag', flag)] : [];
+  if (flag) {
+    flagEl[0].dataset.fed = p.federation;
+    flagEl[0].setAttribute('aria-hidden', 'true');
+  }
+  container.replaceChildren(...flagEl, name, ...(extra ? [el('span', 'pextra', extra)] : []));
 }
 
 function resultText(r) {
-  return r === '1/2-1/2' ? '½-½' : r;
+  return r ? r.replaceAll('1/2', '½') : r;
+}
+
+/** A forfeit: Lichess's `Termination "Unplayed"`; its moves (if any) do not count. */
+const UNPLAYED = 'Unplayed';
+
+/** The result line of a game: `1-0`, `½-0`, `0-1 (time forfeit)`, `1-0 · not played`. */
+function resultLine(result, termination) {
+  if (!result) return '';
+  if (termination === UNPLAYED) return `${resultText(result)} · not played (forfeit)`;
+  return `${resultText(result)}${termination && termination !== 'normal' ? ` (${termination})` : ''}`;
 }
 
 function badgeFor(game) {
@@ -202,16 +218,67 @@ function renderGrid() {
   if (current.length !== nodes.length || current.some((c, i) => c !== nodes[i])) grid.replaceChildren(...nodes);
   sizeSquares(grid, nodes.length ? nodes[0].querySelector('.board') : null);
   $('empty').hidden = nodes.length > 0;
-  setText($('empty'), state.seq === null ? 'Waiting for the games…' : `No games in round ${r} yet.`);
+  setText($('empty'), state.seq === null ? 'Waiting for the games…' : unknownRound(r) ? `No such round: round ${r} is not one of this event's (${knownRounds().join(', ') || 'none yet'}).` : `No games in round ${r} yet.`);
   setText($('summary'), nodes.length ? `Round ${r} · ${nodes.length} games · ${live} live · ${finished} finished` : '');
+  renderMatches(games);
+}
+
+/** Each side's points of a result, in half points: [White, Black]; null while open. */
+const HALF_POINTS = { '1-0': [2, 0], '0-1': [0, 2], '1/2-1/2': [1, 1], '0-0': [0, 0], '1/2-0': [1, 0], '0-1/2': [0, 1] };
+
+/** Half points as a score: 0, ½, 1, 1½... */
+function score(half) {
+  const whole = Math.floor(half / 2);
+  return half % 2 ? `${whole || ''}½` : String(whole);
+}
+
+/** The team matches of the round shown (games whose players have different teams): each
+ * match's score from its finished games, the team with the alphabetically first name first. */
+function renderMatches(games) {
+  const matches = new Map();
+  for (const g of games.values()) {
+    const v = g.live ? g.live.view : null;
+    const pairing = v ? v.pairing : g.stored && g.stored.pairing;
+    const [wt, bt] = pairing ? [pairing.white.team, pairing.black.team] : [null, null];
+    if (!wt || !bt || wt === bt) continue;
+    const [a, b] = wt < bt ? [wt, bt] : [bt, wt];
+    const key = `${a}\n${b}`;
+    const m = matches.get(key) || { a, b, pa: 0, pb: 0 };
+    const pts = HALF_POINTS[v ? v.result : g.stored && g.stored.result];
+    if (pts) {
+      m.pa += wt === a ? pts[0] : pts[1];
+      m.pb += wt === a ? pts[1] : pts[0];
+    }
+    matches.set(key, m);
+  }
+  const node = $('matches');
+  const key = JSON.stringify([...matches.values()]);
+  if (node.dataset.key === key) return;
+  node.dataset.key = key;
+  node.replaceChildren(...[...matches.values()].map((m) => {
+    const span = el('span', 'match');
+    span.append(el('span', 'team', m.a), el('span', 'score', `${score(m.pa)} – ${score(m.pb)}`), el('span', 'team', m.b));
+    return span;
+  }));
+}
+
+/** The rounds the event and the feed know. */
+function knownRounds() {
+  const rounds = new Set(page.event ? page.event.rounds : []);
+  for (const e of state.boards.values()) if (e.view.round) rounds.add(e.view.round);
+  return [...rounds].sort((a, b) => a - b);
+}
+
+/** A round asked for in the address that neither the event nor the feed has. */
+function unknownRound(r) {
+  return page.event !== null && page.route.round === r && !knownRounds().includes(r) && !page.stored.get(r)?.size;
 }
 
 function renderRounds() {
   const nav = $('rounds');
-  const rounds = new Set(page.event ? page.event.rounds : []);
-  for (const e of state.boards.values()) if (e.view.round) rounds.add(e.view.round);
+  const rounds = new Set(knownRounds());
   const r = shownRound();
-  rounds.add(r);
+  if (!unknownRound(r)) rounds.add(r);
   const list = [...rounds].sort((a, b) => a - b);
   const key = list.join(',') + '/' + r;
   if (nav.dataset.key === key) return;
@@ -248,6 +315,7 @@ class GameView {
     this.fetchedAt = Date.now();
     const data = await getJson(`../api/games/${this.round}/${this.n}`);
     if (page.game !== this) return;
+    this.answered = true;
     if (data && typeof data === 'object') {
       this.fetched = {
         pairing: asPairing(data.pairing),
@@ -268,6 +336,14 @@ class GameView {
 
   /** Moves (confirmed, then provisional), the start position and the game's data. */
   model() {
+    const m = this.record();
+    // A forfeit shows no move: none of them was played for the result.
+    if (m.result && m.termination === UNPLAYED) return { ...m, moves: [], provisional: [], entry: m.entry && { ...m.entry, live: null, confirmed: null, clock: null } };
+    return m;
+  }
+
+  /** The game as the feed or the records have it. */
+  record() {
     const e = this.live();
     const f = this.fetched;
     if (e) {
@@ -288,7 +364,9 @@ class GameView {
 
   build() {
     const c = this.container;
-    this.title = el('h2', 'game-title');
+    this.title = $('game-title');
+    this.notice = el('p', 'notice');
+    this.notice.hidden = true;
     this.topPlayer = el('div', 'bar big-bar');
     this.bottomPlayer = el('div', 'bar big-bar');
     this.board = new BoardEl(true);
@@ -334,7 +412,8 @@ class GameView {
     right.append(this.links, this.moveBox);
     const wrap = el('div', 'game');
     wrap.append(left, right);
-    c.replaceChildren(this.title, wrap);
+    this.wrap = wrap;
+    c.replaceChildren(this.notice, wrap);
     c.dataset.board = String(this.n);
     c.dataset.round = String(this.round);
     sizeSquares(c, this.board.root);
@@ -366,10 +445,23 @@ class GameView {
     this.render();
   }
 
+  /** No game on this board in this round, anywhere the page looks. */
+  missing() {
+    return this.answered && !this.fetched && !this.live() && !page.stored.get(this.round)?.get(this.n);
+  }
+
   render() {
     const m = this.model();
     const v = m.entry ? m.entry.view : null;
     setText(this.title, `Round ${this.round} · Board ${this.n}`);
+    const missing = this.missing();
+    this.notice.hidden = !missing;
+    this.wrap.hidden = missing;
+    if (missing) {
+      setText(this.notice, `No such game: round ${this.round} has no game on board ${this.n}.`);
+      document.title = `No such game · Board ${this.n}`;
+      return;
+    }
     document.title = `${playerName(m.pairing.white, 'White')} – ${playerName(m.pairing.black, 'Black')} · Board ${this.n}`;
     const [top, bottom] = this.flipped ? [this.whiteRow(m), this.blackRow(m)] : [this.blackRow(m), this.whiteRow(m)];
     this.topPlayer.replaceChildren(...top);
@@ -382,7 +474,7 @@ class GameView {
     let pos = null;
     let marks;
     const at = all.find((x) => x.ply === ply);
-    if (this.cursor === null && m.entry) {
+    if (this.cursor === null && m.entry && (m.entry.live || m.entry.confirmed)) {
       pos = m.entry.live || m.entry.confirmed;
       marks = moveMarks(at && at.uci, m.provisional.length ? MARK_PROVISIONAL : undefined);
     } else if (ply < this.firstPly(m)) {
@@ -401,7 +493,7 @@ class GameView {
     this.prev.disabled = ply < this.firstPly(m);
     this.next.disabled = this.cursor === null;
     this.last.disabled = this.cursor === null;
-    const result = m.result ? `${resultText(m.result)}${m.termination && m.termination !== 'normal' ? ` (${m.termination})` : ''}` : v && v.status === 'active' ? 'Game in progress' : '';
+    const result = m.result ? resultLine(m.result, m.termination) : v && v.status === 'active' ? 'Game in progress' : '';
     setText(this.resultLine, result);
     this.resultLine.dataset.result = m.result || '';
     const pgnUrl = new URL(`../pgn/${this.round}/${this.n}`, location.href).pathname;
@@ -435,7 +527,8 @@ class GameView {
   }
 
   renderMoves(m, ply) {
-    const key = `${m.moves.length}/${m.moves.length ? m.moves[m.moves.length - 1].uci : ''}/${m.provisional.length}/${m.provisional.map((x) => x.uci).join()}`;
+    const ending = resultLine(m.result, m.termination);
+    const key = `${m.moves.length}/${m.moves.length ? m.moves[m.moves.length - 1].uci : ''}/${m.provisional.length}/${m.provisional.map((x) => x.uci).join()}/${ending}`;
     if (key !== this.movesKey) {
       this.movesKey = key;
       const rows = new Map();
@@ -455,7 +548,16 @@ class GameView {
         cell.tabIndex = -1;
         cell.title = prov ? 'not yet confirmed' : mv.emt !== null ? `${formatClock(mv.emt)} used` : '';
       }
-      this.tbody.replaceChildren(...[...rows.values()].map((r) => r.tr));
+      const trs = [...rows.values()].map((r) => r.tr);
+      // The move list ends with the result, as a score sheet does.
+      if (ending) {
+        const tr = el('tr', 'result-row');
+        const td = el('td', 'result', ending);
+        td.colSpan = 3;
+        tr.append(td);
+        trs.push(tr);
+      }
+      this.tbody.replaceChildren(...trs);
       this.shownPly = null;
     }
     if (this.shownPly !== ply) {

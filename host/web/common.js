@@ -100,13 +100,14 @@ export const str = (v, max = 500) => (typeof v === 'string' ? v.slice(0, max) : 
 export const uint = (v) => (Number.isInteger(v) && v >= 0 ? v : null);
 
 export function asPlayer(raw) {
-  if (!raw || typeof raw !== 'object') return { name: '', title: null, elo: null, federation: null, fide_id: null };
+  if (!raw || typeof raw !== 'object') return { name: '', title: null, elo: null, federation: null, fide_id: null, team: null };
   return {
     name: str(raw.name, 200) || '',
     title: str(raw.title, 8),
     elo: uint(raw.elo),
     federation: str(raw.federation, 3),
     fide_id: uint(raw.fide_id),
+    team: str(raw.team, 200),
   };
 }
 
@@ -548,6 +549,48 @@ export function setText(node, text) {
 }
 
 /** A player as the pages show them: title, name; `fallback` for an unpaired side. */
+/** FIDE federation codes and the ISO 3166 country codes their flags are drawn from. FIDE's
+ * own flag (FID) and federations without a country code of their own have none. */
+const FEDERATION_COUNTRY = {
+  AFG: 'AF', ALB: 'AL', ALG: 'DZ', AND: 'AD', ANG: 'AO', ANT: 'AG', ARG: 'AR', ARM: 'AM', ARU: 'AW',
+  AUS: 'AU', AUT: 'AT', AZE: 'AZ', BAH: 'BS', BRN: 'BH', BAN: 'BD', BAR: 'BB', BLR: 'BY', BEL: 'BE',
+  BIZ: 'BZ', BEN: 'BJ', BER: 'BM', BHU: 'BT', BOL: 'BO', BIH: 'BA', BOT: 'BW', BRA: 'BR', IVB: 'VG',
+  BRU: 'BN', BUL: 'BG', BUR: 'BF', BDI: 'BI', CAM: 'KH', CMR: 'CM', CAN: 'CA', CPV: 'CV', CAY: 'KY',
+  CAF: 'CF', CHA: 'TD', CHI: 'CL', CHN: 'CN', COL: 'CO', COM: 'KM', CGO: 'CG', COD: 'CD', CRC: 'CR',
+  CIV: 'CI', CRO: 'HR', CUB: 'CU', CYP: 'CY', CZE: 'CZ', DEN: 'DK', DJI: 'DJ', DMA: 'DM', DOM: 'DO',
+  ECU: 'EC', EGY: 'EG', ESA: 'SV', GEQ: 'GQ', ERI: 'ER', EST: 'EE', SWZ: 'SZ', ETH: 'ET', FAI: 'FO',
+  FIJ: 'FJ', FIN: 'FI', FRA: 'FR', GAB: 'GA', GAM: 'GM', GEO: 'GE', GER: 'DE', GHA: 'GH', GRE: 'GR',
+  GRN: 'GD', GUM: 'GU', GUA: 'GT', GCI: 'GG', GUI: 'GN', GUY: 'GY', HAI: 'HT', HON: 'HN', HKG: 'HK',
+  HUN: 'HU', ISL: 'IS', IND: 'IN', INA: 'ID', IRI: 'IR', IRQ: 'IQ', IRL: 'IE', IOM: 'IM', ISR: 'IL',
+  ITA: 'IT', JAM: 'JM', JPN: 'JP', JCI: 'JE', JOR: 'JO', KAZ: 'KZ', KEN: 'KE', KOS: 'XK', KUW: 'KW',
+  KGZ: 'KG', LAO: 'LA', LAT: 'LV', LBN: 'LB', LES: 'LS', LBR: 'LR', LBA: 'LY', LIE: 'LI', LTU: 'LT',
+  LUX: 'LU', MAC: 'MO', MAD: 'MG', MAW: 'MW', MAS: 'MY', MDV: 'MV', MLI: 'ML', MLT: 'MT', MTN: 'MR',
+  MRI: 'MU', MEX: 'MX', MDA: 'MD', MNC: 'MC', MGL: 'MN', MNE: 'ME', MAR: 'MA', MOZ: 'MZ', MYA: 'MM',
+  NAM: 'NA', NRU: 'NR', NEP: 'NP', NED: 'NL', NZL: 'NZ', NCA: 'NI', NIG: 'NE', NGR: 'NG',
+  MKD: 'MK', NOR: 'NO', OMA: 'OM', PAK: 'PK', PLW: 'PW', PLE: 'PS', PAN: 'PA', PNG: 'PG', PAR: 'PY',
+  PER: 'PE', PHI: 'PH', POL: 'PL', POR: 'PT', PUR: 'PR', QAT: 'QA', ROU: 'RO', RUS: 'RU', RWA: 'RW',
+  SKN: 'KN', LCA: 'LC', VIN: 'VC', SMR: 'SM', STP: 'ST', KSA: 'SA', SEN: 'SN', SRB: 'RS', SEY: 'SC',
+  SLE: 'SL', SGP: 'SG', SVK: 'SK', SLO: 'SI', SOL: 'SB', SOM: 'SO', RSA: 'ZA', KOR: 'KR', SSD: 'SS',
+  ESP: 'ES', SRI: 'LK', SUD: 'SD', SUR: 'SR', SWE: 'SE', SUI: 'CH', SYR: 'SY', TPE: 'TW', TJK: 'TJ',
+  TAN: 'TZ', THA: 'TH', TLS: 'TL', TOG: 'TG', TGA: 'TO', TTO: 'TT', TUN: 'TN', TUR: 'TR', TKM: 'TM',
+  UGA: 'UG', UKR: 'UA', UAE: 'AE', USA: 'US', URU: 'UY', ISV: 'VI', UZB: 'UZ', VAN: 'VU', VEN: 'VE',
+  VIE: 'VN', YEM: 'YE', ZAM: 'ZM', ZIM: 'ZW',
+};
+
+/** England, Scotland and Wales: the emoji tag sequences of their flags. */
+const FEDERATION_FLAG_TAGS = { ENG: 'gbeng', SCO: 'gbsct', WLS: 'gbwls' };
+
+/** A federation's flag as an emoji, drawn by the viewer's own fonts (nothing is fetched);
+ * '' when it has none. */
+export function federationFlag(code) {
+  if (!code) return '';
+  const tags = FEDERATION_FLAG_TAGS[code];
+  if (tags) return String.fromCodePoint(0x1f3f4, ...[...tags].map((c) => 0xe0000 + c.charCodeAt(0)), 0xe007f);
+  const iso = FEDERATION_COUNTRY[code];
+  if (!iso) return '';
+  return String.fromCodePoint(...[...iso].map((c) => 0x1f1e6 + c.charCodeAt(0) - 65));
+}
+
 export function playerName(p, fallback) {
   const name = p.name && p.name !== '?' ? p.name : fallback;
   return p.title ? `${p.title} ${name}` : name;

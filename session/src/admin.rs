@@ -2,7 +2,8 @@
 
 use alloc::{format, string::String, string::ToString, vec::Vec};
 use dgt_core::{
-    FenError, GameResult, MoveInfo, Replay, ResumeError, ResumePly, StartKind, View, position_from_fen,
+    FenError, GameResult, MoveInfo, Replay, ResumeError, ResumePly, Ruling, StartKind, View,
+    position_from_fen,
 };
 use dgt_protocol::Orientation;
 use shakmaty::uci::UciMove;
@@ -61,11 +62,17 @@ impl BoardSession {
     /// The operator sets (`Some`) or clears (`None`) the result. Clearing lets the game go
     /// on from its last confirmed position.
     pub fn set_result(&mut self, now: u64, result: Option<GameResult>) -> Result<(), AdminError> {
+        self.set_ruling(now, result.map(Ruling::played))
+    }
+
+    /// The operator rules the game (`Some`: a result, or a forfeit that leaves it unplayed)
+    /// or clears its result (`None`).
+    pub fn set_ruling(&mut self, now: u64, ruling: Option<Ruling>) -> Result<(), AdminError> {
         let Some(g) = &self.game else { return Err(AdminError::NoGame) };
-        if g.result == result {
+        if ruling.is_none_or(|r| !r.unplayed) && g.result == ruling.map(|r| r.result) {
             return Ok(());
         }
-        self.operator_result(now, result);
+        self.operator_result(now, ruling);
         self.flush();
         Ok(())
     }

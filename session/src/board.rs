@@ -21,8 +21,8 @@ use alloc::collections::VecDeque;
 use alloc::{borrow::ToOwned, boxed::Box, format, string::String, string::ToString, vec::Vec};
 
 use dgt_core::{
-    ClockState, EndReason, Event, GameResult, GameState, MoveInfo, ResumePly, StartKind, Tracker, View,
-    position_from_fen,
+    ClockState, EndReason, Event, GameResult, GameState, MoveInfo, ResumePly, Ruling, StartKind, Tracker,
+    View, position_from_fen,
 };
 use dgt_protocol::{BoardDump, ClockSide, DgtSquare, EeEvent, Message, Orientation, PieceCode};
 use shakmaty::Chess;
@@ -1025,19 +1025,20 @@ impl BoardSession {
     }
 
     /// The operator ended the game (`Some`) or cleared its result (`None`).
-    pub(crate) fn operator_result(&mut self, now: u64, result: Option<GameResult>) {
-        match result {
+    pub(crate) fn operator_result(&mut self, now: u64, ruling: Option<Ruling>) {
+        match ruling {
             Some(r) => {
                 let mut events = Vec::new();
-                self.tracker.declare_result(r, &mut |e| events.push(e));
+                self.tracker.declare(r, &mut |e| events.push(e));
+                let told = events.iter().any(|e| matches!(e, Event::GameEnded { .. }));
                 self.handle_events(now, events);
-                if self.game.as_ref().is_some_and(|g| g.result != Some(r)) {
-                    // The tracker's game was over already (another result): the operator's word
-                    // stands.
+                if !told && self.game.as_ref().is_some_and(|g| g.result != Some(r.result) || r.unplayed) {
+                    // The tracker's game was over already (another result, or the same one
+                    // now ruled unplayed): the operator's word stands.
                     if let Some(g) = &mut self.game {
-                        g.result = Some(r);
+                        g.result = Some(r.result);
                     }
-                    self.effects.push_back(Effect::GameEnded { result: r, reason: EndReason::Operator });
+                    self.effects.push_back(Effect::GameEnded { result: r.result, reason: r.reason() });
                 }
             }
             None => {

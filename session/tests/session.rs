@@ -1145,6 +1145,23 @@ fn an_operator_result_ends_the_game_and_clearing_it_goes_on() {
     r.wait(5_000);
     assert_eq!(r.told(mark), []);
     assert_eq!(r.confirmed(), ["e2e4"]);
+    // The same score ruled a forfeit afterwards: told again, as unplayed.
+    let mark = r.mark();
+    let forfeit = dgt_core::Ruling { result: GameResult::WhiteWins, unplayed: true };
+    r.board.set_ruling(r.now, Some(forfeit)).unwrap();
+    r.pump();
+    assert_eq!(
+        r.told(mark),
+        [Effect::GameEnded { result: GameResult::WhiteWins, reason: EndReason::Unplayed }]
+    );
+    // An arbiter's score replaces it.
+    let mark = r.mark();
+    r.board.set_ruling(r.now, Some("1/2-0".parse().unwrap())).unwrap();
+    r.pump();
+    assert_eq!(
+        r.told(mark),
+        [Effect::GameEnded { result: GameResult::WhiteHalf, reason: EndReason::Operator }]
+    );
     // Cleared: the game goes on from its last confirmed move, and the board shows ...e5.
     let mark = r.mark();
     r.board.set_result(r.now, None).unwrap();

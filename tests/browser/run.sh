@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real-browser tests of the live page (issue 7), the operator's console and the spectators'
-# page (issue 18): builds the host, starts `dgt-relay demo` on a free loopback port with an
+# page (issue 18), and the page's layout at 1366x768 and 390x844 (issue 31, screenshots into
+# docs/): builds the host, starts `dgt-relay demo` on a free loopback port with an
 # admin token of its own, runs live-page.test.mjs then console.test.mjs in Debian's headless
 # Chromium (playwright-core), saves screenshots and reports in tests/browser/artifacts/
 # (ignored by git), and stops the demo.
@@ -37,6 +38,9 @@ if [ ! -x "$chromium" ]; then
 fi
 if command -v fc-list >/dev/null && ! fc-list | grep -qi 'DejaVu Sans'; then
   apt_install fonts-dejavu-core # chess glyphs for the pieces
+fi
+if command -v fc-list >/dev/null && ! fc-list | grep -qi 'Noto Color Emoji'; then
+  apt_install fonts-noto-color-emoji # the federations' flags on the spectators' page
 fi
 command -v node >/dev/null || { echo "node is needed (the machine's Node.js)" >&2; exit 1; }
 (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
@@ -103,7 +107,7 @@ status=0
   export RELAY_URL="$url" RELAY_TOKEN="$token" TRF_FILE="$root/host/tests/data/bbp-issue7.trf" \
     CHROMIUM="$chromium" ARTIFACTS="$artifacts"
   rc=0
-  for file in live-page.test.mjs console.test.mjs; do # in this order: the console changes games
+  for file in live-page.test.mjs layout.test.mjs console.test.mjs; do # in this order: the console changes games
     node "${node_flags[@]}" --test --test-reporter=spec "$file" || rc=1
   done
   exit "$rc") || status=$?

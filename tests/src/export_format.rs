@@ -9,7 +9,8 @@
 //!   `"` (8.1.1, 7).
 //! - The Seven Tag Roster first, in its order (`Event Site Date Round White Black Result`),
 //!   then every other tag in ASCII order by tag name, none twice (8.1.1). `Date` is
-//!   `YYYY.MM.DD` with `?` for unknown digits, `Result` one of the four termination markers.
+//!   `YYYY.MM.DD` with `?` for unknown digits, `Result` one of the four termination markers
+//!   or an arbiter's score as Lichess reads it (`0-0`, `1/2-0`, `0-1/2`).
 //! - Exactly one empty line after the tags and after the movetext (8.1, 8.2.6).
 //! - Movetext lines of less than 80 characters, no leading or trailing space, tokens
 //!   separated by one space (8.2.1); a tag line may not be split, so it is held to the
@@ -17,7 +18,10 @@
 //! - Move numbers: each White move preceded by `N.`, a Black move by `N...` when it is the
 //!   first move or follows a comment (8.2.2.2), numbers counting from the `FEN` tag's
 //!   full-move field; every SAN legal from the start position (8.2.3).
-//! - The game termination marker last, equal to the `Result` tag (8.2.6).
+//! - The game termination marker last, equal to the `Result` tag (8.2.6); `*` after an
+//!   arbiter's score, which the standard has no marker for.
+//! - `Termination "Unplayed"` (a forfeit, as Lichess reads it) only with a result and no
+//!   move.
 //! - `PlyCount`, when present, equal to the number of moves.
 //! - `SetUp "1"` together with `FEN` (9.7).
 //! - `TimeControl` present whenever a comment carries `[%clk` (supplement section 7);
@@ -29,6 +33,13 @@ use shakmaty::{CastlingMode, Chess, Color, Position};
 
 /// The Seven Tag Roster, in order.
 pub const ROSTER: [&str; 7] = ["Event", "Site", "Date", "Round", "White", "Black", "Result"];
+
+/// The standard's game termination markers.
+const MARKERS: [&str; 4] = ["1-0", "0-1", "1/2-1/2", "*"];
+
+/// Arbiters' scores the standard has no marker for, in the `Result` tag as Lichess reads
+/// them; the movetext then ends with `*`.
+pub const ARBITER_SCORES: [&str; 3] = ["0-0", "1/2-0", "0-1/2"];
 
 /// One game as the checker read it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -209,7 +220,8 @@ fn check_tags(g: &CheckedGame, problems: &mut Vec<String>, line: usize) {
         }
     }
     if let Some(r) = g.tag("Result")
-        && !["1-0", "0-1", "1/2-1/2", "*"].contains(&r)
+        && !MARKERS.contains(&r)
+        && !ARBITER_SCORES.contains(&r)
     {
         problems.push(format!("Result {r:?} is not a termination marker"));
     }
@@ -290,8 +302,9 @@ fn check_movetext(g: &mut CheckedGame, text: &str, problems: &mut Vec<String>) {
         }
     }
     let Some((last, body)) = toks.split_last() else { return };
-    let result = g.tag("Result").unwrap_or("");
-    if last != result {
+    let result = g.tag("Result").unwrap_or("").to_owned();
+    let marker = if ARBITER_SCORES.contains(&result.as_str()) { "*" } else { result.as_str() };
+    if last != marker {
         problems.push(format!("the movetext ends with {last:?}, not the Result tag's {result:?}"));
     }
     let mut need_black_number = true;
@@ -353,6 +366,9 @@ fn check_movetext(g: &mut CheckedGame, text: &str, problems: &mut Vec<String>) {
     {
         problems.push(format!("PlyCount {pc} but {} moves", g.moves.len()));
     }
+    if g.tag("Termination") == Some("Unplayed") && (!body.is_empty() || result == "*") {
+        problems.push("an unplayed game has a result and no move".into());
+    }
     if saw_clk && g.tag("TimeControl").is_none() {
         problems.push("moves carry [%clk] but there is no TimeControl tag (supplement 7)".into());
     }
@@ -374,8 +390,17 @@ mod tests {
     }
 
     #[test]
+    fn arbiter_scores_and_unplayed_games_pass() {
+        let score = GOOD.replace("\"1-0\"", "\"1/2-0\"").replace("Qh5 1-0", "Qh5 *");
+        check_ok(&score).unwrap();
+        let unplayed = "[Event \"E\"]\n[Site \"?\"]\n[Date \"????.??.??\"]\n[Round \"1.1\"]\n[White \"W\"]\n\
+            [Black \"B\"]\n[Result \"1-0\"]\n[PlyCount \"0\"]\n[Termination \"Unplayed\"]\n\n1-0\n\n";
+        check_ok(unplayed).unwrap();
+    }
+
+    #[test]
     fn each_rule_is_enforced() {
-        let cases: [(&str, String); 14] = [
+        let cases: [(&str, String); 17] = [
             ("crlf", GOOD.replace('\n', "\r\n")),
             ("order", GOOD.replace("[Board \"2\"]\n[PlyCount \"3\"]", "[PlyCount \"3\"]\n[Board \"2\"]")),
             (
@@ -393,6 +418,9 @@ mod tests {
             ("timecontrol", GOOD.replace("\n[TimeControl \"300+2\"]", "")),
             ("escape", GOOD.replace("A \\\"B\\\"", "A \"B\"")),
             ("illegal", GOOD.replace("Qh5", "Qh6")),
+            ("arbiter score marker", GOOD.replace("\"1-0\"", "\"0-0\"")),
+            ("unknown score", GOOD.replace("\"1-0\"", "\"1-1\"").replace("Qh5 1-0", "Qh5 1-1")),
+            ("unplayed with moves", GOOD.replace("[TimeControl", "[Termination \"Unplayed\"]\n[TimeControl")),
         ];
         for (name, text) in cases {
             assert!(check_ok(&text).is_err(), "{name} passed:\n{text}");

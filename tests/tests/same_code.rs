@@ -59,7 +59,7 @@ async fn relay_effects(wire: &[(u64, Wire)], end_ms: u64, name: &str) -> Vec<(u6
                         let (released, _back) = oneshot::channel();
                         let port =
                             Attached { port_id: 1, path: "offline".into(), io: Box::new(io), link, released };
-                        let _ = tx.send(BoardInput::Attach(port)).await;
+                        let _ = tx.send(BoardInput::Attach(Box::new(port))).await;
                     }
                 });
             }

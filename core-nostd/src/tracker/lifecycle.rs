@@ -117,19 +117,28 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.take_presses_before_the_start(now, sink);
             return;
         }
-        if self.config.chess960 && !self.phys.magic.any() {
-            for (o, b) in self.board_either_way() {
-                if let Some(n) = board::chess960_number(&b) {
-                    let mut setup = Setup::initial();
-                    setup.castling_rights = b.rooks() & Bitboard::BACKRANKS;
-                    setup.board = b;
-                    if let Ok(pos) = Chess::from_setup(setup, CastlingMode::Chess960) {
-                        self.start_game(pos, CastlingMode::Chess960, o, StartKind::Chess960(n), now, sink);
-                        return;
-                    }
+        if let Some((o, pos, n)) = self.chess960_start() {
+            self.start_game(pos, CastlingMode::Chess960, o, StartKind::Chess960(n), now, sink);
+        }
+    }
+
+    /// In a Chess960 event, the 960 start position the board shows (either way round): its
+    /// orientation, position and number.
+    fn chess960_start(&self) -> Option<(Orientation, Chess, u16)> {
+        if !self.config.chess960 || self.phys.magic.any() {
+            return None;
+        }
+        for (o, b) in self.board_either_way() {
+            if let Some(n) = board::chess960_number(&b) {
+                let mut setup = Setup::initial();
+                setup.castling_rights = b.rooks() & Bitboard::BACKRANKS;
+                setup.board = b;
+                if let Ok(pos) = Chess::from_setup(setup, CastlingMode::Chess960) {
+                    return Some((o, pos, n));
                 }
             }
         }
+        None
     }
 
     pub(super) fn try_armed<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
@@ -148,7 +157,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     pub(super) fn try_new_game<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
-        let Some(o) = self.standard_start() else { return false };
+        let Some(o) = self.standard_start() else { return self.try_new_chess960_game(now, sink) };
         let same_start = self.kind == StartKind::Standard && o == self.phys.orientation;
         // The first plies taken back to the start are a takeback while the game's clock
         // runs (or there is none). With the clock stopped after them, the pieces set up
@@ -165,6 +174,19 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return false;
         }
         self.start_game(Chess::default(), CastlingMode::Standard, o, StartKind::Standard, now, sink);
+        true
+    }
+
+    /// In a Chess960 event, a 960 start position set up during a game is the next game,
+    /// unless it is this game's own start before any move (or a move of the game leads
+    /// back to it).
+    fn try_new_chess960_game<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
+        let Some((o, pos, n)) = self.chess960_start() else { return false };
+        let same_start = self.kind == StartKind::Chess960(n) && o == self.phys.orientation;
+        if same_start && (self.confirmed == 0 || self.explains_in_one_ply(&self.phys.board)) {
+            return false;
+        }
+        self.start_game(pos, CastlingMode::Chess960, o, StartKind::Chess960(n), now, sink);
         true
     }
 

@@ -102,7 +102,7 @@ use shakmaty::{
 use crate::board::{PhysBoard, placement_hash};
 use crate::clock::{Clocks, Press};
 use crate::config::Config;
-use crate::event::{ClockState, EndReason, EventSink, GameResult, MoveInfo, StartKind};
+use crate::event::{ClockState, EndReason, EventSink, GameResult, MoveInfo, Ruling, StartKind};
 use crate::fen::FenText;
 
 /// Most provisional plies kept at once; older ones are proven by those that follow.
@@ -609,9 +609,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// Ends the game with a result the operator gives (resignation, agreement, arbiter).
     /// Provisional moves are withdrawn.
     pub fn declare_result<S: EventSink + ?Sized>(&mut self, result: GameResult, sink: &mut S) {
+        self.declare(Ruling::played(result), sink);
+    }
+
+    /// Ends the game as the arbiter rules it: a result, or a forfeit (the game ends with
+    /// [`EndReason::Unplayed`]). Provisional moves are withdrawn.
+    pub fn declare<S: EventSink + ?Sized>(&mut self, ruling: Ruling, sink: &mut S) {
         if self.state == GameState::Active {
             self.retract_to(self.confirmed, sink);
-            self.end_game(result, EndReason::Operator, sink);
+            self.end_game(ruling.result, ruling.reason(), sink);
         }
     }
 

@@ -2,7 +2,7 @@
 //! can fail (the HTTP layer answers each failure with its status: a storage fault is a
 //! 5xx, an operator's mistake a 4xx).
 
-use dgt_core::GameResult;
+use dgt_core::Ruling;
 use tokio::sync::oneshot;
 
 use crate::feed::MoveView;
@@ -17,11 +17,11 @@ pub enum AdminCommand {
     Pairing {
         /// The round the pairing is for.
         round: u32,
-        /// Players.
-        pairing: Pairing,
+        /// Players (boxed: the other commands are small).
+        pairing: Box<Pairing>,
     },
-    /// Sets (or with `None` clears) the result.
-    Result(Option<GameResult>),
+    /// Sets (or with `None` clears) the result: a game's result or a forfeit.
+    Result(Option<Ruling>),
     /// The board is rotated (or not): tracking restarts from the current position.
     Flip,
     /// A new game from this position (standard start when `None`).
@@ -60,8 +60,9 @@ pub type CheckedCorrection = Vec<(MoveView, String)>;
 
 /// What a board task receives.
 pub enum BoardInput {
-    /// An identified port of this board: read and write it from now on.
-    Attach(Attached),
+    /// An identified port of this board: read and write it from now on (boxed: the
+    /// other inputs are small).
+    Attach(Box<Attached>),
     /// A relay box running this board's session: its effects come over the bridge now.
     Bridge(crate::bridge::remote::BridgeAttached),
     /// An operator command, answered when done.

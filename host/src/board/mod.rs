@@ -129,7 +129,7 @@ impl BoardTask {
                 _ = stop.wait() => break,
                 msg = input.recv() => match msg {
                     None => break,
-                    Some(BoardInput::Attach(a)) => self.attach(a),
+                    Some(BoardInput::Attach(a)) => self.attach(*a),
                     Some(BoardInput::Bridge(b)) => self.attach_bridge(b),
                     Some(BoardInput::Admin(cmd, reply)) => {
                         let r = self.admin(cmd).await;
@@ -283,7 +283,7 @@ impl BoardTask {
         }
         match cmd {
             AdminCommand::Pairing { round, pairing } => {
-                self.outputs.set_pairing(round, pairing, &source(&self.session, &self.port)).await;
+                self.outputs.set_pairing(round, *pairing, &source(&self.session, &self.port)).await;
                 self.outputs.publish();
                 return self.outputs.journaled();
             }

@@ -221,10 +221,10 @@ impl Outputs {
             }
             Effect::GameEnded { result, reason } => {
                 let r = Some(result.as_pgn().to_owned());
-                if self.game.as_ref().is_some_and(|g| g.rec.result == r) {
+                let termination = Some(reason.termination().to_owned());
+                if self.game.as_ref().is_some_and(|g| g.rec.result == r && g.rec.termination == termination) {
                     return;
                 }
-                let termination = Some(reason.termination().to_owned());
                 let delta = Delta::Result { board: n, result: r.clone(), termination: termination.clone() };
                 self.commit(Record::Result { result: r, termination }, Some(delta)).await;
             }

@@ -3,7 +3,7 @@
 
 use dgt_bridge::convert::result_wire;
 use dgt_bridge::{Action, GameKey, Up};
-use dgt_core::{GameResult, MoveInfo};
+use dgt_core::{MoveInfo, Ruling};
 use dgt_session::{AdminError, BoardSession, Effect, Link, LinkState, SavedGame};
 
 use super::command::AdminError as BoardError;
@@ -163,11 +163,15 @@ impl Session {
         }
     }
 
-    /// The operator sets or clears the result.
-    pub async fn set_result(&mut self, now: u64, result: Option<GameResult>) -> Result<(), BoardError> {
+    /// The operator rules the game (a result, or a forfeit) or clears its result.
+    pub async fn set_result(&mut self, now: u64, ruling: Option<Ruling>) -> Result<(), BoardError> {
+        let action = match ruling {
+            Some(r) if r.unplayed => Action::SetUnplayed(result_wire(r.result)),
+            r => Action::SetResult(r.map(|r| result_wire(r.result))),
+        };
         match self {
-            Session::Local(s) => Ok(s.set_result(now, result)?),
-            Session::Remote(r) => Ok(r.act(Action::SetResult(result.map(result_wire))).await.map(drop)?),
+            Session::Local(s) => Ok(s.set_ruling(now, ruling)?),
+            Session::Remote(r) => Ok(r.act(action).await.map(drop)?),
         }
     }
 

@@ -86,16 +86,27 @@ pub(super) struct RoundQuery {
     round: u32,
 }
 
-/// `POST /api/admin/pairings/trf?round=N`, the body a TRF-16 report (UTF-8 or
-/// Windows-1252): that round's pairings become the relay's. 422 with the line and column of what is wrong in the report.
+/// `POST /api/admin/pairings/trf?round=N`, the body a TRF-16 or TRF-26 report (UTF-8 or
+/// Windows-1252): that round's pairings become the relay's, with the players' teams (`310`)
+/// and the event's time control (`222`). 422 with the line and column of what is wrong in the report.
 pub(super) async fn upload_trf(
     State(relay): State<Arc<Relay>>,
     Query(q): Query<RoundQuery>,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
     check_round(q.round)?;
-    let boards = Trf::parse_bytes(&body)?.pairings(q.round)?;
+    let trf = Trf::parse_bytes(&body)?;
+    let boards = trf.pairings(q.round)?;
     check_board_count(boards.len())?;
+    // A TRF-26 report's time control (222) is the event's from now on.
+    // Its tie-breaks (202, 212) go to tournament.json.
+    {
+        let mut t = relay.tournament.lock();
+        if let Some(tc) = trf.trf26.time_control.as_ref().and_then(|tc| tc.pgn()) {
+            t.event.time_control = Some(tc);
+        }
+        t.event.tie_breaks = [trf.trf26.tie_breaks.clone(), trf.trf26.standings.clone()];
+    }
     tracing::info!(round = q.round, boards = boards.len(), "pairings from a TRF report");
     let list: Vec<Value> = boards
         .iter()
@@ -122,7 +133,7 @@ pub(super) async fn set_result(
     Json(body): Json<ResultBody>,
 ) -> Result<Json<Value>, ApiError> {
     let result = match body.result {
-        Some(given) => match given.parse::<dgt_core::GameResult>() {
+        Some(given) => match given.parse::<dgt_core::Ruling>() {
             Ok(r) => Some(r),
             Err(error) => return Err(ApiError::Result { given, error }),
         },
