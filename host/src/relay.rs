@@ -414,6 +414,30 @@ impl Relay {
         self.tell_boards(round, changed).await
     }
 
+    /// Starts round `round`: its pairings (or, when it has none, the current round's) go
+    /// to the boards, whose next game belongs to it, and the push follows it. Returns what
+    /// the boards refused.
+    pub async fn start_round(&self, round: u32) -> Vec<String> {
+        let stored = self.tournament.lock().round(round).map(|r| r.pairings.clone()).unwrap_or_default();
+        if stored.is_empty() {
+            self.merge_pairings(Some(round), Vec::new()).await.1
+        } else {
+            self.replace_pairings(round, stored.into_iter().collect()).await
+        }
+    }
+
+    /// The live round's boards whose game has no result: board, players and move count,
+    /// for the operator to decide on before the round is finished.
+    pub fn unfinished_games(&self) -> Vec<(u32, Pairing, usize)> {
+        let live = self.tournament.lock().live_round();
+        self.hub
+            .boards()
+            .into_iter()
+            .filter(|b| b.round == live && b.result.is_none() && !b.moves.is_empty())
+            .map(|b| (b.board, b.pairing, b.moves.len()))
+            .collect()
+    }
+
     /// Tells the connected boards their players in round `round`; returns their refusals.
     async fn tell_boards(&self, round: u32, changed: BTreeMap<u32, Pairing>) -> Vec<String> {
         self.hub.set_round(round);
