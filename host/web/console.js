@@ -18,7 +18,13 @@ const TOKEN_KEY = 'dgt-relay-admin-token';
 const ADMIN_POLL_MS = 5000;
 const PUSH_POLL_MS = 10000;
 
-const state = new FeedState();
+// The feed shows spectators' state, which a broadcast delay holds back. The operator sees the
+// truth: while a delay is set, the board table and actions read the live boards of
+// GET /api/admin/boards (polled every second) instead.
+const feedState = new FeedState();
+const operatorState = new FeedState();
+let state = feedState;
+const LIVE_POLL_MS = 1000;
 const ui = {
   ports: new Map(), // board -> port, from /api/admin/boards
   selected: null, // board number shown in the detail panel
@@ -26,6 +32,7 @@ const ui = {
   event: null,
   checked: null, // { board, from_ply, moves: 'text' } of the last correction that passed the check
   rounds: null, // GET /api/admin/rounds: { live, rounds: [{ round, state, lichess_round, pairings }] }
+  delay: 0, // the broadcast delay, seconds (GET /api/admin/delay)
 };
 
 // ---------------------------------------------------------------------------------------
@@ -82,6 +89,7 @@ async function signIn(candidate) {
   $('login').hidden = true;
   $('app').hidden = false;
   $('sign-out').hidden = false;
+  $('delay-form').hidden = false;
   startLive();
   return true;
 }
@@ -92,6 +100,7 @@ function signOut(why) {
   $('login').hidden = false;
   $('app').hidden = true;
   $('sign-out').hidden = true;
+  $('delay-form').hidden = true;
   setText($('login-error'), why || '');
   $('token').value = '';
 }
@@ -101,10 +110,18 @@ function signOut(why) {
 
 function takeAdminBoards(data) {
   if (!data || !Array.isArray(data.boards)) return;
+  if (ui.delay > 0) {
+    // The live boards, whole: the operator's view is never delayed.
+    operatorState.applySnapshot({ seq: feedState.seq ?? 0, boards: data.boards, alerts: data.alerts });
+    state = operatorState;
+  } else {
+    state = feedState;
+  }
   for (const b of data.boards.slice(0, 1000)) {
     const n = uint(b && b.board);
     if (n !== null) ui.ports.set(n, str(b.port, 300));
   }
+  renderPorts(Array.isArray(data.ports) ? data.ports : []);
   // Relay-wide alerts with their paths (the feed's copies have them redacted).
   if (Array.isArray(data.alerts) && state.seq !== null) {
     const full = new Map(data.alerts.map(asAlert).filter((a) => a && a.id !== null).map((a) => [a.id, a]));
@@ -121,6 +138,39 @@ async function pollAdmin() {
   const r = await api('GET', 'boards');
   if (r.ok) takeAdminBoards(r.data);
   loadRounds();
+}
+
+/** Polls the live boards: every second while a delay holds the feed back, else every 5 s. */
+async function pollLoop() {
+  await loadDelay();
+  await pollAdmin();
+  setTimeout(pollLoop, ui.delay > 0 ? LIVE_POLL_MS : ADMIN_POLL_MS);
+}
+
+async function loadDelay() {
+  const r = await api('GET', 'delay');
+  if (!r.ok || !r.data) return;
+  ui.delay = uint(r.data.delay_s) ?? 0;
+  showDelay();
+}
+
+function showDelay() {
+  const input = $('delay-s');
+  if (document.activeElement !== input) input.value = String(ui.delay);
+  document.body.dataset.delay = String(ui.delay);
+  setText($('delay-note'), ui.delay > 0 ? `spectators see the games ${ui.delay} s late; this console is live` : 'no delay');
+}
+
+async function setDelay(ev) {
+  ev.preventDefault();
+  const seconds = Number($('delay-s').value);
+  const r = await api('PUT', 'delay', { delay_s: seconds });
+  showAnswer($('delay-answer'), r, `Delay set to ${seconds} s.`);
+  if (r.ok) {
+    ui.delay = uint(r.data && r.data.delay_s) ?? seconds;
+    showDelay();
+    pollAdmin();
+  }
 }
 
 async function pollPush() {
@@ -147,6 +197,28 @@ async function loadEvent() {
   if (!trf.value && ui.event.round) trf.value = String(ui.event.round);
 }
 
+const PORT_STATES = {
+  opening: 'opening…',
+  not_found: 'not found',
+  permission_denied: 'permission denied: add the relay’s user to the dialout group',
+  unopenable: 'cannot be opened',
+  active: 'active',
+  not_responding: 'not responding',
+};
+
+/** Every port the relay opens, with its state (GET /api/admin/boards). */
+function renderPorts(ports) {
+  const items = ports.slice(0, 1000).map((p) => {
+    const li = el('li', 'port');
+    li.dataset.state = str(p.state, 40) || '';
+    li.append(el('code', null, str(p.path, 300) || '?'), el('span', 'port-state', ` ${PORT_STATES[p.state] || p.state}`));
+    if (p.detail) li.append(el('span', 'muted', ` (${str(p.detail, 300)})`));
+    return li;
+  });
+  $('ports').replaceChildren(...items);
+  if (!items.length) $('ports').append(el('li', 'muted', 'No port is configured (boards come by discovery or the demo).'));
+}
+
 // ---------------------------------------------------------------------------------------
 // Rounds.
 
@@ -166,7 +238,8 @@ function renderRounds() {
   const data = ui.rounds;
   if (!data) return;
   // Not while the operator types a Lichess round id: the row would be redrawn under them.
-  if ($('rounds-body').contains(document.activeElement)) return;
+  const typing = document.activeElement;
+  if (typing && typing.tagName === 'INPUT' && $('rounds-body').contains(typing)) return;
   const live = roundOf(data.live);
   setText($('rounds-summary'), live ? `round ${live.round} ${live.state === 'live' ? 'is live' : 'is finished'}` : '');
   const rowsOut = data.rounds.slice(0, 999).map((r) => {
@@ -859,7 +932,7 @@ let live = false;
 function startLive() {
   if (live) return;
   live = true;
-  const feed = new FeedClient(state, {
+  const feed = new FeedClient(feedState, {
     onChange: () => {
       if (!$('pairings-body').children.length) fillPairings();
       render();
@@ -875,7 +948,7 @@ function startLive() {
   loadEvent();
   loadRounds();
   pollPush();
-  setInterval(pollAdmin, ADMIN_POLL_MS);
+  pollLoop();
   setInterval(pollPush, PUSH_POLL_MS);
   // Clocks and the open alerts' times.
   setInterval(() => {
@@ -909,6 +982,7 @@ function start() {
     $('pairings-body').append(pairingRow(Math.max(0, ...used) + 1, null));
   });
   $('trf-form').addEventListener('submit', loadTrf);
+  $('delay-form').addEventListener('submit', setDelay);
   $('round-add').addEventListener('submit', (ev) => {
     ev.preventDefault();
     startRound(Number($('round-number').value));

@@ -1225,7 +1225,11 @@ fn a_magic_piece_that_stands_ends_the_game_with_an_alert_saying_how_to_undo_it()
     assert_eq!(a.level, AlertLevel::Warning);
     assert_eq!(a.squares, [Square::D4]);
     assert!(a.message.contains("magic piece (0F) on d4"), "{}", a.message);
-    assert!(a.message.contains("0-1") && a.message.contains("/api/admin/boards/1/result"), "{}", a.message);
+    assert!(
+        a.message.contains("0-1") && a.message.contains("open board 1, choose \"no result (clear)\""),
+        "{}",
+        a.message
+    );
 }
 
 #[test]

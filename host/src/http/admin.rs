@@ -20,11 +20,23 @@ fn ok() -> Json<Value> {
     Json(json!({ "ok": true }))
 }
 
-/// `GET /api/admin/boards`: every board whole (ports included) and the relay-wide alerts.
+/// `GET /api/admin/boards`: every board whole (ports included), the relay-wide alerts, and
+/// every port the relay opens with its state (`opening`, `not_found`, `permission_denied`,
+/// `unopenable`, `active`, `not_responding`).
 pub(super) async fn boards(State(relay): State<Arc<Relay>>) -> Json<Value> {
+    let ports: Vec<Value> = relay
+        .port_states()
+        .into_iter()
+        .map(|(path, state)| {
+            let mut v = serde_json::to_value(state).unwrap_or_else(|_| json!({}));
+            v["path"] = json!(path);
+            v
+        })
+        .collect();
     Json(json!({
         "boards": relay.hub.boards(),
         "alerts": relay.hub.admin_relay_alerts(),
+        "ports": ports,
     }))
 }
 

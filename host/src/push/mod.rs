@@ -455,7 +455,7 @@ impl Pusher {
                         self.alert(
                             a.board(),
                             AlertLevel::Error,
-                            format!("Lichess refused {name}: {e}. Correct the game (admin API) to have it published."),
+                            format!("Lichess refused {name}: {e}. In the console, open the board and correct the game (or its players in Pairings) to have it published."),
                         );
                     }
                     refused_now.insert(name, e.clone());
