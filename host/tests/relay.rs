@@ -364,7 +364,11 @@ fn admin_calls_need_the_token_and_bodies_are_bounded() {
     let message = alert.as_ref().and_then(|a| a["message"].as_str()).unwrap_or_default();
     assert!(message.contains("/dev/ttyUSB-absent-for-test cannot be opened: it does not exist"), "{v}");
     let health = relay.json("/health");
-    assert_eq!((health["status"].as_str(), health["ports_down"].as_u64()), (Some("degraded"), Some(1)), "{health}");
+    assert_eq!(
+        (health["status"].as_str(), health["ports_down"].as_u64()),
+        (Some("degraded"), Some(1)),
+        "{health}"
+    );
     // Reads need no token.
     let (status, _) = relay.get("/api/boards");
     assert_eq!(status, 200);

@@ -717,6 +717,9 @@ class Detail {
     }
     if (!this.confirmAction(`correct (${this.checkOut.dataset.removes || ''})`)) return;
     setText(this.answer, '…');
+    // The line it replaces, for an undo (the journal keeps it too: it only appends).
+    const e = state.boards.get(this.n);
+    const replaced = e ? e.view.moves.filter((m) => m.ply >= c.from_ply).map((m) => m.uci) : [];
     const r = await api('POST', `boards/${this.n}/correct`, c);
     showAnswer(this.answer, r, `Corrected from ply ${c.from_ply}.`);
     if (r.ok) {
@@ -724,8 +727,28 @@ class Detail {
       this.corrMoves.value = '';
       this.uncheck();
       this.movesKey = '';
+      this.offerUndo({ from_ply: c.from_ply, moves: replaced });
     }
     pollAdmin();
+  }
+
+  /** After a correction: a button that puts back the line it replaced (moves, not their clock times). */
+  offerUndo(line) {
+    if (this.undoButton) this.undoButton.remove();
+    const b = this.button(`Undo: put back the ${line.moves.length} move${line.moves.length === 1 ? '' : 's'} it replaced`, 'button', 'undo-correction');
+    b.addEventListener('click', async () => {
+      if (!this.confirmAction(`undo the correction (the moves from ply ${line.from_ply} on are replaced by the ${line.moves.length} it removed) of`)) return;
+      const r = await api('POST', `boards/${this.n}/correct`, line);
+      showAnswer(this.answer, r, `Correction undone: the ${line.moves.length} moves from ply ${line.from_ply} are back.`);
+      if (r.ok) {
+        b.remove();
+        this.undoButton = null;
+        this.movesKey = '';
+      }
+      pollAdmin();
+    });
+    this.undoButton = b;
+    this.answer.after(b);
   }
 
   renderMoves(v, force) {
@@ -900,7 +923,9 @@ async function loadTrf(ev) {
   const r = await api('POST', `pairings/trf?round=${round}${start ? '' : '&start=false'}`, bytes, 'text/plain');
   const n = r.ok && r.data && Array.isArray(r.data.boards) ? r.data.boards.length : 0;
   const kept = r.ok && r.data && r.data.started === false;
-  showAnswer(answer, r, `Round ${round} loaded from ${file.name}: ${n} boards paired${kept ? `; start round ${round} in Rounds to put them on the boards` : ''}.`);
+  const d = r.ok && r.data ? r.data : {};
+  const about = [str(d.event, 200), [str(d.start_date, 20), str(d.end_date, 20)].filter(Boolean).join(' to ')].filter(Boolean).join(', ');
+  showAnswer(answer, r, `Round ${round} loaded from ${file.name}${about ? ` (${about})` : ''}: ${n} boards paired${kept ? `; start round ${round} in Rounds to put them on the boards` : ''}.`);
   if (r.ok) {
     loadEvent();
     await loadRounds();

@@ -647,7 +647,10 @@ fn a_stopped_clock_alerts_only_while_the_game_is_live() {
     assert!(at >= stopped + pause && at <= stopped + pause + 1, "paused at {at}, stopped at {stopped}");
     let alert = r.alert(AlertCode::ClockPaused);
     assert_eq!(alert.level, AlertLevel::Warning);
-    assert!(alert.message.contains("board 1") && alert.message.contains("set the result"), "{alert:?}");
+    assert!(
+        alert.message.contains("board 1") && alert.message.contains("set its result in the console"),
+        "{alert:?}"
+    );
     // Raised once.
     r.wait(pause * 2);
     assert_eq!(r.alerts_of(&CLOCK_PAUSE), [AlertCode::ClockPaused]);

@@ -275,6 +275,18 @@ test('console: set a result, flip a board, correct a move after a legality check
     return b.moves[0]?.uci === right ? b : null;
   });
   assert.equal(corrected.moves.length, 1, 'the moves after it are gone');
+  // Undo puts the replaced line back; the correction is then made again, so that the
+  // board's real moves disagree with it for the next test.
+  await page.click('#undo-correction');
+  assert.match(await answer(page, '#action-answer'), /Correction undone/);
+  assert.match(page.dialogs.at(-1), /^Undo the correction .* board 3 \(/);
+  await until('the old line back', 5000, async () => (await adminBoard(3)).moves[0]?.uci === first?.uci);
+  await page.click('#pick-moves li[data-ply="1"]');
+  await page.fill('#correct-moves', right);
+  await page.click('#check-correction');
+  await page.waitForSelector('#check-out[data-ok="true"]');
+  await page.click('#send-correction');
+  await until('the correction made again', 5000, async () => (await adminBoard(3)).moves[0]?.uci === right);
   await shots(page, 'console-board');
   assert.deepEqual(page.errors, []);
 });

@@ -180,7 +180,7 @@ before(async () => {
 
 after(async () => {
   if (browser) await browser.close();
-  if (relay) {
+  if (relay && relay.exitCode === null && relay.signalCode === null) {
     relay.kill('SIGTERM');
     await new Promise((r) => relay.once('exit', r));
   }
@@ -223,6 +223,7 @@ test('a 3-round event from the console alone: TRF, start, results, finish, next 
     await page.fill('#trf-round', String(round));
     await page.click('#trf-form button[type=submit]');
     await page.waitForSelector(`#trf-answer:has-text("Round ${round} loaded")`);
+    assert.match(await page.textContent('#trf-answer'), /\(Console Club Open, 2026\/11\/27 to 2026\/11\/29\)/, "the report's event name and dates");
     const expected = expectedGames(round);
     const formGames = async () => {
       const out = [];
@@ -379,4 +380,22 @@ test('a configured port that cannot be opened is shown in the console, alerted, 
   assert.equal((await (await fetch(`${url}/health`)).json()).status, 'degraded');
   await page.screenshot({ path: path.join(ARTIFACTS, 'event-ports.png'), fullPage: true });
   assert.deepEqual(errors, []);
+});
+
+test('after a stop the data folder is true: no game live in tournament.json, federations in index.json', async () => {
+  relay.kill('SIGTERM');
+  await new Promise((r) => relay.once('exit', r));
+  const data = path.join(dir, 'data');
+  const t = JSON.parse(fs.readFileSync(path.join(data, 'tournament.json'), 'utf8'));
+  assert.equal(t.name, 'Console Club Open');
+  assert.ok(t.rounds.length >= 3, JSON.stringify(t));
+  assert.deepEqual(t.rounds.map((r) => r.live), t.rounds.map(() => 0), `nothing is live after the stop: ${JSON.stringify(t)}`);
+  const index = JSON.parse(fs.readFileSync(path.join(data, 'round-2', 'index.json'), 'utf8'));
+  const fed = new Map(PLAYERS.map(([, , name, , f]) => [name, f]));
+  for (const p of index.pairings) {
+    for (const side of ['white', 'black']) {
+      const name = `${p[side].lname}, ${p[side].fname}`;
+      assert.equal(p[side].federation, fed.get(name), `${name}'s federation in round-2/index.json`);
+    }
+  }
 });

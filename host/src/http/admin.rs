@@ -138,7 +138,15 @@ pub(super) async fn upload_trf(
         relay.tournament.lock().round_mut(q.round).pairings = pairings.collect();
         relay.store.touch();
     }
-    Ok(Json(json!({ "ok": true, "round": q.round, "started": started, "event": event, "boards": list })))
+    Ok(Json(json!({
+        "ok": true,
+        "round": q.round,
+        "started": started,
+        "event": event,
+        "start_date": trf.start_date,
+        "end_date": trf.end_date,
+        "boards": list,
+    })))
 }
 
 #[derive(Deserialize)]
