@@ -332,7 +332,7 @@ test('with a broadcast delay the console stays live: the delay is shown and chan
   assert.match(await page.textContent('#delay-note'), /spectators see the games 45 s late; this console is live/);
   // Spectators fall behind; the console's table shows the moves the relay has now.
   const behind = await until('a board whose spectators are behind by two moves', 120000, async () => {
-    const pub = (await (await fetch(`${url}/api/boards`)).json()).boards;
+    const pub = (await (await fetch(`${url}/api/boards`)).json());
     const live = await adminBoards();
     return live.find((b) => {
       const p = pub.find((x) => x.board === b.board);
@@ -342,7 +342,7 @@ test('with a broadcast delay the console stays live: the delay is shown and chan
   await until(`board ${behind.board}'s live move count in the console`, 10000, async () => {
     const now = (await adminBoards()).find((b) => b.board === behind.board);
     const shown = await page.textContent(`#boards-body tr[data-board="${behind.board}"] td.moves`);
-    const pub = (await (await fetch(`${url}/api/boards`)).json()).boards.find((b) => b.board === behind.board);
+    const pub = (await (await fetch(`${url}/api/boards`)).json()).find((b) => b.board === behind.board);
     return shown.split(' ')[0] === String(now.moves.length) && now.moves.length > pub.moves.length;
   }, 300);
   await page.screenshot({ path: path.join(ARTIFACTS, 'event-delay.png'), fullPage: true });
