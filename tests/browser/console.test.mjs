@@ -229,8 +229,8 @@ test('console: set a result, flip a board, correct a move after a legality check
   const before1 = await adminBoard(1);
   const result = before1.result === '1-0' ? '0-1' : '1-0';
   await openBoard(page, 1);
-  await page.selectOption('#result-select', result);
   assert.equal(await page.inputValue('#result-select'), '', 'no result is chosen by default');
+  await page.selectOption('#result-select', result);
   await page.click('#set-result');
   assert.match(await answer(page, '#action-answer'), new RegExp(`Result ${result} set`));
   assert.match(page.dialogs.at(-1), new RegExp(`^Set the result ${result} of board 1 \\(.+ – .+, \\d+ moves?\\)\\?$`));

@@ -323,13 +323,13 @@ test('with a broadcast delay the console stays live: the delay is shown and chan
   await page.click('#login-form button[type=submit]');
   await page.waitForSelector('#app:not([hidden])');
   await page.waitForSelector('body[data-delay="0"]');
-  await page.fill('#delay-s', '45');
+  await page.fill('#delay-s', '15');
   await page.click('#delay-form button[type=submit]');
-  await page.waitForSelector('#delay-answer:has-text("Delay set to 45 s")');
-  await page.waitForSelector('body[data-delay="45"]');
+  await page.waitForSelector('#delay-answer:has-text("Delay set to 15 s")');
+  await page.waitForSelector('body[data-delay="15"]');
   const r = await fetch(`${url}/api/admin/delay`, { headers: { authorization: `Bearer ${TOKEN}` } });
-  assert.equal((await r.json()).delay_s, 45);
-  assert.match(await page.textContent('#delay-note'), /spectators see the games 45 s late; this console is live/);
+  assert.equal((await r.json()).delay_s, 15);
+  assert.match(await page.textContent('#delay-note'), /spectators see the games 15 s late; this console is live/);
   // Spectators fall behind; the console's table shows the moves the relay has now.
   const behind = await until('a board whose spectators are behind by two moves', 120000, async () => {
     const pub = (await (await fetch(`${url}/api/boards`)).json());
