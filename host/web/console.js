@@ -738,6 +738,7 @@ class Detail {
     const b = this.button(`Undo: put back the ${line.moves.length} move${line.moves.length === 1 ? '' : 's'} it replaced`, 'button', 'undo-correction');
     b.addEventListener('click', async () => {
       if (!this.confirmAction(`undo the correction (the moves from ply ${line.from_ply} on are replaced by the ${line.moves.length} it removed) of`)) return;
+      setText(this.answer, '…');
       const r = await api('POST', `boards/${this.n}/correct`, line);
       showAnswer(this.answer, r, `Correction undone: the ${line.moves.length} moves from ply ${line.from_ply} are back.`);
       if (r.ok) {

@@ -278,7 +278,7 @@ test('console: set a result, flip a board, correct a move after a legality check
   // Undo puts the replaced line back; the correction is then made again, so that the
   // board's real moves disagree with it for the next test.
   await page.click('#undo-correction');
-  assert.match(await answer(page, '#action-answer'), /Correction undone/);
+  await page.waitForSelector('#action-answer:has-text("Correction undone")');
   assert.match(page.dialogs.at(-1), /^Undo the correction .* board 3 \(/);
   await until('the old line back', 5000, async () => (await adminBoard(3)).moves[0]?.uci === first?.uci);
   await page.click('#pick-moves li[data-ply="1"]');
