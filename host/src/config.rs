@@ -452,6 +452,9 @@ impl Config {
             cfg.chess960 = ev.chess960;
         }
         cfg.tournament = Tournament::new(event, round);
+        for (r, id) in cfg.lichess.as_ref().map(|l| l.rounds.clone()).unwrap_or_default() {
+            cfg.tournament.round_mut(r).lichess_round = Some(id);
+        }
         if raw.board.len() > MAX_BOARDS {
             let error = Invalid::TooMany { what: "boards", max: MAX_BOARDS };
             return Err(ConfigError::InFile { path: name.to_owned(), error });

@@ -89,10 +89,19 @@ impl Demo {
                 .name(format!("demo board {number}"))
                 .spawn(move || {
                     let mut k = i as usize;
+                    // The players the demo gave this board last: once the operator pairs the
+                    // board (by hand, from a report, by starting a round), theirs stay.
+                    let mut given = Pairing::default();
                     while !stop.load(Ordering::Relaxed) && !games.is_empty() {
                         let game = &games[k % games.len()];
                         let pairing = Pairing { white: player(game, "White"), black: player(game, "Black") };
-                        tournament.lock().set_pairing(number, pairing);
+                        {
+                            let mut t = tournament.lock();
+                            if t.pairing(number) == given {
+                                t.set_pairing(number, pairing.clone());
+                                given = pairing;
+                            }
+                        }
                         // Games end as broadcasts see them end: checkmate and stalemate on
                         // the board, any other result with the kings in the centre.
                         let plan = PlanOptions {

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use crate::shutdown::Listener;
 use crate::store::{Store, StoreError, write_atomic};
-use crate::tournament::{Event, SharedTournament};
+use crate::tournament::{Event, Pairing, Player, SharedTournament};
 
 /// The tags of each game of a round's PGN (a game starts at a tag line after an empty line).
 pub fn game_tags(round_pgn: &str) -> Vec<BTreeMap<String, String>> {
@@ -55,7 +55,7 @@ pub fn game_tags(round_pgn: &str) -> Vec<BTreeMap<String, String>> {
 }
 
 /// A player in LiveChess's form: "Last, First" split into `lname` and `fname`.
-fn player(tags: &BTreeMap<String, String>, side: &str) -> Value {
+fn player(tags: &BTreeMap<String, String>, side: &str, paired: Option<&Player>) -> Value {
     let name = tags.get(side).map_or("", String::as_str);
     let (lname, fname) = match name.split_once(',') {
         Some((l, f)) => (l.trim(), Some(f.trim())),
@@ -67,27 +67,42 @@ fn player(tags: &BTreeMap<String, String>, side: &str) -> Value {
         "mname": null,
         "lname": lname,
         "title": tag("Title"),
-        "federation": tag("Fed"),
+        // PGN has no federation tag: the round's pairing gives it.
+        "federation": tag("Fed").or_else(|| paired.and_then(|p| p.federation.clone())),
         "gender": null,
         "fideid": tag("FideId").and_then(|id| id.parse::<u64>().ok()),
         "team": tag("Team"),
     })
 }
 
-fn is_live(tags: &BTreeMap<String, String>) -> bool {
-    tags.get("Result").is_none_or(|r| r == "*") && tags.get("PlyCount").is_some_and(|p| p != "0")
+/// A game being played and relayed: no result, some moves, and a relay running (after it
+/// stops, nothing is live).
+fn is_live(tags: &BTreeMap<String, String>, relaying: bool) -> bool {
+    relaying && tags.get("Result").is_none_or(|r| r == "*") && tags.get("PlyCount").is_some_and(|p| p != "0")
 }
 
-/// `round-N/index.json` of a round's PGN.
-pub fn index_json(round_pgn: &str) -> Value {
+/// What the data folder's JSON files are written from, besides the PGN.
+#[derive(Clone, Debug, Default)]
+pub struct ExportContext {
+    /// `name`, `id`, `location`, and a TRF-26 report's tie-breaks.
+    pub event: Event,
+    /// Each round's pairings by board: what PGN does not carry (federations).
+    pub pairings: BTreeMap<u32, BTreeMap<u32, Pairing>>,
+    /// The relay runs: false for the last writing at a stop, so that no game stays "live".
+    pub relaying: bool,
+}
+
+/// `round-N/index.json` of a round's PGN, with the round's pairings by board.
+pub fn index_json(round_pgn: &str, pairings: Option<&BTreeMap<u32, Pairing>>, relaying: bool) -> Value {
     let pairings: Vec<Value> = game_tags(round_pgn)
         .iter()
         .map(|t| {
+            let paired = t.get("Board").and_then(|b| b.parse::<u32>().ok()).and_then(|b| pairings?.get(&b));
             json!({
-                "white": player(t, "White"),
-                "black": player(t, "Black"),
+                "white": player(t, "White", paired.map(|p| &p.white)),
+                "black": player(t, "Black", paired.map(|p| &p.black)),
                 "result": t.get("Result").map_or("*", String::as_str),
-                "live": is_live(t),
+                "live": is_live(t, relaying),
             })
         })
         .collect();
@@ -96,12 +111,12 @@ pub fn index_json(round_pgn: &str) -> Value {
 
 /// `tournament.json`: the event and, for rounds 1 to the last, their game and live counts;
 /// with a TRF-26 report's tie-breaks, `tiebreaks` (`202`) and `standings` (`212`).
-pub fn tournament_json(event: &Event, rounds: &BTreeMap<u32, String>) -> Value {
+pub fn tournament_json(event: &Event, rounds: &BTreeMap<u32, String>, relaying: bool) -> Value {
     let last = rounds.keys().next_back().copied().unwrap_or(0);
     let list: Vec<Value> = (1..=last)
         .map(|r| {
             let tags = rounds.get(&r).map(|t| game_tags(t)).unwrap_or_default();
-            json!({ "count": tags.len(), "live": tags.iter().filter(|t| is_live(t)).count() })
+            json!({ "count": tags.len(), "live": tags.iter().filter(|t| is_live(t, relaying)).count() })
         })
         .collect();
     let mut out = json!({ "id": event.name, "name": event.name, "location": event.site, "rounds": list });
@@ -114,18 +129,18 @@ pub fn tournament_json(event: &Event, rounds: &BTreeMap<u32, String>) -> Value {
 }
 
 /// Writes `tournament.json` and every round's `index.json` under `root`.
-pub fn write_export(store: &Store, event: &Event, root: &Path) -> Result<(), StoreError> {
+pub fn write_export(store: &Store, ctx: &ExportContext, root: &Path) -> Result<(), StoreError> {
     let mut rounds = BTreeMap::new();
     for r in store.rounds() {
         if let Some(text) = store.round_pgn(r) {
             let dir = root.join(format!("round-{r}"));
             std::fs::create_dir_all(&dir).map_err(|source| StoreError::Io { path: dir.clone(), source })?;
-            let index = serde_json::to_string_pretty(&index_json(&text))?;
+            let index = serde_json::to_string_pretty(&index_json(&text, ctx.pairings.get(&r), ctx.relaying))?;
             write_atomic(&dir.join("index.json"), &(index + "\n"))?;
             rounds.insert(r, text);
         }
     }
-    let t = serde_json::to_string_pretty(&tournament_json(event, &rounds))?;
+    let t = serde_json::to_string_pretty(&tournament_json(&ctx.event, &rounds, ctx.relaying))?;
     write_atomic(&root.join("tournament.json"), &(t + "\n"))
 }
 
@@ -146,9 +161,16 @@ pub async fn run_export(store: Arc<Store>, tournament: SharedTournament, mut sto
             }
         }
         changes.borrow_and_update();
-        let event = tournament.lock().event.clone();
+        let ctx = {
+            let t = tournament.lock();
+            ExportContext {
+                event: t.event.clone(),
+                pairings: t.rounds().map(|r| (r.number, r.pairings.clone())).collect(),
+                relaying: !stopping,
+            }
+        };
         let s = Arc::clone(&store);
-        let result = tokio::task::spawn_blocking(move || write_export(&s, &event, s.root())).await;
+        let result = tokio::task::spawn_blocking(move || write_export(&s, &ctx, s.root())).await;
         match result {
             Ok(Err(e)) => tracing::warn!(error = %e, "cannot write tournament.json / index.json"),
             Err(e) => tracing::warn!(error = %e, "export task failed"),
@@ -170,7 +192,15 @@ mod tests {
                    [PlyCount \"3\"]\n[WhiteFed \"NOR\"]\n[WhiteFideId \"1503014\"]\n[WhiteTeam \"Norway\"]\n\
                    [WhiteTitle \"GM\"]\n\n1. e4 e5 2. Nf3 *\n\n\
                    [Event \"E\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"1-0\"]\n[PlyCount \"1\"]\n\n1. e4 1-0\n\n";
-        let index = index_json(pgn);
+        let fed = Pairing {
+            white: Player { federation: Some("NOR".into()), ..Player::default() },
+            ..Pairing::default()
+        };
+        let index = index_json(
+            pgn.replace("[White \"Carlsen", "[Board \"1\"]\n[White \"Carlsen").as_str(),
+            Some(&BTreeMap::from([(1, fed)])),
+            true,
+        );
         let p = &index["pairings"];
         assert_eq!(p[0]["white"]["lname"], "Carlsen");
         assert_eq!(p[0]["white"]["fname"], "Magnus");
@@ -186,12 +216,19 @@ mod tests {
         assert_eq!((p[1]["result"].as_str(), p[1]["live"].as_bool()), (Some("1-0"), Some(false)));
         let rounds = BTreeMap::from([(2, pgn.to_owned())]);
         let mut event = Event { name: "E".into(), site: "S".into(), ..Event::default() };
-        let t = tournament_json(&event, &rounds);
+        let t = tournament_json(&event, &rounds, true);
         assert_eq!(t["rounds"], json!([{"count": 0, "live": 0}, {"count": 2, "live": 1}]));
+        let stopped = tournament_json(&event, &rounds, false);
+        assert_eq!(
+            stopped["rounds"],
+            json!([{"count": 0, "live": 0}, {"count": 2, "live": 0}]),
+            "after a stop"
+        );
+        assert_eq!(index_json(pgn, None, false)["pairings"][0]["live"], false);
         assert_eq!((t["id"].as_str(), t["name"].as_str()), (Some("E"), Some("E")));
         assert!(t.get("tiebreaks").is_none());
         event.tie_breaks = [vec!["BH/C1".into(), "SB".into()], vec!["PTS".into(), "BH/C1".into()]];
-        let t = tournament_json(&event, &rounds);
+        let t = tournament_json(&event, &rounds, true);
         assert_eq!((&t["tiebreaks"], &t["standings"]), (&json!(["BH/C1", "SB"]), &json!(["PTS", "BH/C1"])));
     }
 }

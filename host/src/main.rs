@@ -83,6 +83,10 @@ enum Cmd {
         /// publishing to one NATS stream need distinct board numbers.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=900))]
         first_board: u32,
+        /// A TOML configuration file (token, delay, `[event]`, `[lichess]`...); the demo adds
+        /// its boards to it.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -243,7 +247,7 @@ fn main() -> anyhow::Result<()> {
             run(cfg, clock, None, Some(dgt_relay::nats::edge::EdgeOptions { nats: settings, event }))
         }
         #[cfg(feature = "demo")]
-        Cmd::Demo { boards, speed, games, first_board, common } => {
+        Cmd::Demo { boards, speed, games, first_board, config, common } => {
             if !(speed > 0.0 && speed <= 1000.0) {
                 bail!("--speed must be between 0 and 1000");
             }
@@ -251,20 +255,25 @@ fn main() -> anyhow::Result<()> {
                 Some(path) => dgt_hil_sim::pgn::read_games(&path)?,
                 None => dgt_hil_sim::pgn::parse_games(DEMO_GAMES),
             };
-            let mut cfg = Config {
+            let mut cfg = match &config {
+                Some(path) => Config::load(path)?,
+                None => Config {
+                    tournament: dgt_relay::tournament::Tournament::new(
+                        dgt_relay::tournament::Event {
+                            name: "DGT live relay demo".into(),
+                            site: "Simulated boards".into(),
+                            ..dgt_relay::tournament::Event::default()
+                        },
+                        1,
+                    ),
+                    ..Config::default()
+                },
+            };
+            if cfg.data == Config::default().data {
                 // A fresh folder for every run (its games start at round 1 again); `--data`
                 // keeps one across runs.
-                data: PathBuf::from("dgt-relay-demo").join(run_stamp(&clock)),
-                tournament: dgt_relay::tournament::Tournament::new(
-                    dgt_relay::tournament::Event {
-                        name: "DGT live relay demo".into(),
-                        site: "Simulated boards".into(),
-                        ..dgt_relay::tournament::Event::default()
-                    },
-                    1,
-                ),
-                ..Config::default()
-            };
+                cfg.data = PathBuf::from("dgt-relay-demo").join(run_stamp(&clock));
+            }
             apply_common(&mut cfg, common)?;
             let opts = dgt_relay::demo::DemoOptions {
                 boards,

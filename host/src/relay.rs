@@ -39,6 +39,8 @@ struct Registry {
     actors: BTreeMap<u32, mpsc::Sender<BoardInput>>,
     /// Paths with a running port task.
     ports: BTreeSet<PathBuf>,
+    /// Each port's state, by path.
+    port_states: BTreeMap<String, crate::port::PortState>,
 }
 
 /// The running relay.
@@ -415,6 +417,35 @@ impl Relay {
         self.tell_boards(round, changed).await
     }
 
+    /// Starts round `round`: its pairings (or, when it has none, the current round's) go
+    /// to the boards, whose next game belongs to it, and the push follows it. Returns what
+    /// the boards refused.
+    pub async fn start_round(&self, round: u32) -> Vec<String> {
+        let stored = self.tournament.lock().round(round).map(|r| r.pairings.clone()).unwrap_or_default();
+        if stored.is_empty() {
+            self.merge_pairings(Some(round), Vec::new()).await.1
+        } else {
+            self.replace_pairings(round, stored.into_iter().collect()).await
+        }
+    }
+
+    /// Every port with its state, by path.
+    pub fn port_states(&self) -> BTreeMap<String, crate::port::PortState> {
+        self.registry.lock().unwrap_or_else(|p| p.into_inner()).port_states.clone()
+    }
+
+    /// The live round's boards whose game has no result: board, players and move count,
+    /// for the operator to decide on before the round is finished.
+    pub fn unfinished_games(&self) -> Vec<(u32, Pairing, usize)> {
+        let live = self.tournament.lock().live_round();
+        self.hub
+            .boards()
+            .into_iter()
+            .filter(|b| b.round == live && b.result.is_none() && !b.moves.is_empty())
+            .map(|b| (b.board, b.pairing, b.moves.len()))
+            .collect()
+    }
+
     /// Tells the connected boards their players in round `round`; returns their refusals.
     async fn tell_boards(&self, round: u32, changed: BTreeMap<u32, Pairing>) -> Vec<String> {
         self.hub.set_round(round);
@@ -551,6 +582,46 @@ impl AttachTo for Relay {
         let (number, tx) = self.board_for_serial(serial);
         tracing::info!(%serial, board = number, "board identified");
         tx.send(BoardInput::Attach(Box::new(port))).await.is_ok()
+    }
+
+    fn port_state(&self, path: &str, state: crate::port::PortState) {
+        use crate::port::PortState;
+        let was_down = {
+            let mut reg = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+            let old = reg.port_states.insert(path.to_owned(), state.clone());
+            if old.as_ref() == Some(&state) {
+                return;
+            }
+            old.is_some_and(|o| o.is_down())
+        };
+        let (level, message) = match &state {
+            PortState::NotFound(e) => (
+                AlertLevel::Error,
+                format!(
+                    "Port {path} cannot be opened: it does not exist ({e}). Plug the board in, or correct the port \
+                     in the configuration; the relay keeps trying."
+                ),
+            ),
+            PortState::PermissionDenied(e) => (
+                AlertLevel::Error,
+                format!(
+                    "Port {path} cannot be opened: permission denied ({e}). Add the relay's user to the dialout \
+                     group (sudo usermod -aG dialout USER, then log in again); the relay keeps trying."
+                ),
+            ),
+            PortState::Unopenable(e) => (
+                AlertLevel::Error,
+                format!(
+                    "Port {path} cannot be opened ({e}). Close the program that holds it, or check that it is a \
+                     serial port; the relay keeps trying."
+                ),
+            ),
+            _ if was_down => (AlertLevel::Info, format!("Port {path} is open again.")),
+            _ => return,
+        };
+        tracing::warn!(port = path, %message, "port state");
+        let alert = AlertView { code: AlertCode::PortUnopenable, level, message, squares: Vec::new() };
+        self.hub.publish_condition(&format!("open {path}"), alert);
     }
 
     fn port_status(&self, path: &str, status: Result<String, String>) {

@@ -186,13 +186,27 @@ pub struct Round {
     pub state: RoundState,
     /// Who plays on which board, by board number.
     pub pairings: BTreeMap<u32, Pairing>,
+    /// The Lichess broadcast round its games are pushed to (else the `[lichess]` section's).
+    pub lichess_round: Option<String>,
 }
 
 impl Round {
     /// A round with no pairings yet.
     pub fn new(number: u32, state: RoundState) -> Round {
-        Round { number, state, pairings: BTreeMap::new() }
+        Round { number, state, pairings: BTreeMap::new(), lichess_round: None }
     }
+}
+
+/// Checks a Lichess broadcast round id: 8 letters and digits.
+pub fn check_lichess_round(id: &str) -> Result<(), Invalid> {
+    if id.len() != 8 || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Err(Invalid::Malformed {
+            what: "lichess round",
+            value: id.chars().take(40).collect(),
+            form: "an 8-character round id",
+        });
+    }
+    Ok(())
 }
 
 /// The event and its rounds; exactly one round is live.
@@ -257,11 +271,24 @@ impl Tournament {
         self.round_mut(live).pairings.insert(board, pairing);
     }
 
+    /// Marks the live round finished: it stays the current round (late games and results
+    /// still belong to it) until another starts.
+    pub fn finish_round(&mut self) {
+        let live = self.live;
+        self.round_mut(live).state = RoundState::Finished;
+    }
+
+    /// Whether the current round was finished by the operator.
+    pub fn live_round_finished(&self) -> bool {
+        self.rounds.get(&self.live).is_some_and(|r| r.state == RoundState::Finished)
+    }
+
     /// Makes round `number` the live one; the round that was live is finished. A round
     /// that has no pairings yet starts with the live round's: until the operator pairs it,
     /// the boards keep their players.
     pub fn start_round(&mut self, number: u32) {
         if number == self.live {
+            self.round_mut(number).state = RoundState::Live;
             return;
         }
         let carried = self.live_pairings();
@@ -364,5 +391,23 @@ mod tests {
         assert_eq!((changed[&2].clone(), changed[&5].clone()), (named("Doe"), Pairing::default()));
         assert_eq!(t.pairing(5), Pairing::default());
         assert_eq!(t.round(1).map(|r| r.pairings.len()), Some(2), "round 1 keeps its pairing");
+    }
+
+    #[test]
+    fn a_finished_round_stays_current_until_the_next_starts_with_its_own_lichess_round() {
+        let mut t = Tournament::new(Event::default(), 1);
+        t.set_pairing(1, named("A"));
+        t.round_mut(2).pairings.insert(1, named("B"));
+        t.round_mut(2).lichess_round = Some("EfGh5678".into());
+        assert_eq!(t.round(2).map(|r| r.state), Some(RoundState::Upcoming));
+        t.finish_round();
+        assert!(t.live_round_finished());
+        assert_eq!((t.live_round(), t.pairing(1)), (1, named("A")), "round 1 stays current");
+        t.start_round(2);
+        assert_eq!((t.live_round(), t.pairing(1)), (2, named("B")), "round 2 keeps its own pairings");
+        assert!(!t.live_round_finished());
+        assert_eq!(t.round(2).and_then(|r| r.lichess_round.as_deref()), Some("EfGh5678"));
+        assert!(check_lichess_round("EfGh5678").is_ok());
+        assert!(check_lichess_round("EfGh567").is_err() && check_lichess_round("EfGh567!").is_err());
     }
 }

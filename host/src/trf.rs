@@ -26,14 +26,23 @@ pub const MAX_TRF_BYTES: usize = 4 << 20;
 
 /// Why a report was refused, with where.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("TRF line {line}, column {column}: {kind}")]
 pub struct TrfError {
-    /// 1-based line.
+    /// 1-based line; 0 when the fault is the report's as a whole (no such round, not text).
     pub line: usize,
     /// 1-based column (characters).
     pub column: usize,
     /// What is wrong.
     pub kind: TrfErrorKind,
+}
+
+impl fmt::Display for TrfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "TRF report: {}", self.kind)
+        } else {
+            write!(f, "TRF line {}, column {}: {}", self.line, self.column, self.kind)
+        }
+    }
 }
 
 /// What is wrong in a report.
@@ -179,6 +188,10 @@ pub struct Trf {
     pub name: Option<String>,
     /// City (`022`), if given.
     pub city: Option<String>,
+    /// Start date (`042`), as written (`2026/11/27`), if given.
+    pub start_date: Option<String>,
+    /// End date (`052`), as written, if given.
+    pub end_date: Option<String>,
     /// Players by start rank.
     pub players: Vec<TrfPlayer>,
     /// The TRF-26 records: time control, tie-breaks, teams.
@@ -301,14 +314,14 @@ impl Trf {
     pub fn parse_bytes(bytes: &[u8]) -> Result<Trf, TrfError> {
         if bytes.len() > MAX_TRF_BYTES {
             let m = format!("the file is over {MAX_TRF_BYTES} bytes");
-            return Err(TrfError { line: 1, column: 1, kind: TrfErrorKind::File(m) });
+            return Err(TrfError { line: 0, column: 0, kind: TrfErrorKind::File(m) });
         }
         Trf::parse(&decode(bytes)?)
     }
 
     /// Reads a report.
     pub fn parse(text: &str) -> Result<Trf, TrfError> {
-        let file_err = |m: &str| TrfError { line: 1, column: 1, kind: TrfErrorKind::File(m.to_owned()) };
+        let file_err = |m: &str| TrfError { line: 0, column: 0, kind: TrfErrorKind::File(m.to_owned()) };
         if text.len() > MAX_TRF_BYTES {
             return Err(file_err(&format!("the file is over {MAX_TRF_BYTES} bytes")));
         }
@@ -332,6 +345,8 @@ impl Trf {
                 "001" => trf.players.push(read_player(&chars, line)?),
                 "012" => trf.name = Some(field(&chars, 5, chars.len())).filter(|s| !s.is_empty()),
                 "022" => trf.city = Some(field(&chars, 5, chars.len())).filter(|s| !s.is_empty()),
+                "042" => trf.start_date = Some(field(&chars, 5, chars.len())).filter(|s| !s.is_empty()),
+                "052" => trf.end_date = Some(field(&chars, 5, chars.len())).filter(|s| !s.is_empty()),
                 other => {
                     trf.trf26.read_line(other, &chars, line)?;
                 }
@@ -411,7 +426,8 @@ impl Trf {
             }
         }
         if pairs.is_empty() {
-            return Err(TrfError { line: 1, column, kind: TrfErrorKind::NoSuchRound(round) });
+            // No line is at fault: the report has no such round.
+            return Err(TrfError { line: 0, column: 0, kind: TrfErrorKind::NoSuchRound(round) });
         }
         // (score, start rank): the higher-placed player has more points, then the smaller rank.
         let place = |p: &TrfPlayer| (std::cmp::Reverse(p.half_points_before(round)), p.start_rank);
@@ -586,7 +602,6 @@ mod tests {
             (small().replacen("001    2", "001    1", 1), 3, 5, "start rank 1 is given twice"),
             (small().replacen(" 2837 ", " 28x7 ", 1), 2, 49, "FIDE rating"),
             (small().replacen("   2 b  ", "   3 b  ", 1), 2, 102, "round 2"),
-            ("nothing here".to_owned(), 1, 1, "no player line"),
         ];
         for (text, line, column, what) in cases {
             let e = Trf::parse(&text).and_then(|t| t.pairings(2)).unwrap_err();
@@ -594,8 +609,29 @@ mod tests {
             assert!(e.to_string().contains(what), "{what}: {e}");
             assert!(e.to_string().starts_with(&format!("TRF line {line}, column {column}: ")), "{e}");
         }
+        // Faults of the report as a whole name no line or column.
         let e = Trf::parse(&small()).unwrap().pairings(3).unwrap_err();
         assert_eq!(e.kind, TrfErrorKind::NoSuchRound(3));
+        assert_eq!(e.to_string(), "TRF report: round 3 has no pairings in this report");
+        let e = Trf::parse("nothing here").unwrap_err();
+        assert_eq!(e.to_string(), "TRF report: no player line (001) in the file");
+        // CR LF is one line break: a fault on the third line is line 3.
+        let crlf = small().replace('\r', "\r\n").replacen("   2 b  ", "   3 b  ", 1);
+        let e = Trf::parse(&crlf).and_then(|t| t.pairings(2)).unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        let e = Trf::parse(&small().replace('\r', "\r\n").replacen("001    2", "001    1", 1)).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+    }
+
+    #[test]
+    fn the_event_name_and_dates_are_read() {
+        let text = format!("042 2026/11/27\r\n052 2026/11/29\r\n{}", small().replace('\r', "\r\n"));
+        let trf = Trf::parse(&text).unwrap();
+        assert_eq!(trf.name.as_deref(), Some("Club Open"));
+        assert_eq!(
+            (trf.start_date.as_deref(), trf.end_date.as_deref()),
+            (Some("2026/11/27"), Some("2026/11/29"))
+        );
     }
 
     /// Issue 27, recipe 7: a report written in Windows-1252 reads as its letters; a byte

@@ -157,7 +157,7 @@ async fn a_clock_stopped_during_a_live_game_alerts_the_operator() {
     assert_eq!(paused["alert"]["level"], "warning");
     assert_eq!(
         paused["alert"]["message"],
-        "The clock is stopped on board 1: restart it, or set the result if the game is over."
+        "The clock is stopped on board 1: restart it, or if the game is over set its result in the console (open board 1, Set result)."
     );
     board.act(Action::Button { button: Button::Run }).unwrap();
     let (_, seen) = wait_alert(&mut ws, "clock_running", Duration::from_secs(10)).await;

@@ -64,12 +64,16 @@ fn the_broadcaster_app_accepts_a_round_folder_and_uploads_it_in_board_order() {
     }
     store.set_pgn(2, 1, dgt_relay::pgn::write_game(&game(2, 1, &["d4"], None), None));
     store.flush_pgn().unwrap();
-    let event = dgt_relay::tournament::Event {
-        name: "Folder test".into(),
-        site: "Here".into(),
-        ..dgt_relay::tournament::Event::default()
+    let ctx = dgt_relay::export::ExportContext {
+        event: dgt_relay::tournament::Event {
+            name: "Folder test".into(),
+            site: "Here".into(),
+            ..dgt_relay::tournament::Event::default()
+        },
+        relaying: true,
+        ..Default::default()
     };
-    dgt_relay::export::write_export(&store, &event, &data).unwrap();
+    dgt_relay::export::write_export(&store, &ctx, &data).unwrap();
 
     // The tournament folder holds two games.pgn: the app refuses it; a round folder is fine.
     assert!(!broadcaster::folder_accepted(&data));

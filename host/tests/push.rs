@@ -38,6 +38,7 @@ fn settings(dir: &std::path::Path, url: &str, timeout_s: u64) -> dgt_relay::push
         url: url.into(),
         timeout_s: Some(timeout_s),
         relay_round: None,
+        rounds: Default::default(),
     }
     .settings()
     .unwrap()

@@ -312,6 +312,63 @@ fn admin_calls_need_the_token_and_bodies_are_bounded() {
         &format!(r#"{{"round":1,"x":"{}"}}"#, "y".repeat(100_000)),
     );
     assert_eq!(status, 413);
+    // Refusals made before a handler runs (a JSON typo, a missing field, a path that is no
+    // number) are the documented JSON too.
+    for (method, path, body, want) in [
+        ("POST", "/api/admin/pairings", r#"{"round":2,"boards":[}"#, 400),
+        ("POST", "/api/admin/boards/1/correct", r#"{"moves":[]}"#, 422),
+        ("POST", "/api/admin/boards/x/flip", "{}", 400),
+        ("PUT", "/api/admin/rounds/2", r#"{"lichess_round":"short"}"#, 422),
+        ("POST", "/api/admin/rounds/5/finish", "{}", 409),
+    ] {
+        let (status, text) = http(relay.addr, method, path, &ok, body);
+        assert_eq!(status, want, "{path}: {text}");
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"));
+        assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{path}: {text}");
+    }
+    // Rounds: round 2 (live since the pairings above) gets a Lichess round of its own.
+    let (status, text) =
+        http(relay.addr, "PUT", "/api/admin/rounds/2", &ok, r#"{"lichess_round":"EfGh5678"}"#);
+    assert_eq!(status, 200, "{text}");
+    let (status, text) = http(relay.addr, "GET", "/api/admin/rounds", &ok, "");
+    assert_eq!(status, 200, "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["live"], 2, "{v}");
+    let two = v["rounds"].as_array().unwrap().iter().find(|r| r["round"] == 2).cloned().unwrap();
+    assert_eq!(
+        (two["state"].as_str(), two["lichess_round"].as_str()),
+        (Some("live"), Some("EfGh5678")),
+        "{v}"
+    );
+    assert_eq!(two["pairings"][0]["white"]["name"], "A, B", "{v}");
+    let (status, text) = http(relay.addr, "POST", "/api/admin/rounds/2/finish", &ok, "{}");
+    assert_eq!(status, 200, "{text}");
+    let (status, text) = http(relay.addr, "POST", "/api/admin/rounds/3/start", &ok, "{}");
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains(r#""state":"live""#), "{text}");
+    // The port that cannot be opened is shown with its state, alerted, and /health is degraded.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let v = loop {
+        let (status, text) = http(relay.addr, "GET", "/api/admin/boards", &ok, "");
+        assert_eq!(status, 200, "{text}");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        if v["ports"][0]["state"] == "not_found" || std::time::Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(v["ports"][0]["path"], "/dev/ttyUSB-absent-for-test", "{v}");
+    assert_eq!(v["ports"][0]["state"], "not_found", "{v}");
+    let alert = v["alerts"].as_array().unwrap().iter().find(|a| a["code"] == "port_unopenable").cloned();
+    let message = alert.as_ref().and_then(|a| a["message"].as_str()).unwrap_or_default();
+    assert!(message.contains("/dev/ttyUSB-absent-for-test cannot be opened: it does not exist"), "{v}");
+    let health = relay.json("/health");
+    assert_eq!(
+        (health["status"].as_str(), health["ports_down"].as_u64()),
+        (Some("degraded"), Some(1)),
+        "{health}"
+    );
     // Reads need no token.
     let (status, _) = relay.get("/api/boards");
     assert_eq!(status, 200);

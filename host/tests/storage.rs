@@ -208,8 +208,14 @@ async fn a_pgn_write_failure_and_its_recovery_both_reach_the_feed() {
     }
     // A client that connects now is not shown the error: it was cleared.
     let (_, snapshot) = ws_connect(&relay).await;
-    let levels: Vec<&serde_json::Value> =
-        snapshot["alerts"].as_array().unwrap().iter().map(|a| &a["level"]).collect();
+    // (The relay's port is a path with no device: its own alert is another matter.)
+    let levels: Vec<&serde_json::Value> = snapshot["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["code"] == "storage")
+        .map(|a| &a["level"])
+        .collect();
     assert_eq!(levels, [&"info".into()] as [&serde_json::Value; 1], "{snapshot}");
     assert!(std::fs::read_to_string(&blocker).unwrap().contains("1. e4"));
 }

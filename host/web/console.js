@@ -18,13 +18,21 @@ const TOKEN_KEY = 'dgt-relay-admin-token';
 const ADMIN_POLL_MS = 5000;
 const PUSH_POLL_MS = 10000;
 
-const state = new FeedState();
+// The feed shows spectators' state, which a broadcast delay holds back. The operator sees the
+// truth: while a delay is set, the board table and actions read the live boards of
+// GET /api/admin/boards (polled every second) instead.
+const feedState = new FeedState();
+const operatorState = new FeedState();
+let state = feedState;
+const LIVE_POLL_MS = 1000;
 const ui = {
   ports: new Map(), // board -> port, from /api/admin/boards
   selected: null, // board number shown in the detail panel
   detail: null, // Detail
   event: null,
   checked: null, // { board, from_ply, moves: 'text' } of the last correction that passed the check
+  rounds: null, // GET /api/admin/rounds: { live, rounds: [{ round, state, lichess_round, pairings }] }
+  delay: 0, // the broadcast delay, seconds (GET /api/admin/delay)
 };
 
 // ---------------------------------------------------------------------------------------
@@ -81,6 +89,7 @@ async function signIn(candidate) {
   $('login').hidden = true;
   $('app').hidden = false;
   $('sign-out').hidden = false;
+  $('delay-form').hidden = false;
   startLive();
   return true;
 }
@@ -91,6 +100,7 @@ function signOut(why) {
   $('login').hidden = false;
   $('app').hidden = true;
   $('sign-out').hidden = true;
+  $('delay-form').hidden = true;
   setText($('login-error'), why || '');
   $('token').value = '';
 }
@@ -100,10 +110,18 @@ function signOut(why) {
 
 function takeAdminBoards(data) {
   if (!data || !Array.isArray(data.boards)) return;
+  if (ui.delay > 0) {
+    // The live boards, whole: the operator's view is never delayed.
+    operatorState.applySnapshot({ seq: feedState.seq ?? 0, boards: data.boards, alerts: data.alerts });
+    state = operatorState;
+  } else {
+    state = feedState;
+  }
   for (const b of data.boards.slice(0, 1000)) {
     const n = uint(b && b.board);
     if (n !== null) ui.ports.set(n, str(b.port, 300));
   }
+  renderPorts(Array.isArray(data.ports) ? data.ports : []);
   // Relay-wide alerts with their paths (the feed's copies have them redacted).
   if (Array.isArray(data.alerts) && state.seq !== null) {
     const full = new Map(data.alerts.map(asAlert).filter((a) => a && a.id !== null).map((a) => [a.id, a]));
@@ -119,6 +137,40 @@ async function pollAdmin() {
   if (document.body.dataset.auth !== 'in') return;
   const r = await api('GET', 'boards');
   if (r.ok) takeAdminBoards(r.data);
+  loadRounds();
+}
+
+/** Polls the live boards: every second while a delay holds the feed back, else every 5 s. */
+async function pollLoop() {
+  await loadDelay();
+  await pollAdmin();
+  setTimeout(pollLoop, ui.delay > 0 ? LIVE_POLL_MS : ADMIN_POLL_MS);
+}
+
+async function loadDelay() {
+  const r = await api('GET', 'delay');
+  if (!r.ok || !r.data) return;
+  ui.delay = uint(r.data.delay_s) ?? 0;
+  showDelay();
+}
+
+function showDelay() {
+  const input = $('delay-s');
+  if (document.activeElement !== input) input.value = String(ui.delay);
+  document.body.dataset.delay = String(ui.delay);
+  setText($('delay-note'), ui.delay > 0 ? `spectators see the games ${ui.delay} s late; this console is live` : 'no delay');
+}
+
+async function setDelay(ev) {
+  ev.preventDefault();
+  const seconds = Number($('delay-s').value);
+  const r = await api('PUT', 'delay', { delay_s: seconds });
+  showAnswer($('delay-answer'), r, `Delay set to ${seconds} s.`);
+  if (r.ok) {
+    ui.delay = uint(r.data && r.data.delay_s) ?? seconds;
+    showDelay();
+    pollAdmin();
+  }
 }
 
 async function pollPush() {
@@ -143,6 +195,144 @@ async function loadEvent() {
   if (!round.value && ui.event.round) round.value = String(ui.event.round);
   const trf = $('trf-round');
   if (!trf.value && ui.event.round) trf.value = String(ui.event.round);
+}
+
+const PORT_STATES = {
+  opening: 'opening…',
+  not_found: 'not found',
+  permission_denied: 'permission denied: add the relay’s user to the dialout group',
+  unopenable: 'cannot be opened',
+  active: 'active',
+  not_responding: 'not responding',
+};
+
+/** Every port the relay opens, with its state (GET /api/admin/boards). */
+function renderPorts(ports) {
+  const items = ports.slice(0, 1000).map((p) => {
+    const li = el('li', 'port');
+    li.dataset.state = str(p.state, 40) || '';
+    li.append(el('code', null, str(p.path, 300) || '?'), el('span', 'port-state', ` ${PORT_STATES[p.state] || p.state}`));
+    if (p.detail) li.append(el('span', 'muted', ` (${str(p.detail, 300)})`));
+    return li;
+  });
+  $('ports').replaceChildren(...items);
+  if (!items.length) $('ports').append(el('li', 'muted', 'No port is configured (boards come by discovery or the demo).'));
+}
+
+// ---------------------------------------------------------------------------------------
+// Rounds.
+
+async function loadRounds() {
+  const r = await api('GET', 'rounds');
+  if (!r.ok || !r.data || !Array.isArray(r.data.rounds)) return null;
+  ui.rounds = r.data;
+  renderRounds();
+  return r.data;
+}
+
+function roundOf(n) {
+  return ui.rounds ? ui.rounds.rounds.find((r) => r.round === n) || null : null;
+}
+
+function renderRounds() {
+  const data = ui.rounds;
+  if (!data) return;
+  // Not while the operator types a Lichess round id: the row would be redrawn under them.
+  const typing = document.activeElement;
+  if (typing && typing.tagName === 'INPUT' && $('rounds-body').contains(typing)) return;
+  const live = roundOf(data.live);
+  setText($('rounds-summary'), live ? `round ${live.round} ${live.state === 'live' ? 'is live' : 'is finished'}` : '');
+  const rowsOut = data.rounds.slice(0, 999).map((r) => {
+    const tr = el('tr');
+    tr.dataset.round = String(r.round);
+    tr.dataset.state = r.state;
+    const id = el('input');
+    id.className = 'lichess-round';
+    id.size = 10;
+    id.maxLength = 8;
+    id.spellcheck = false;
+    id.placeholder = data.default_lichess_round || 'none';
+    id.value = r.lichess_round || '';
+    const save = el('button', 'btn small save-lichess', 'Save');
+    save.type = 'button';
+    save.addEventListener('click', () => saveLichessRound(r.round, id.value.trim()));
+    const idCell = el('td');
+    idCell.append(id, save);
+    const act = el('td');
+    if (r.state === 'live') {
+      const b = el('button', 'btn small finish-round', `Finish round ${r.round}`);
+      b.type = 'button';
+      b.addEventListener('click', () => finishRound(r.round, false));
+      act.append(b);
+    } else if (r.round !== data.live || r.state === 'finished') {
+      const b = el('button', 'btn small start-round', `Start round ${r.round}`);
+      b.type = 'button';
+      b.addEventListener('click', () => startRound(r.round));
+      act.append(b);
+    }
+    const named = r.pairings.filter((p) => p.white.name || p.black.name).length;
+    tr.append(el('td', 'num', String(r.round)), el('td', 'state', r.state), el('td', 'boards', String(named)), idCell, act);
+    return tr;
+  });
+  $('rounds-body').replaceChildren(...rowsOut);
+  const next = $('round-number');
+  if (!next.value) next.value = String(Math.max(...data.rounds.map((r) => r.round)) + (live && live.state === 'finished' ? 1 : 0));
+}
+
+async function saveLichessRound(n, id) {
+  const r = await api('PUT', `rounds/${n}`, { lichess_round: id || null });
+  showAnswer($('rounds-answer'), r, id ? `Round ${n} is pushed to Lichess round ${id}.` : `Round ${n} is pushed to the default Lichess round.`);
+  loadRounds();
+}
+
+async function startRound(n) {
+  const live = ui.rounds && roundOf(ui.rounds.live);
+  if (live && live.state === 'live' && live.round !== n) {
+    const open = unfinishedGames(live.round);
+    const warn = open.length ? `\n\n${open.length} game(s) of round ${live.round} have no result: ${open.join('; ')}.` : '';
+    if (!confirm(`Start round ${n}? Round ${live.round} is finished and the boards' next games belong to round ${n}.${warn}`)) return;
+  }
+  const r = await api('POST', `rounds/${n}/start`, {});
+  showAnswer($('rounds-answer'), r, `Round ${n} started: its pairings are on the boards.`);
+  $('round-number').value = '';
+  await loadRounds();
+  loadEvent();
+  if (r.ok) showRoundPairings(n);
+}
+
+async function finishRound(n, force) {
+  const r = await api('POST', `rounds/${n}/finish`, { force });
+  if (r.status === 409 && !force) {
+    if (confirm(`Round ${n} cannot be finished yet: ${r.data && r.data.error}.\n\nFinish it anyway?`)) return finishRound(n, true);
+    showAnswer($('rounds-answer'), r);
+    return;
+  }
+  showAnswer($('rounds-answer'), r, `Round ${n} finished.`);
+  $('round-number').value = String(n + 1);
+  loadRounds();
+}
+
+/** The live boards of round `n` whose game has moves and no result, described for a question. */
+function unfinishedGames(n) {
+  const out = [];
+  for (const [b, e] of state.boards) {
+    const v = e.view;
+    if (v.round === n && !v.result && v.moves.length) out.push(describeGame(b, v));
+  }
+  return out;
+}
+
+/** "board 2 (White – Black, 34 moves)": how a question names a game. */
+function describeGame(n, v) {
+  return `board ${n} (${playerName(v.pairing.white, 'White')} – ${playerName(v.pairing.black, 'Black')}, ${v.moves.length} move${v.moves.length === 1 ? '' : 's'})`;
+}
+
+/** Fills the pairings form with round `n`'s pairings as the relay keeps them. */
+function showRoundPairings(n) {
+  const r = roundOf(n);
+  if (!r) return;
+  $('pairings-round').value = String(n);
+  fillPairings(r.pairings);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -237,7 +427,7 @@ function clockText(e) {
   return `${w} / ${b}${run}`;
 }
 
-const COLUMNS = ['num', 'serial', 'port', 'state', 'battery', 'clock', 'white', 'black', 'moves', 'last', 'mismatch', 'push', 'result'];
+const COLUMNS = ['num', 'round', 'serial', 'port', 'state', 'battery', 'clock', 'white', 'black', 'moves', 'last', 'mismatch', 'push', 'result'];
 const rows = new Map(); // board -> { tr, cells }
 
 /** The texts of a board's row, in the order of COLUMNS. */
@@ -247,6 +437,7 @@ function rowTexts(n, e) {
   const mismatch = mismatchSquares(v);
   return [
     String(n),
+    v.round ? String(v.round) : '–',
     v.serial || '–',
     ui.ports.get(n) || '–',
     v.status.replace('_', ' '),
@@ -322,24 +513,39 @@ class Detail {
     resultForm.id = 'result-form';
     this.result = el('select');
     this.result.id = 'result-select';
-    for (const [value, text] of [['1-0', '1-0'], ['0-1', '0-1'], ['1/2-1/2', '½-½'], ['', 'no result (clear)']]) {
+    for (const [value, text] of [['', 'choose a result…'], ['1-0', '1-0'], ['0-1', '0-1'], ['1/2-1/2', '½-½'], ['*', 'no result (clear)']]) {
       const o = el('option', null, text);
       o.value = value;
       this.result.append(o);
     }
+    this.result.required = true;
+    this.result.value = '';
     resultForm.append(el('label', null, 'Result '), this.result, this.button('Set result', 'submit', 'set-result'));
     resultForm.addEventListener('submit', (ev) => {
       ev.preventDefault();
-      const value = this.result.value || null;
+      const chosen = this.result.value;
+      if (!chosen) {
+        showAnswer(this.answer, { ok: false, text: 'choose a result first' });
+        return;
+      }
+      const value = chosen === '*' ? null : chosen;
+      const what = value ? `set the result ${value}` : 'clear the result';
+      if (!this.confirmAction(`${what} of`)) return;
       this.act('result', { result: value }, value ? `Result ${value} set.` : 'Result cleared.');
+      this.result.value = '';
     });
 
     // Flip and new game.
     const simple = el('div', 'row action');
     const flip = this.button('Flip board', 'button', 'flip');
-    flip.addEventListener('click', () => this.act('flip', {}, 'Flipped: tracking restarts from the current position.'));
+    flip.addEventListener('click', () => {
+      if (this.confirmAction('flip (tracking restarts from the current position)')) this.act('flip', {}, 'Flipped: tracking restarts from the current position.');
+    });
     const fresh = this.button('New game', 'button', 'new-game');
-    fresh.addEventListener('click', () => this.act('new-game', {}, 'New game from the standard position.'));
+    fresh.addEventListener('click', () => {
+      if (this.needsResult()) return;
+      if (this.confirmAction('end and start a new game from the standard position on')) this.act('new-game', {}, 'New game from the standard position.');
+    });
     simple.append(flip, fresh);
 
     // Start position.
@@ -353,7 +559,8 @@ class Detail {
     fenForm.append(el('label', null, 'Start FEN '), this.fen, this.button('New game from this position', 'submit', 'set-fen'));
     fenForm.addEventListener('submit', (ev) => {
       ev.preventDefault();
-      this.act('start-fen', { fen: this.fen.value.trim() }, 'New game from the given position.');
+      if (this.needsResult()) return;
+      if (this.confirmAction('end and start a new game from the given position on')) this.act('start-fen', { fen: this.fen.value.trim() }, 'New game from the given position.');
     });
 
     // Correction.
@@ -405,6 +612,24 @@ class Detail {
     head.append(this.title, close);
     c.append(head, wrap);
     sizeSquares(c, this.board.root);
+  }
+
+  /** Asks before an action that changes a game, naming the board, its players and moves. */
+  confirmAction(what) {
+    const e = state.boards.get(this.n);
+    const v = e ? e.view : null;
+    const game = v ? describeGame(this.n, v) : `board ${this.n}`;
+    return confirm(`${what[0].toUpperCase()}${what.slice(1)} ${game}?`);
+  }
+
+  /** A game with moves and no result is not ended by a new game: its result comes first. */
+  needsResult() {
+    const e = state.boards.get(this.n);
+    const v = e ? e.view : null;
+    if (!v || v.result || !v.moves.length) return false;
+    showAnswer(this.answer, { ok: false, text: `${describeGame(this.n, v)} has no result: set its result first, then start the new game` });
+    this.result.focus();
+    return true;
   }
 
   button(text, type, id) {
@@ -463,11 +688,25 @@ class Detail {
     }
     const moves = Array.isArray(r.data && r.data.moves) ? r.data.moves : [];
     const text = moves.slice(0, 600).map((m) => `${Math.ceil(m.ply / 2)}${m.ply % 2 ? '.' : '…'} ${str(m.san, 16)}`).join(' ');
+    const e = state.boards.get(this.n);
+    const last = e && e.view.moves.length ? e.view.moves[e.view.moves.length - 1].ply : 0;
+    const removed = this.removal(c, last);
     this.checkOut.replaceChildren(
       el('p', null, moves.length ? `Legal. The game will read, from ply ${c.from_ply}: ${text}` : `Legal. The moves from ply ${c.from_ply} on will be removed.`),
+      el('p', 'removes', removed),
     );
+    this.checkOut.dataset.removes = removed;
     ui.checked = { board: this.n, key: JSON.stringify(c) };
     this.send.disabled = false;
+  }
+
+  /** What a correction takes away from the game: the confirmed plies it replaces. */
+  removal(c, last) {
+    const replaced = last >= c.from_ply ? last - c.from_ply + 1 : 0;
+    if (!replaced) return 'It removes no move: the moves are added after the last one.';
+    const plies = replaced === 1 ? `ply ${c.from_ply}` : `plies ${c.from_ply}-${last}`;
+    const lost = replaced - c.moves.length;
+    return `It replaces ${plies} (${replaced} confirmed move${replaced === 1 ? '' : 's'}) with ${c.moves.length}${lost > 0 ? `: ${lost} move${lost === 1 ? '' : 's'} fewer than now` : ''}.`;
   }
 
   async sendCorrection() {
@@ -476,7 +715,11 @@ class Detail {
       showAnswer(this.answer, { ok: false, text: 'check the correction first' });
       return;
     }
+    if (!this.confirmAction(`correct (${this.checkOut.dataset.removes || ''})`)) return;
     setText(this.answer, '…');
+    // The line it replaces, for an undo (the journal keeps it too: it only appends).
+    const e = state.boards.get(this.n);
+    const replaced = e ? e.view.moves.filter((m) => m.ply >= c.from_ply).map((m) => m.uci) : [];
     const r = await api('POST', `boards/${this.n}/correct`, c);
     showAnswer(this.answer, r, `Corrected from ply ${c.from_ply}.`);
     if (r.ok) {
@@ -484,8 +727,29 @@ class Detail {
       this.corrMoves.value = '';
       this.uncheck();
       this.movesKey = '';
+      this.offerUndo({ from_ply: c.from_ply, moves: replaced });
     }
     pollAdmin();
+  }
+
+  /** After a correction: a button that puts back the line it replaced (moves, not their clock times). */
+  offerUndo(line) {
+    if (this.undoButton) this.undoButton.remove();
+    const b = this.button(`Undo: put back the ${line.moves.length} move${line.moves.length === 1 ? '' : 's'} it replaced`, 'button', 'undo-correction');
+    b.addEventListener('click', async () => {
+      if (!this.confirmAction(`undo the correction (the moves from ply ${line.from_ply} on are replaced by the ${line.moves.length} it removed) of`)) return;
+      setText(this.answer, '…');
+      const r = await api('POST', `boards/${this.n}/correct`, line);
+      showAnswer(this.answer, r, `Correction undone: the ${line.moves.length} moves from ply ${line.from_ply} are back.`);
+      if (r.ok) {
+        b.remove();
+        this.undoButton = null;
+        this.movesKey = '';
+      }
+      pollAdmin();
+    });
+    this.undoButton = b;
+    this.answer.after(b);
   }
 
   renderMoves(v, force) {
@@ -573,7 +837,7 @@ function fillPairings(given) {
   const byBoard = new Map([...state.boards.entries()].map(([n, e]) => [n, e.view.pairing]));
   if (Array.isArray(given)) {
     for (const n of byBoard.keys()) byBoard.set(n, null);
-    for (const p of given) byBoard.set(p.board, p);
+    for (const p of given) byBoard.set(p.board, { white: p.white, black: p.black });
   }
   const rows = [...byBoard.entries()].sort((a, b) => a[0] - b[0]).map(([n, p]) => pairingRow(n, p));
   $('pairings-body').replaceChildren(...rows);
@@ -602,6 +866,21 @@ function readPairings() {
   return { boards };
 }
 
+/** The named players the relay has for round `round` that the form would drop. */
+function droppedNames(round, boards) {
+  const kept = roundOf(round);
+  const before = kept ? kept.pairings : [];
+  const form = new Map(boards.map((b) => [b.board, b]));
+  const out = [];
+  for (const p of before) {
+    const now = form.get(p.board);
+    for (const side of ['white', 'black']) {
+      if (p[side].name && !(now && now[side].name)) out.push(`board ${p.board} ${side} ${p[side].name}`);
+    }
+  }
+  return out;
+}
+
 async function savePairings(ev) {
   ev.preventDefault();
   const answer = $('pairings-answer');
@@ -611,10 +890,19 @@ async function savePairings(ev) {
     showAnswer(answer, { ok: false, text: p.error });
     return;
   }
+  await loadRounds();
+  const dropped = droppedNames(round, p.boards);
+  if (dropped.length && !confirm(`Saving drops ${dropped.length} named player${dropped.length === 1 ? '' : 's'} of round ${round}: ${dropped.slice(0, 20).join('; ')}. Save anyway?`)) {
+    showAnswer(answer, { ok: false, text: `not saved: it would drop ${dropped.join('; ')}` });
+    return;
+  }
   setText(answer, '…');
   const r = await api('POST', 'pairings', { round, boards: p.boards });
   showAnswer(answer, r, `Pairings of round ${round} saved (${p.boards.length} boards).`);
-  if (r.ok) loadEvent();
+  if (r.ok) {
+    loadEvent();
+    loadRounds();
+  }
 }
 
 async function loadTrf(ev) {
@@ -630,13 +918,19 @@ async function loadTrf(ev) {
   // The file's bytes as they are: the relay reads UTF-8 and Windows-1252 (file.text() would
   // turn Windows-1252 letters into U+FFFD).
   const bytes = await file.arrayBuffer();
-  const r = await api('POST', `pairings/trf?round=${round}`, bytes, 'text/plain');
+  // A round that is not the live one keeps its pairings until it is started.
+  const live = ui.rounds ? ui.rounds.live : null;
+  const start = live === null || live === round;
+  const r = await api('POST', `pairings/trf?round=${round}${start ? '' : '&start=false'}`, bytes, 'text/plain');
   const n = r.ok && r.data && Array.isArray(r.data.boards) ? r.data.boards.length : 0;
-  showAnswer(answer, r, `Round ${round} loaded from ${file.name}: ${n} boards paired.`);
+  const kept = r.ok && r.data && r.data.started === false;
+  const d = r.ok && r.data ? r.data : {};
+  const about = [str(d.event, 200), [str(d.start_date, 20), str(d.end_date, 20)].filter(Boolean).join(' to ')].filter(Boolean).join(', ');
+  showAnswer(answer, r, `Round ${round} loaded from ${file.name}${about ? ` (${about})` : ''}: ${n} boards paired${kept ? `; start round ${round} in Rounds to put them on the boards` : ''}.`);
   if (r.ok) {
-    $('pairings-round').value = String(round);
     loadEvent();
-    fillPairings(r.data.boards);
+    await loadRounds();
+    showRoundPairings(round);
   }
 }
 
@@ -664,7 +958,7 @@ let live = false;
 function startLive() {
   if (live) return;
   live = true;
-  const feed = new FeedClient(state, {
+  const feed = new FeedClient(feedState, {
     onChange: () => {
       if (!$('pairings-body').children.length) fillPairings();
       render();
@@ -678,8 +972,9 @@ function startLive() {
   });
   feed.start();
   loadEvent();
+  loadRounds();
   pollPush();
-  setInterval(pollAdmin, ADMIN_POLL_MS);
+  pollLoop();
   setInterval(pollPush, PUSH_POLL_MS);
   // Clocks and the open alerts' times.
   setInterval(() => {
@@ -713,6 +1008,11 @@ function start() {
     $('pairings-body').append(pairingRow(Math.max(0, ...used) + 1, null));
   });
   $('trf-form').addEventListener('submit', loadTrf);
+  $('delay-form').addEventListener('submit', setDelay);
+  $('round-add').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    startRound(Number($('round-number').value));
+  });
   const saved = token();
   if (saved) signIn(saved);
   else signOut('');

@@ -81,12 +81,15 @@ pub enum AlertCode {
     /// A relay box's bridge: frames of another protocol version refused, damaged frames
     /// skipped, the box not answering (raised by the host's bridge).
     Bridge,
+    /// A configured port cannot be opened (missing, permission denied, busy), or (an info)
+    /// opens again (raised by the host; relay-wide).
+    PortUnopenable,
 }
 
 impl AlertCode {
     /// Every code, in declaration order: for the feed's schema check and the clients' docs.
     /// A test keeps it whole (its match stops compiling when a code is added).
-    pub const ALL: [AlertCode; 27] = [
+    pub const ALL: [AlertCode; 28] = [
         AlertCode::NotResponding,
         AlertCode::BoardBack,
         AlertCode::PositionMismatch,
@@ -114,6 +117,7 @@ impl AlertCode {
         AlertCode::BoardIdle,
         AlertCode::BoardActive,
         AlertCode::Bridge,
+        AlertCode::PortUnopenable,
     ];
 
     /// The stable string (`not_responding`, ...), as serialised.
@@ -146,6 +150,7 @@ impl AlertCode {
             AlertCode::BoardIdle => "board_idle",
             AlertCode::BoardActive => "board_active",
             AlertCode::Bridge => "bridge",
+            AlertCode::PortUnopenable => "port_unopenable",
         }
     }
 }
@@ -213,6 +218,7 @@ mod tests {
                 AlertCode::BoardIdle => 24,
                 AlertCode::BoardActive => 25,
                 AlertCode::Bridge => 26,
+                AlertCode::PortUnopenable => 27,
             };
             assert_eq!(place, i, "{code}");
         }

@@ -1014,8 +1014,8 @@ impl BoardSession {
             AlertLevel::Warning,
             format!(
                 "Board {n}: the board showed {} for {:.1} s, so the game ended {result}. If that was not meant \
-                 (a misread square, a knocked piece), clear the result: POST /api/admin/boards/{n}/result with \
-                 {{\"result\":null}}; the game then goes on from its last confirmed move.",
+                 (a misread square, a knocked piece), clear the result: in the console, open board {n}, choose \
+                 \"no result (clear)\" and press Set result; the game then goes on from its last confirmed move.",
                 shown.join(" and "),
                 f64::from(quiet) / 1000.0,
             ),

@@ -247,7 +247,7 @@ impl Health {
                     AlertCode::ClockPaused,
                     AlertLevel::Warning,
                     format!(
-                        "The clock is stopped on board {n}: restart it, or set the result if the game is over."
+                        "The clock is stopped on board {n}: restart it, or if the game is over set its result in the console (open board {n}, Set result)."
                     ),
                 ));
             }

@@ -647,7 +647,10 @@ fn a_stopped_clock_alerts_only_while_the_game_is_live() {
     assert!(at >= stopped + pause && at <= stopped + pause + 1, "paused at {at}, stopped at {stopped}");
     let alert = r.alert(AlertCode::ClockPaused);
     assert_eq!(alert.level, AlertLevel::Warning);
-    assert!(alert.message.contains("board 1") && alert.message.contains("set the result"), "{alert:?}");
+    assert!(
+        alert.message.contains("board 1") && alert.message.contains("set its result in the console"),
+        "{alert:?}"
+    );
     // Raised once.
     r.wait(pause * 2);
     assert_eq!(r.alerts_of(&CLOCK_PAUSE), [AlertCode::ClockPaused]);
@@ -1242,7 +1245,11 @@ fn a_magic_piece_that_stands_ends_the_game_with_an_alert_saying_how_to_undo_it()
     assert_eq!(a.level, AlertLevel::Warning);
     assert_eq!(a.squares, [Square::D4]);
     assert!(a.message.contains("magic piece (0F) on d4"), "{}", a.message);
-    assert!(a.message.contains("0-1") && a.message.contains("/api/admin/boards/1/result"), "{}", a.message);
+    assert!(
+        a.message.contains("0-1") && a.message.contains("open board 1, choose \"no result (clear)\""),
+        "{}",
+        a.message
+    );
 }
 
 #[test]

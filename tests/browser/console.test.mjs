@@ -135,6 +135,12 @@ async function newPage() {
     if (m.type() === 'error' && !/status of (401|422)/.test(m.text())) page.errors.push(m.text());
   });
   page.on('request', (r) => page.urls.push(r.url()));
+  // The console asks before it changes a game: every question is kept and answered yes.
+  page.dialogs = [];
+  page.on('dialog', (d) => {
+    page.dialogs.push(d.message());
+    d.accept();
+  });
   page.on('response', async (r) => {
     if (!/\/(api|health)/.test(new URL(r.url()).pathname)) return;
     if (!(r.headers()['content-type'] || '').startsWith('application/json')) return;
@@ -223,9 +229,11 @@ test('console: set a result, flip a board, correct a move after a legality check
   const before1 = await adminBoard(1);
   const result = before1.result === '1-0' ? '0-1' : '1-0';
   await openBoard(page, 1);
+  assert.equal(await page.inputValue('#result-select'), '', 'no result is chosen by default');
   await page.selectOption('#result-select', result);
   await page.click('#set-result');
   assert.match(await answer(page, '#action-answer'), new RegExp(`Result ${result} set`));
+  assert.match(page.dialogs.at(-1), new RegExp(`^Set the result ${result} of board 1 \\(.+ – .+, \\d+ moves?\\)\\?$`));
   await until('the relay to have the result', 5000, async () => (await adminBoard(1)).result === result);
   await until('the result in the table', 5000, async () => (await page.textContent('#boards-body tr[data-board="1"] td.result')) === result);
 
@@ -238,6 +246,7 @@ test('console: set a result, flip a board, correct a move after a legality check
   await openBoard(page, flip.board);
   await page.click('#flip');
   assert.match(await answer(page, '#action-answer'), /Flipped/);
+  assert.match(page.dialogs.at(-1), new RegExp(`^Flip .* board ${flip.board} \\(.+, \\d+ moves?\\)\\?$`));
   await until(`the relay to have board ${flip.board} flipped`, 5000, async () => (await adminBoard(flip.board)).flipped === true);
 
   // Correct board 3 from ply 1: an illegal move is refused by the relay's check and cannot
@@ -256,13 +265,28 @@ test('console: set a result, flip a board, correct a move after a legality check
   await page.waitForSelector('#check-out[data-ok="true"]');
   assert.match(await page.textContent('#check-out'), new RegExp(`1\\. ${right === 'd2d4' ? 'd4' : 'e4'}`));
   assert.equal((await adminBoard(3)).moves[0]?.uci, first?.uci, 'the check changed nothing');
+  const moveCount = (await adminBoard(3)).moves.length;
+  assert.match(await page.textContent('#check-out .removes'), moveCount > 1 ? new RegExp(`replaces plies 1-\\d+ \\(\\d+ confirmed moves\\) with 1: \\d+ moves? fewer`) : /replaces ply 1/);
   await page.click('#send-correction');
   assert.match(await answer(page, '#action-answer'), /Corrected from ply 1/);
+  assert.match(page.dialogs.at(-1), /^Correct \(It replaces pl/);
   const corrected = await until('the corrected game', 5000, async () => {
     const b = await adminBoard(3);
     return b.moves[0]?.uci === right ? b : null;
   });
   assert.equal(corrected.moves.length, 1, 'the moves after it are gone');
+  // Undo puts the replaced line back; the correction is then made again, so that the
+  // board's real moves disagree with it for the next test.
+  await page.click('#undo-correction');
+  await page.waitForSelector('#action-answer:has-text("Correction undone")');
+  assert.match(page.dialogs.at(-1), /^Undo the correction .* board 3 \(/);
+  await until('the old line back', 5000, async () => (await adminBoard(3)).moves[0]?.uci === first?.uci);
+  await page.click('#pick-moves li[data-ply="1"]');
+  await page.fill('#correct-moves', right);
+  await page.click('#check-correction');
+  await page.waitForSelector('#check-out[data-ok="true"]');
+  await page.click('#send-correction');
+  await until('the correction made again', 5000, async () => (await adminBoard(3)).moves[0]?.uci === right);
   await shots(page, 'console-board');
   assert.deepEqual(page.errors, []);
 });
@@ -425,6 +449,11 @@ function answerSchema(a) {
     ['GET', /^\/api\/admin\/boards$/, 'admin_boards'],
     ['POST', /^\/api\/admin\/boards\/\d+\/correct$/, u.searchParams.get('dry_run') === '1' ? 'correct_dry_run' : 'ok'],
     ['POST', /^\/api\/admin\/alerts\/\d+\/ack$/, 'alert_ack'],
+    ['GET', /^\/api\/admin\/rounds$/, 'rounds'],
+    ['PUT', /^\/api\/admin\/rounds\/\d+$/, 'round_action'],
+    ['POST', /^\/api\/admin\/rounds\/\d+\/(start|finish)$/, 'round_action'],
+    ['GET', /^\/api\/admin\/delay$/, 'delay'],
+    ['PUT', /^\/api\/admin\/delay$/, 'delay'],
     ['POST', /^\/api\/admin\/pairings\/trf$/, 'trf'],
     ['POST', /^\/api\/admin\/pairings$/, 'pairings'],
     ['POST', /^\/api\/admin\//, 'ok'],

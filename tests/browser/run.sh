@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Real-browser tests of the live page (issue 7), the operator's console and the spectators'
-# page (issue 18), and the page's layout at 1366x768 and 390x844 (issue 31, screenshots into
-# docs/): builds the host, starts `dgt-relay demo` on a free loopback port with an
+# page (issue 18), the page's layout at 1366x768 and 390x844 (issue 31), and a whole event
+# run from the console (issue 28, event.test.mjs, which starts a relay and a Lichess stand-in
+# of its own): builds the host, starts `dgt-relay demo` on a free loopback port with an
 # admin token of its own, runs live-page.test.mjs then console.test.mjs in Debian's headless
 # Chromium (playwright-core), saves screenshots and reports in tests/browser/artifacts/
 # (ignored by git), and stops the demo.
@@ -105,11 +106,13 @@ node -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)' || node_flags=(-
 status=0
 (cd "$here"
   export RELAY_URL="$url" RELAY_TOKEN="$token" TRF_FILE="$root/host/tests/data/bbp-issue7.trf" \
-    CHROMIUM="$chromium" ARTIFACTS="$artifacts"
+    CHROMIUM="$chromium" ARTIFACTS="$artifacts" RELAY_BIN="$bin"
   rc=0
   for file in live-page.test.mjs layout.test.mjs console.test.mjs; do # in this order: the console changes games
     node "${node_flags[@]}" --test --test-reporter=spec "$file" || rc=1
   done
+  # A whole event on a relay of its own (with a Lichess stand-in), beside the demo's.
+  node "${node_flags[@]}" --test --test-reporter=spec event.test.mjs || rc=1
   exit "$rc") || status=$?
 log "screenshots and report.json in $artifacts"
 exit "$status"

@@ -87,7 +87,7 @@ pub fn counterpart(code: AlertCode, level: AlertLevel) -> Option<AlertCode> {
         AlertCode::ClockRunning => AlertCode::ClockPaused,
         AlertCode::BoardActive => AlertCode::BoardIdle,
         AlertCode::PortIdentified => AlertCode::PortUnidentified,
-        AlertCode::Storage | AlertCode::Push if level == AlertLevel::Info => code,
+        AlertCode::Storage | AlertCode::Push | AlertCode::PortUnopenable if level == AlertLevel::Info => code,
         _ => return None,
     })
 }

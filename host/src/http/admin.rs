@@ -20,11 +20,23 @@ fn ok() -> Json<Value> {
     Json(json!({ "ok": true }))
 }
 
-/// `GET /api/admin/boards`: every board whole (ports included) and the relay-wide alerts.
+/// `GET /api/admin/boards`: every board whole (ports included), the relay-wide alerts, and
+/// every port the relay opens with its state (`opening`, `not_found`, `permission_denied`,
+/// `unopenable`, `active`, `not_responding`).
 pub(super) async fn boards(State(relay): State<Arc<Relay>>) -> Json<Value> {
+    let ports: Vec<Value> = relay
+        .port_states()
+        .into_iter()
+        .map(|(path, state)| {
+            let mut v = serde_json::to_value(state).unwrap_or_else(|_| json!({}));
+            v["path"] = json!(path);
+            v
+        })
+        .collect();
     Json(json!({
         "boards": relay.hub.boards(),
         "alerts": relay.hub.admin_relay_alerts(),
+        "ports": ports,
     }))
 }
 
@@ -84,6 +96,9 @@ pub(super) async fn set_pairings(
 pub(super) struct RoundQuery {
     /// The round whose pairings to take.
     round: u32,
+    /// `false`: keep them for the round until it is started (unless it is the live round).
+    #[serde(default)]
+    start: Option<bool>,
 }
 
 /// `POST /api/admin/pairings/trf?round=N`, the body a TRF-16 or TRF-26 report (UTF-8 or
@@ -112,12 +127,36 @@ pub(super) async fn upload_trf(
         .iter()
         .map(|b| json!({ "board": b.board, "white": b.pairing.white.name, "black": b.pairing.black.name }))
         .collect();
-    let refused =
-        relay.replace_pairings(q.round, boards.into_iter().map(|b| (b.board, b.pairing)).collect()).await;
-    if !refused.is_empty() {
-        return Err(ApiError::Refused(refused));
+    // The report's event name (012) names an event the configuration left unnamed.
+    let event = trf.name.clone();
+    if let Some(name) = &event
+        && crate::tournament::check_text("event name", name).is_ok()
+    {
+        let mut t = relay.tournament.lock();
+        if t.event.name == crate::tournament::Event::default().name {
+            t.event.name = name.clone();
+        }
     }
-    Ok(Json(json!({ "ok": true, "round": q.round, "boards": list })))
+    let pairings = boards.into_iter().map(|b| (b.board, b.pairing));
+    let started = q.start != Some(false) || relay.tournament.lock().live_round() == q.round;
+    if started {
+        let refused = relay.replace_pairings(q.round, pairings.collect()).await;
+        if !refused.is_empty() {
+            return Err(ApiError::Refused(refused));
+        }
+    } else {
+        relay.tournament.lock().round_mut(q.round).pairings = pairings.collect();
+        relay.store.touch();
+    }
+    Ok(Json(json!({
+        "ok": true,
+        "round": q.round,
+        "started": started,
+        "event": event,
+        "start_date": trf.start_date,
+        "end_date": trf.end_date,
+        "boards": list,
+    })))
 }
 
 #[derive(Deserialize)]
@@ -258,4 +297,111 @@ pub(super) async fn put_delay(
 ) -> Result<Json<Value>, ApiError> {
     relay.set_delay(body.delay_s)?;
     Ok(Json(json!({ "ok": true, "delay_s": relay.delay() })))
+}
+
+/// One round as the console shows it: its state, its Lichess round and its pairings.
+fn round_json(r: &crate::tournament::Round) -> Value {
+    let pairings: Vec<Value> = r
+        .pairings
+        .iter()
+        .map(|(board, p)| json!({ "board": board, "white": p.white, "black": p.black }))
+        .collect();
+    json!({ "round": r.number, "state": r.state, "lichess_round": r.lichess_round, "pairings": pairings })
+}
+
+/// `GET /api/admin/rounds`: every known round with its state, Lichess round and pairings.
+pub(super) async fn rounds(State(relay): State<Arc<Relay>>) -> Json<Value> {
+    let t = relay.tournament.lock();
+    let rounds: Vec<Value> = t.rounds().map(round_json).collect();
+    Json(
+        json!({ "live": t.live_round(), "default_lichess_round": relay.push.default_round(), "rounds": rounds }),
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RoundBody {
+    lichess_round: Option<String>,
+}
+
+/// `PUT /api/admin/rounds/{n}`: the Lichess broadcast round its games go to (`null`: the
+/// `[lichess]` section's).
+pub(super) async fn set_round(
+    State(relay): State<Arc<Relay>>,
+    Path(n): Path<u32>,
+    Json(body): Json<RoundBody>,
+) -> Result<Json<Value>, ApiError> {
+    check_round(n)?;
+    if let Some(id) = &body.lichess_round {
+        crate::tournament::check_lichess_round(id)?;
+    }
+    let answer = {
+        let mut t = relay.tournament.lock();
+        let r = t.round_mut(n);
+        r.lichess_round = body.lichess_round;
+        round_json(r)
+    };
+    relay.store.touch();
+    Ok(Json(json!({ "ok": true, "round": answer })))
+}
+
+/// `POST /api/admin/rounds/{n}/start`: round `n` becomes the live one; its pairings go to
+/// the boards.
+pub(super) async fn start_round(
+    State(relay): State<Arc<Relay>>,
+    Path(n): Path<u32>,
+) -> Result<Json<Value>, ApiError> {
+    check_round(n)?;
+    let refused = relay.start_round(n).await;
+    tracing::info!(round = n, "round started by the operator");
+    if !refused.is_empty() {
+        return Err(ApiError::Refused(refused));
+    }
+    let t = relay.tournament.lock();
+    Ok(Json(json!({ "ok": true, "round": t.round(n).map(round_json) })))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FinishBody {
+    #[serde(default)]
+    force: bool,
+}
+
+/// `POST /api/admin/rounds/{n}/finish` (`{"force": true}` to finish with games that have
+/// no result): the live round is over.
+pub(super) async fn finish_round(
+    State(relay): State<Arc<Relay>>,
+    Path(n): Path<u32>,
+    body: Option<Json<FinishBody>>,
+) -> Result<Json<Value>, ApiError> {
+    check_round(n)?;
+    let live = relay.tournament.lock().live_round();
+    if n != live {
+        return Err(ApiError::NotLive { round: n, live });
+    }
+    let force = body.is_some_and(|Json(b)| b.force);
+    let open = relay.unfinished_games();
+    if !open.is_empty() && !force {
+        let games = open
+            .iter()
+            .map(|(b, p, moves)| {
+                format!(
+                    "board {b} ({} - {}, {moves} moves)",
+                    or_unnamed(&p.white.name),
+                    or_unnamed(&p.black.name)
+                )
+            })
+            .collect();
+        return Err(ApiError::Unfinished(games));
+    }
+    relay.tournament.lock().finish_round();
+    relay.store.touch();
+    tracing::info!(round = n, unfinished = open.len(), "round finished by the operator");
+    let t = relay.tournament.lock();
+    Ok(Json(json!({ "ok": true, "round": t.round(n).map(round_json) })))
+}
+
+fn or_unnamed(name: &str) -> &str {
+    if name.is_empty() { "?" } else { name }
 }

@@ -103,6 +103,22 @@ pub enum ApiError {
     /// Boards that refused new players, each with its reason (422).
     #[error("{}", .0.join("; "))]
     Refused(Vec<String>),
+    /// A round action on a round that is not the live one (409).
+    #[error("round {round} is not the live round (round {live} is): start it first")]
+    NotLive {
+        /// The round named.
+        round: u32,
+        /// The live round.
+        live: u32,
+    },
+    /// Games without a result keep the round from finishing (409): set their results, or
+    /// finish with `{"force": true}`.
+    #[error(
+        "{} without a result: {}. Set their results, or finish the round anyway",
+        if .0.len() == 1 { "1 game is" } else { "games are" },
+        .0.join(", ")
+    )]
+    Unfinished(Vec<String>),
     /// No or a wrong admin token (401).
     #[error("admin calls need Authorization: Bearer <token>")]
     Unauthorized,
@@ -142,6 +158,7 @@ impl ApiError {
             | ApiError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Board(AdminError::Gone | AdminError::Storage(_) | AdminError::Unreachable(_))
             | ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::NotLive { .. } | ApiError::Unfinished(_) => StatusCode::CONFLICT,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::TooMany(_) | ApiError::Limited(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -168,6 +185,34 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Gives an admin route's refusal made outside its handler (a body that is no JSON, a
+/// missing field, a bad path or query: axum's extractors answer in plain text) the
+/// documented form, `{"error": "..."}`, with its status.
+async fn json_errors(r: Response) -> Response {
+    let is_json = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(r.status().is_client_error() || r.status().is_server_error()) || is_json {
+        return r;
+    }
+    let (parts, body) = r.into_parts();
+    let text = axum::body::to_bytes(body, MAX_BODY).await.map_or_else(
+        |_| parts.status.canonical_reason().unwrap_or("refused").to_owned(),
+        |b| String::from_utf8_lossy(&b).trim().to_owned(),
+    );
+    let text =
+        if text.is_empty() { parts.status.canonical_reason().unwrap_or("refused").to_owned() } else { text };
+    let mut out = (parts.status, Json(serde_json::json!({ "error": text }))).into_response();
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            out.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
 /// The router for a relay, with the access rules for its listener.
 pub fn router(relay: Arc<Relay>, access: Access) -> Router {
     let access = Arc::new(access);
@@ -183,8 +228,13 @@ pub fn router(relay: Arc<Relay>, access: Access) -> Router {
         .route("/boards/{board}/start-fen", post(admin::start_fen))
         .route("/boards/{board}/new-game", post(admin::new_game))
         .route("/boards/{board}/correct", post(admin::correct))
+        .route("/rounds", get(admin::rounds))
+        .route("/rounds/{round}", axum::routing::put(admin::set_round))
+        .route("/rounds/{round}/start", post(admin::start_round))
+        .route("/rounds/{round}/finish", post(admin::finish_round))
         .route("/alerts/{id}/ack", post(admin::ack_alert))
         .route("/delay", get(admin::get_delay).put(admin::put_delay))
+        .layer(middleware::map_response(json_errors))
         .route_layer(middleware::from_fn_with_state(guarded.clone(), access::require_token))
         .route_layer(middleware::from_fn_with_state(guarded.clone(), access::check_access));
     let feed = Router::new()

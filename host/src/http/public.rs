@@ -43,8 +43,11 @@ pub(super) async fn index(State(relay): State<Arc<Relay>>) -> Response {
 pub(super) async fn health(State(relay): State<Arc<Relay>>) -> Json<Value> {
     let boards = relay.hub.boards();
     let active = boards.iter().filter(|b| b.status == BoardStatus::Active).count();
+    // A port that cannot be opened leaves its boards dark: the relay is degraded.
+    let ports_down = relay.port_states().values().filter(|s| s.is_down()).count();
     Json(json!({
-        "status": "ok",
+        "status": if ports_down > 0 { "degraded" } else { "ok" },
+        "ports_down": ports_down,
         "version": env!("CARGO_PKG_VERSION"),
         "feed_version": FEED_VERSION,
         "boards": boards.len(),

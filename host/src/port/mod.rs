@@ -67,6 +67,46 @@ pub const REOPEN_FIRST: Duration = Duration::from_millis(100);
 /// While a port's device node is missing, how often its path is checked.
 pub const NODE_POLL: Duration = Duration::from_millis(50);
 
+/// Where a port stands, for the operator (`/api/admin/boards`, the console, `/health`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "state", content = "detail", rename_all = "snake_case")]
+pub enum PortState {
+    /// Being opened, or open and looking for a board.
+    Opening,
+    /// The device does not exist (unplugged, or a wrong path).
+    NotFound(String),
+    /// The relay's user may not open it.
+    PermissionDenied(String),
+    /// It cannot be opened for another reason (busy, not a serial device).
+    Unopenable(String),
+    /// A board (or a chain) on it is relayed.
+    Active(String),
+    /// Open, but no board answers (or the board went away): reopened with backoff.
+    NotResponding(String),
+}
+
+impl PortState {
+    /// The port cannot be opened at all: `/health` is degraded.
+    pub fn is_down(&self) -> bool {
+        matches!(self, PortState::NotFound(_) | PortState::PermissionDenied(_) | PortState::Unopenable(_))
+    }
+
+    /// What an opening error means for the operator.
+    fn from_open_error(path: &std::path::Path, e: &tokio_serial::Error) -> PortState {
+        let text = e.to_string();
+        if !path.exists() {
+            return PortState::NotFound(text);
+        }
+        match e.kind() {
+            tokio_serial::ErrorKind::Io(std::io::ErrorKind::PermissionDenied) => {
+                PortState::PermissionDenied(text)
+            }
+            tokio_serial::ErrorKind::NoDevice => PortState::NotFound(text),
+            _ => PortState::Unopenable(text),
+        }
+    }
+}
+
 /// A byte stream a board is on: a serial port, or a pipe in tests.
 pub trait PortIo: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> PortIo for T {}
@@ -294,6 +334,11 @@ pub trait AttachTo: Send + Sync + 'static {
     fn port_status(&self, path: &str, status: Result<String, String>) {
         let _ = (path, status);
     }
+
+    /// The port at `path` is in `state` now (told on every change).
+    fn port_state(&self, path: &str, state: PortState) {
+        let _ = (path, state);
+    }
 }
 
 /// What a port is expected to carry.
@@ -387,10 +432,12 @@ pub async fn run_port<A: AttachTo>(
     let mut unidentified = false;
     let name = path.display().to_string();
     let identified = |unidentified: &mut bool, what: String| {
+        boards.port_state(&name, PortState::Active(what.clone()));
         if std::mem::take(unidentified) {
             boards.port_status(&name, Ok(what));
         }
     };
+    boards.port_state(&name, PortState::Opening);
     // Neither way found a board (the discovery found none): the alert, once until identified.
     let unanswered = |unidentified: &mut bool, in_bus_mode: Option<usize>, why: &str| {
         if in_bus_mode == Some(0) && !std::mem::replace(unidentified, true) {
@@ -410,6 +457,7 @@ pub async fn run_port<A: AttachTo>(
             Ok(port) => {
                 last_open_error.clear();
                 tracing::info!("port open");
+                boards.port_state(&name, PortState::Opening);
                 backoff = REOPEN_FIRST;
                 let bus = BusPort { path: &path, clock: &clock, ids: &ids, opts: &opts };
                 let mut io: Box<dyn PortIo> = Box::new(port);
@@ -430,6 +478,7 @@ pub async fn run_port<A: AttachTo>(
                                 known = Known::Chain;
                             }
                             tracing::warn!(%reason, "bus line lost; reopening");
+                            boards.port_state(&name, PortState::NotResponding(reason.clone()));
                             wait_to_reopen(&path, backoff, &mut stop).await;
                             continue;
                         }
@@ -444,6 +493,7 @@ pub async fn run_port<A: AttachTo>(
                     Err(NotIdentified::Shutdown) => return,
                     Err(NotIdentified::Lost(reason)) => {
                         tracing::warn!(%reason, "no board on the port; reopening");
+                        boards.port_state(&name, PortState::NotResponding(reason.clone()));
                         if known == Known::One {
                             // It was one board: the next opening looks for anything again.
                             known = Known::Unknown;
@@ -455,6 +505,7 @@ pub async fn run_port<A: AttachTo>(
                         // Signs of several boards after all: driven as a chain from the next
                         // opening (a board found in bus mode makes it one at once).
                         tracing::info!(%why, "the single-board handshake says several boards answered");
+                        boards.port_state(&name, PortState::NotResponding(why.clone()));
                         known =
                             if in_bus_mode.is_some_and(|n| n > 0) { Known::Chain } else { Known::Unknown };
                         unanswered(&mut unidentified, in_bus_mode, &why);
@@ -478,6 +529,7 @@ pub async fn run_port<A: AttachTo>(
                             reason = back => {
                                 let reason = reason.unwrap_or_else(|_| "the board task ended".into());
                                 tracing::warn!(%reason, "board not responding; reopening");
+                                boards.port_state(&name, PortState::NotResponding(reason));
                             }
                             _ = stop.wait() => return,
                         }
@@ -490,6 +542,7 @@ pub async fn run_port<A: AttachTo>(
                     tracing::info!("device removed");
                     return;
                 }
+                boards.port_state(&name, PortState::from_open_error(&path, &e));
                 let reason = e.to_string();
                 if reason != last_open_error {
                     tracing::warn!(error = %reason, "cannot open port; retrying");

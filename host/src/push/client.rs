@@ -163,9 +163,9 @@ impl Client {
     }
 
     /// Pushes one request's games; the answer per game.
-    pub(super) async fn push(&self, pgn: String) -> Result<Vec<GameAnswer>, PushError> {
+    pub(super) async fn push(&self, round: &str, pgn: String) -> Result<Vec<GameAnswer>, PushError> {
         let e = &self.settings.endpoint;
-        let path = format!("{}/api/broadcast/round/{}/push", e.base, self.settings.round);
+        let path = format!("{}/api/broadcast/round/{round}/push", e.base);
         let host = if e.port == if e.https { 443 } else { 80 } {
             e.host.clone()
         } else if e.host.contains(':') {

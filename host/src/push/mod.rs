@@ -10,8 +10,13 @@
 //! ```
 //!
 //! A Lichess broadcast round holds one round: without `relay_round`, the round pushed is the
-//! event's current round (`[event] round`, or the last pairings set), so give the next
-//! round's id when the relay moves on.
+//! event's live round (`[event] round`, or the round the operator started). A round with a
+//! Lichess round of its own (`rounds`, or set in the console) goes there, any other to
+//! `round`: a whole event runs without a restart.
+//!
+//! ```toml
+//! rounds = { 2 = "EfGh5678", 3 = "IjKl9012" }   # optional: relay round -> Lichess round
+//! ```
 //!
 //! Every change of the round's PGN (a confirmed move, a result, a pairing, a correction: the
 //! store's PGN is written from the journal, so it holds confirmed moves only and never the
@@ -157,6 +162,8 @@ impl PushContext {
 #[derive(Debug, Default)]
 pub struct PushState {
     status: Mutex<PushStatus>,
+    /// The `[lichess]` section's round id: where rounds without their own go.
+    default_round: Mutex<Option<String>>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -170,6 +177,11 @@ impl PushState {
         self.lock().clone()
     }
 
+    /// The `[lichess]` section's round id, when pushing.
+    pub fn default_round(&self) -> Option<String> {
+        self.default_round.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// Starts pushing the store's round (the tournament's live one, or `relay_round`) until
     /// `stop`.
     pub fn start(self: &Arc<Self>, settings: LichessSettings, ctx: PushContext, stop: Listener) {
@@ -179,11 +191,19 @@ impl PushState {
             s.enabled = true;
             s.lichess_round = Some(settings.round.clone());
         }
+        *self.default_round.lock().unwrap_or_else(|p| p.into_inner()) = Some(settings.round.clone());
         let fixed = settings.relay_round;
+        let default = settings.round.clone();
         let pusher = Pusher {
             client: Client::new(settings, connect),
             store,
-            round: Box::new(move || fixed.unwrap_or_else(|| tournament.lock().live_round())),
+            round: Box::new(move || {
+                let t = tournament.lock();
+                let round = fixed.unwrap_or_else(|| t.live_round());
+                let id =
+                    t.round(round).and_then(|r| r.lichess_round.clone()).unwrap_or_else(|| default.clone());
+                (round, id)
+            }),
             hub,
             clock,
             state: Arc::clone(self),
@@ -232,7 +252,8 @@ fn xorshift(s: &mut u64) -> u64 {
 struct Pusher {
     client: Client,
     store: Arc<Store>,
-    round: Box<dyn Fn() -> u32 + Send + Sync>,
+    /// The relay round pushed and the Lichess round it goes to.
+    round: Box<dyn Fn() -> (u32, String) + Send + Sync>,
     hub: Arc<Hub>,
     clock: Clock,
     state: Arc<PushState>,
@@ -259,7 +280,7 @@ impl Pusher {
         let mut changes = self.store.subscribe();
         // What Lichess has (the last fingerprint it accepted), and when the next request
         // may go.
-        let mut sent: Option<(u32, String)> = None;
+        let mut sent: Option<(u32, String, String)> = None;
         let mut next_request = self.clock.now();
         let mut failures: u32 = 0;
         // The last failure was a connection refused or unreachable: the retry's wait is spent
@@ -289,10 +310,10 @@ impl Pusher {
                 next_request = self.clock.now();
             }
             changes.borrow_and_update();
-            let round = (self.round)();
+            let (round, id) = (self.round)();
             let text = self.store.round_pgn(round).unwrap_or_default();
             let games = split_games(&text);
-            let print = (round, fingerprint(&games));
+            let print = (round, id.clone(), fingerprint(&games));
             if games.is_empty() || sent.as_ref() == Some(&print) {
                 self.state.lock().pending = false;
                 if stopping {
@@ -302,14 +323,14 @@ impl Pusher {
             }
             let outcome = if stopping {
                 // One last push of what changed, briefly: the relay is stopping.
-                tokio::time::timeout(STOP_PUSH, self.push_round(round, &games, &mut next_request))
+                tokio::time::timeout(STOP_PUSH, self.push_round(round, &id, &games, &mut next_request))
                     .await
                     .unwrap_or_else(|_| Err(PushError::Network("stopped".into())))
             } else {
                 // A push in flight (up to the request's time limit) is dropped when the relay
                 // stops: the last push below sends the same, with the stop's time limit.
                 let pushed = tokio::select! {
-                    outcome = self.push_round(round, &games, &mut next_request) => Some(outcome),
+                    outcome = self.push_round(round, &id, &games, &mut next_request) => Some(outcome),
                     _ = stop.wait() => None,
                 };
                 match pushed {
@@ -401,6 +422,7 @@ impl Pusher {
     async fn push_round(
         &mut self,
         round: u32,
+        id: &str,
         games: &[&str],
         next_request: &mut Instant,
     ) -> Result<(), PushError> {
@@ -409,9 +431,13 @@ impl Pusher {
             tokio::time::sleep_until(*next_request).await;
             *next_request = self.clock.now() + MIN_INTERVAL;
             self.state.lock().requests += 1;
-            self.state.lock().round = Some(round);
-            tracing::debug!(round, games = chunk.len(), "push");
-            answers.extend(self.client.push(chunk.concat()).await?);
+            {
+                let mut s = self.state.lock();
+                s.round = Some(round);
+                s.lichess_round = Some(id.to_owned());
+            }
+            tracing::debug!(round, lichess_round = id, games = chunk.len(), "push");
+            answers.extend(self.client.push(id, chunk.concat()).await?);
         }
         let mut refused_now = BTreeMap::new();
         let mut accepted = 0;
@@ -429,7 +455,7 @@ impl Pusher {
                         self.alert(
                             a.board(),
                             AlertLevel::Error,
-                            format!("Lichess refused {name}: {e}. Correct the game (admin API) to have it published."),
+                            format!("Lichess refused {name}: {e}. In the console, open the board and correct the game (or its players in Pairings) to have it published."),
                         );
                     }
                     refused_now.insert(name, e.clone());

@@ -30,6 +30,9 @@ pub struct LichessSection {
     /// The relay round pushed there; without it, the event's current round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relay_round: Option<u32>,
+    /// Relay rounds with a Lichess round of their own (`{ 2 = "EfGh5678" }`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub rounds: std::collections::BTreeMap<String, String>,
 }
 
 fn default_url() -> String {
@@ -103,6 +106,8 @@ pub struct LichessSettings {
     pub timeout: Duration,
     /// The relay round pushed; `None`: the event's current round.
     pub relay_round: Option<u32>,
+    /// Relay rounds with a Lichess round of their own.
+    pub rounds: std::collections::BTreeMap<u32, String>,
 }
 
 impl std::fmt::Debug for LichessSettings {
@@ -118,12 +123,17 @@ impl std::fmt::Debug for LichessSettings {
 impl LichessSection {
     /// Checks the section and reads the token (`token_file`, else `LICHESS_TOKEN`).
     pub fn settings(&self) -> Result<LichessSettings, Invalid> {
-        if self.round.len() != 8 || !self.round.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return Err(Invalid::Malformed {
-                what: "lichess round",
-                value: self.round.clone(),
-                form: "an 8-character round id",
-            });
+        crate::tournament::check_lichess_round(&self.round)?;
+        let mut rounds = std::collections::BTreeMap::new();
+        for (relay_round, id) in &self.rounds {
+            let n = relay_round.parse::<u32>().map_err(|_| Invalid::Malformed {
+                what: "lichess rounds key",
+                value: relay_round.clone(),
+                form: "a relay round number",
+            })?;
+            in_range("lichess rounds key", u64::from(n), 1, u64::from(crate::tournament::MAX_ROUND))?;
+            crate::tournament::check_lichess_round(id)?;
+            rounds.insert(n, id.clone());
         }
         let endpoint = Endpoint::parse(&self.url)?;
         let token = match &self.token_file {
@@ -163,6 +173,7 @@ impl LichessSection {
             token,
             timeout,
             relay_round: self.relay_round,
+            rounds,
         })
     }
 }
@@ -196,8 +207,13 @@ mod tests {
             url: default_url(),
             timeout_s: None,
             relay_round: None,
+            rounds: [("2".to_owned(), "EfGh5678".to_owned())].into(),
         };
         let settings = s.settings().unwrap();
+        assert_eq!(settings.rounds.get(&2).map(String::as_str), Some("EfGh5678"));
+        let bad_key =
+            LichessSection { rounds: [("two".to_owned(), "EfGh5678".to_owned())].into(), ..s.clone() };
+        assert!(bad_key.settings().unwrap_err().to_string().contains("relay round number"));
         assert_eq!(settings.token, "lip_secret");
         assert!(!format!("{settings:?}").contains("lip_secret"));
         let bad = LichessSection { round: "short".into(), ..s.clone() };

@@ -371,6 +371,12 @@ impl Store {
         self.changes.send_modify(|n| *n += 1);
     }
 
+    /// Wakes what follows the PGN (the push, the index files) for a change of the event
+    /// itself: a round started or finished, a round's Lichess id.
+    pub fn touch(&self) {
+        self.changes.send_modify(|n| *n += 1);
+    }
+
     /// Wakes on every PGN change (changes made meanwhile are seen as one).
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()
