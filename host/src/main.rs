@@ -68,7 +68,7 @@ enum Cmd {
         common: Common,
     },
     /// Simulated boards replaying corpus games on pseudo-terminals; no hardware needed.
-    #[cfg(feature = "demo")]
+    #[cfg(all(feature = "demo", unix))]
     Demo {
         /// Number of simulated boards.
         #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=200))]
@@ -135,7 +135,7 @@ struct Common {
     eboard_api: Option<SocketAddr>,
 }
 
-#[cfg(feature = "demo")]
+#[cfg(all(feature = "demo", unix))]
 /// Games the demo replays when `--games` is not given: 16 real World Cup 2025 games,
 /// embedded so that the demo works on any machine (provenance in `host/demo/README.md`).
 const DEMO_GAMES: &str = include_str!("../demo/worldcup2025-sample.pgn");
@@ -232,7 +232,7 @@ fn main() -> anyhow::Result<()> {
                 .context("an edge needs a NATS server: --nats URL, or [nats] url in the configuration")?;
             run(cfg, clock, None, Some(dgt_relay::nats::edge::EdgeOptions { nats: settings, event }))
         }
-        #[cfg(feature = "demo")]
+        #[cfg(all(feature = "demo", unix))]
         Cmd::Demo { boards, speed, games, first_board, common } => {
             if !(speed > 0.0 && speed <= 1000.0) {
                 bail!("--speed must be between 0 and 1000");
@@ -276,7 +276,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// The demo's folder name for this run: the UTC time it started, `YYYYMMDD-HHMMSS`.
-#[cfg(feature = "demo")]
+#[cfg(all(feature = "demo", unix))]
 fn run_stamp(clock: &Clock) -> String {
     let (date, time) = dgt_relay::pgn::utc_date_time(clock.unix_s());
     format!("{}-{}", date.replace('.', ""), time.replace(':', ""))
@@ -309,10 +309,10 @@ fn set_nats_url(cfg: &mut Config, url: &str) -> anyhow::Result<()> {
 }
 
 /// The demo's games and options (none when relaying real boards).
-#[cfg(feature = "demo")]
+#[cfg(all(feature = "demo", unix))]
 type DemoSetup = Option<(Vec<dgt_hil_sim::pgn::SourceGame>, dgt_relay::demo::DemoOptions)>;
 /// Without the `demo` feature there is no demo.
-#[cfg(not(feature = "demo"))]
+#[cfg(not(all(feature = "demo", unix)))]
 type DemoSetup = Option<std::convert::Infallible>;
 
 /// Runs the relay on two tokio runtimes. The boards (serial sessions, trackers, journal)
@@ -346,9 +346,9 @@ async fn serve(
     // Connections and subscribers under the file descriptor limit, with room kept for the
     // ports, journals and PGN files.
     let (limit, raised_from) = dgt_relay::server::fd_limit();
-    #[cfg(feature = "demo")]
+    #[cfg(all(feature = "demo", unix))]
     let demo_boards = demo.as_ref().map_or(0, |(_, o)| o.boards as usize);
-    #[cfg(not(feature = "demo"))]
+    #[cfg(not(all(feature = "demo", unix)))]
     let demo_boards = 0;
     let boards = cfg.board_count().max(cfg.ports.len()).max(demo_boards);
     let budget = dgt_relay::server::FdBudget::plan(
@@ -405,7 +405,7 @@ async fn serve(
     if !addr.ip().is_loopback() {
         tracing::warn!(%addr, "listening beyond this machine: admin calls are protected by the token only");
     }
-    #[cfg(feature = "demo")]
+    #[cfg(all(feature = "demo", unix))]
     let sim = match demo {
         Some((games, opts)) => {
             let (d, paths) = dgt_relay::demo::Demo::start(games, &opts, relay.tournament.clone())?;
@@ -416,7 +416,7 @@ async fn serve(
         }
         None => None,
     };
-    #[cfg(not(feature = "demo"))]
+    #[cfg(not(all(feature = "demo", unix)))]
     let _ = demo;
     for p in &cfg.ports {
         relay.add_port(p.clone(), false);
@@ -503,7 +503,7 @@ async fn serve(
     if let Some(s) = eboard_server {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), s).await;
     }
-    #[cfg(feature = "demo")]
+    #[cfg(all(feature = "demo", unix))]
     if let Some(d) = sim {
         d.stop();
     }
@@ -511,12 +511,16 @@ async fn serve(
     Ok(())
 }
 
-/// The signals that stop the relay cleanly: SIGINT (Ctrl-C), SIGTERM (systemd, `kill`) and
-/// SIGHUP (the terminal or the SSH session went away). A daemon that is hung up on still
-/// closes its websocket clients, flushes every journal and writes the last PGN, and exits 0.
+/// The signals that stop the relay cleanly. On Unix: SIGINT (Ctrl-C), SIGTERM (systemd,
+/// `kill`) and SIGHUP (the terminal or the SSH session went away). On Windows: Ctrl-C,
+/// Ctrl-Break and the console window being closed (Windows then allows a few seconds). A
+/// relay stopped either way closes its websocket clients, flushes every journal and writes
+/// the last PGN, and exits 0.
 struct StopSignals {
     #[cfg(unix)]
     streams: [(tokio::signal::unix::Signal, &'static str); 3],
+    #[cfg(windows)]
+    streams: (tokio::signal::windows::CtrlC, tokio::signal::windows::CtrlBreak, tokio::signal::windows::CtrlClose),
 }
 
 impl StopSignals {
@@ -533,9 +537,10 @@ impl StopSignals {
                 ],
             })
         }
-        #[cfg(not(unix))]
+        #[cfg(windows)]
         {
-            Ok(StopSignals {})
+            use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close};
+            Ok(StopSignals { streams: (ctrl_c()?, ctrl_break()?, ctrl_close()?) })
         }
     }
 
@@ -550,10 +555,14 @@ impl StopSignals {
                 _ = hup.recv() => c,
             }
         }
-        #[cfg(not(unix))]
+        #[cfg(windows)]
         {
-            let _ = tokio::signal::ctrl_c().await;
-            "Ctrl-C"
+            let (c, brk, close) = &mut self.streams;
+            tokio::select! {
+                _ = c.recv() => "Ctrl-C",
+                _ = brk.recv() => "Ctrl-Break",
+                _ = close.recv() => "console closed",
+            }
         }
     }
 }
