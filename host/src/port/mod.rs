@@ -506,7 +506,9 @@ pub async fn run_port<A: AttachTo>(
 
 /// Waits `backoff` before the next opening, or until a missing device node is back.
 async fn wait_to_reopen(path: &std::path::Path, backoff: Duration, stop: &mut Listener) {
-    let missing = !path.exists();
+    // Windows' COM names are no files (looking one up opens the device): there the backoff
+    // alone paces the openings.
+    let missing = cfg!(unix) && !path.exists();
     tokio::select! {
         _ = tokio::time::sleep(backoff) => {}
         _ = node_back(path), if missing => {}
