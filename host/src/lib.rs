@@ -17,7 +17,7 @@ pub mod bridge;
 pub mod clock;
 pub mod config;
 pub mod delay;
-#[cfg(all(feature = "demo", unix))]
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod eboard;
 pub mod export;

@@ -67,8 +67,9 @@ enum Cmd {
         #[command(flatten)]
         common: Common,
     },
-    /// Simulated boards replaying corpus games on pseudo-terminals; no hardware needed.
-    #[cfg(all(feature = "demo", unix))]
+    /// Simulated boards replaying corpus games on pseudo-terminals (on Windows: in-process
+    /// links); no hardware needed.
+    #[cfg(feature = "demo")]
     Demo {
         /// Number of simulated boards.
         #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=200))]
@@ -83,6 +84,10 @@ enum Cmd {
         /// publishing to one NATS stream need distinct board numbers.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=900))]
         first_board: u32,
+        /// The boards on in-process links instead of pseudo-terminals (always so on
+        /// Windows, which has none): the same port code, without a tty between.
+        #[arg(long)]
+        in_process: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -135,7 +140,7 @@ struct Common {
     eboard_api: Option<SocketAddr>,
 }
 
-#[cfg(all(feature = "demo", unix))]
+#[cfg(feature = "demo")]
 /// Games the demo replays when `--games` is not given: 16 real World Cup 2025 games,
 /// embedded so that the demo works on any machine (provenance in `host/demo/README.md`).
 const DEMO_GAMES: &str = include_str!("../demo/worldcup2025-sample.pgn");
@@ -232,8 +237,8 @@ fn main() -> anyhow::Result<()> {
                 .context("an edge needs a NATS server: --nats URL, or [nats] url in the configuration")?;
             run(cfg, clock, None, Some(dgt_relay::nats::edge::EdgeOptions { nats: settings, event }))
         }
-        #[cfg(all(feature = "demo", unix))]
-        Cmd::Demo { boards, speed, games, first_board, common } => {
+        #[cfg(feature = "demo")]
+        Cmd::Demo { boards, speed, games, first_board, in_process, common } => {
             if !(speed > 0.0 && speed <= 1000.0) {
                 bail!("--speed must be between 0 and 1000");
             }
@@ -261,6 +266,7 @@ fn main() -> anyhow::Result<()> {
                 speed,
                 first_serial: 10_000 + first_board,
                 first_board,
+                in_process: in_process || cfg!(windows),
             };
             // Simulated board i has serial 10000 + first_board + i and board number
             // first_board + i.
@@ -276,7 +282,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// The demo's folder name for this run: the UTC time it started, `YYYYMMDD-HHMMSS`.
-#[cfg(all(feature = "demo", unix))]
+#[cfg(feature = "demo")]
 fn run_stamp(clock: &Clock) -> String {
     let (date, time) = dgt_relay::pgn::utc_date_time(clock.unix_s());
     format!("{}-{}", date.replace('.', ""), time.replace(':', ""))
@@ -309,10 +315,10 @@ fn set_nats_url(cfg: &mut Config, url: &str) -> anyhow::Result<()> {
 }
 
 /// The demo's games and options (none when relaying real boards).
-#[cfg(all(feature = "demo", unix))]
+#[cfg(feature = "demo")]
 type DemoSetup = Option<(Vec<dgt_hil_sim::pgn::SourceGame>, dgt_relay::demo::DemoOptions)>;
 /// Without the `demo` feature there is no demo.
-#[cfg(not(all(feature = "demo", unix)))]
+#[cfg(not(feature = "demo"))]
 type DemoSetup = Option<std::convert::Infallible>;
 
 /// Runs the relay on two tokio runtimes. The boards (serial sessions, trackers, journal)
@@ -346,9 +352,9 @@ async fn serve(
     // Connections and subscribers under the file descriptor limit, with room kept for the
     // ports, journals and PGN files.
     let (limit, raised_from) = dgt_relay::server::fd_limit();
-    #[cfg(all(feature = "demo", unix))]
+    #[cfg(feature = "demo")]
     let demo_boards = demo.as_ref().map_or(0, |(_, o)| o.boards as usize);
-    #[cfg(not(all(feature = "demo", unix)))]
+    #[cfg(not(feature = "demo"))]
     let demo_boards = 0;
     let boards = cfg.board_count().max(cfg.ports.len()).max(demo_boards);
     let budget = dgt_relay::server::FdBudget::plan(
@@ -405,7 +411,7 @@ async fn serve(
     if !addr.ip().is_loopback() {
         tracing::warn!(%addr, "listening beyond this machine: admin calls are protected by the token only");
     }
-    #[cfg(all(feature = "demo", unix))]
+    #[cfg(feature = "demo")]
     let sim = match demo {
         Some((games, opts)) => {
             let (d, paths) = dgt_relay::demo::Demo::start(games, &opts, relay.tournament.clone())?;
@@ -416,7 +422,7 @@ async fn serve(
         }
         None => None,
     };
-    #[cfg(not(all(feature = "demo", unix)))]
+    #[cfg(not(feature = "demo"))]
     let _ = demo;
     for p in &cfg.ports {
         relay.add_port(p.clone(), false);
@@ -503,7 +509,7 @@ async fn serve(
     if let Some(s) = eboard_server {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), s).await;
     }
-    #[cfg(all(feature = "demo", unix))]
+    #[cfg(feature = "demo")]
     if let Some(d) = sim {
         d.stop();
     }
@@ -520,7 +526,8 @@ struct StopSignals {
     #[cfg(unix)]
     streams: [(tokio::signal::unix::Signal, &'static str); 3],
     #[cfg(windows)]
-    streams: (tokio::signal::windows::CtrlC, tokio::signal::windows::CtrlBreak, tokio::signal::windows::CtrlClose),
+    streams:
+        (tokio::signal::windows::CtrlC, tokio::signal::windows::CtrlBreak, tokio::signal::windows::CtrlClose),
 }
 
 impl StopSignals {

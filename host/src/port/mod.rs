@@ -57,6 +57,8 @@ use crate::shutdown::Listener;
 
 mod bus;
 mod discover;
+#[cfg(feature = "demo")]
+pub mod in_process;
 
 pub use discover::{DGT_USB_IDS, DeviceKind, discover_ports};
 
@@ -335,9 +337,14 @@ impl Default for PortOptions {
 }
 
 /// Opens a serial port at 9600 8N1, raw, no flow control, with DTR raised (best effort:
-/// a pseudo-terminal has no modem lines) and stale input flushed.
-pub fn open_port(path: &std::path::Path) -> Result<tokio_serial::SerialStream, tokio_serial::Error> {
+/// a pseudo-terminal has no modem lines) and stale input flushed. `path` is a device
+/// (`/dev/ttyUSB0`, `COM3`), or the name of a demo board's in-process link.
+pub fn open_port(path: &std::path::Path) -> Result<Box<dyn PortIo>, tokio_serial::Error> {
     use tokio_serial::SerialPort;
+    #[cfg(feature = "demo")]
+    if let Some(link) = in_process::open(path) {
+        return Ok(Box::new(link));
+    }
     let builder = tokio_serial::new(path.to_string_lossy(), 9600)
         .data_bits(tokio_serial::DataBits::Eight)
         .parity(tokio_serial::Parity::None)
@@ -351,7 +358,7 @@ pub fn open_port(path: &std::path::Path) -> Result<tokio_serial::SerialStream, t
     if let Err(e) = port.clear(tokio_serial::ClearBuffer::Input) {
         tracing::trace!(error = %e, "input flush not supported on this port");
     }
-    Ok(port)
+    Ok(Box::new(port))
 }
 
 /// What a port was found to carry, the last time it was opened.
@@ -412,7 +419,7 @@ pub async fn run_port<A: AttachTo>(
                 tracing::info!("port open");
                 backoff = REOPEN_FIRST;
                 let bus = BusPort { path: &path, clock: &clock, ids: &ids, opts: &opts };
-                let mut io: Box<dyn PortIo> = Box::new(port);
+                let mut io = port;
                 // Boards answering the bus discovery (a chain has at least two).
                 let mut in_bus_mode = None;
                 if known != Known::One {
