@@ -59,6 +59,8 @@ mod bus;
 mod discover;
 #[cfg(feature = "demo")]
 pub mod in_process;
+#[cfg(target_os = "linux")]
+mod tty;
 
 pub use discover::{DGT_USB_IDS, DeviceKind, discover_ports};
 
@@ -351,7 +353,15 @@ pub fn open_port(path: &std::path::Path) -> Result<Box<dyn PortIo>, tokio_serial
         .stop_bits(tokio_serial::StopBits::One)
         .flow_control(tokio_serial::FlowControl::None)
         .timeout(Duration::from_millis(100));
-    let mut port = tokio_serial::SerialStream::open(&builder)?;
+    let mut port = match tokio_serial::SerialStream::open(&builder) {
+        Ok(port) => port,
+        #[cfg(target_os = "linux")]
+        Err(e) if tty::termios2_missing(&e) => {
+            tracing::debug!(error = %e, "no termios2 here (an emulator?): opening with classic termios");
+            return Ok(Box::new(tty::open(path)?));
+        }
+        Err(e) => return Err(e),
+    };
     if let Err(e) = port.write_data_terminal_ready(true) {
         tracing::trace!(error = %e, "DTR not supported on this port");
     }
