@@ -67,11 +67,12 @@ cat > "$pkg/DEBIAN/postinst" <<'SCRIPT'
 #!/bin/sh
 set -e
 if [ "$1" = configure ]; then
+  install -d -m 750 /var/lib/dgt-relay
   if ! getent passwd dgt-relay >/dev/null; then
     adduser --system --group --home /var/lib/dgt-relay --no-create-home --shell /usr/sbin/nologin dgt-relay
   fi
   adduser dgt-relay dialout >/dev/null
-  install -d -m 750 -o dgt-relay -g dgt-relay /var/lib/dgt-relay
+  chown dgt-relay:dgt-relay /var/lib/dgt-relay
   chgrp dgt-relay /etc/dgt-relay/relay.toml && chmod 640 /etc/dgt-relay/relay.toml
   if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
 fi
