@@ -1029,10 +1029,10 @@ impl Runner {
                     self.host = false;
                 }
             }
-            return;
+        } else {
+            #[cfg(unix)]
+            self.flush_to_line(out, bus, Instant::now());
         }
-        #[cfg(unix)]
-        self.flush_to_line(out, bus, Instant::now());
     }
 
     /// [`Runner::flush`] on a pty or a chain.
@@ -1192,10 +1192,10 @@ impl Runner {
             if let Ok(c) = self.rx.recv_timeout(timeout) {
                 self.early = Some(c);
             }
-            return;
+        } else {
+            #[cfg(unix)]
+            self.poll_line(wake);
         }
-        #[cfg(unix)]
-        self.poll_line(wake);
     }
 
     /// [`Runner::sleep`] on a pty or a chain: until `wake`, a control, or the host's bytes.

@@ -1,6 +1,7 @@
 //! `dgt-relay demo` on in-process links (how the demo runs on Windows, which has no
 //! pseudo-terminals): the real binary, its simulated boards on channels instead of ptys,
 //! and the moves it publishes checked against the games the boards replay.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
