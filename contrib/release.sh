@@ -29,6 +29,16 @@ for t in "${targets[@]}"; do
       ;;
   esac
   cp README.md LICENSE docs/organiser.md "$stage/"
+  # Symbols off (the standard library's debug information is linked in otherwise), with the
+  # target's own strip when it is installed.
+  case $t in
+    x86_64-pc-windows-gnu) strip_tool=x86_64-w64-mingw32-strip; exe=$stage/dgt-relay.exe ;;
+    aarch64-unknown-linux-gnu) strip_tool=aarch64-linux-gnu-strip; exe=$stage/dgt-relay ;;
+    *) strip_tool=strip; exe=$stage/dgt-relay ;;
+  esac
+  if command -v "$strip_tool" > /dev/null; then
+    "$strip_tool" "$exe"
+  fi
   case $t in
     *windows*)
       rm -f "$out/$name.zip"
