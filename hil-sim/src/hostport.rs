@@ -2,19 +2,28 @@
 //! (read/write, raw 9600 8N1), sends commands, and decodes what comes back with
 //! `dgt_protocol::Decoder` into owned values.
 
+#[cfg(unix)]
 use std::fs::File;
+#[cfg(unix)]
 use std::io::{self, Read, Write};
+#[cfg(unix)]
 use std::os::fd::AsFd;
+#[cfg(unix)]
 use std::os::unix::fs::OpenOptionsExt;
+#[cfg(unix)]
 use std::path::Path;
+#[cfg(unix)]
 use std::time::{Duration, Instant};
 
-use dgt_protocol::{
-    BusCommand, BusDecoded, BusDecoder, Bwtime, ClockTimes, Command, Decoded, Decoder, EeEvent, Message,
-};
+#[cfg(unix)]
+use dgt_protocol::{BusCommand, BusDecoded, BusDecoder, Command, Decoder};
+use dgt_protocol::{Bwtime, ClockTimes, Decoded, EeEvent, Message};
+#[cfg(unix)]
 use nix::fcntl::OFlag;
+#[cfg(unix)]
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
+#[cfg(unix)]
 use crate::pty::set_raw_9600;
 
 /// One decoded thing from the board, owned.
@@ -84,7 +93,8 @@ impl Received {
     }
 }
 
-/// A serial port opened on a simulated (or real) board's path.
+/// A serial port opened on a simulated (or real) board's path (Unix: a pty or a tty).
+#[cfg(unix)]
 #[derive(Debug)]
 pub struct HostPort {
     file: File,
@@ -118,6 +128,7 @@ pub enum BusReceived {
 }
 
 impl BusReceived {
+    #[cfg(unix)]
     fn from_decoded(d: BusDecoded<'_>) -> BusReceived {
         match d {
             BusDecoded::Reply(r) => {
@@ -133,6 +144,7 @@ impl BusReceived {
     }
 }
 
+#[cfg(unix)]
 impl HostPort {
     /// Opens `path` read/write, non-blocking, raw 9600 8N1.
     pub fn open(path: &Path) -> io::Result<HostPort> {

@@ -12,7 +12,9 @@
 //!   into scenarios with their ground truth; the clock becomes the script's puppet.
 //! - [`offline`]: a scenario played through the firmware without a pty (for tests).
 //! - [`pty`], [`sim`]: boards on real ptys with stable links, one thread each
-//!   ([`SimBoard`], [`sim::spawn_fleet`]).
+//!   ([`SimBoard`], [`sim::spawn_fleet`]); or on an in-process link to a host in the same
+//!   process ([`SimBoard::spawn_in_process`], [`HostEnd`]), where there are no ptys (Windows).
+//!   Ptys, chains and [`HostPort`] are Unix only.
 //! - [`chain`]: boards daisy-chained on one pty for bus mode ([`SimChain`]): a shared line
 //!   with 9600-baud timing, the boards' response times and collisions.
 //! - [`hostport`]: the host's end (open a path like a serial port, decode what comes back).
@@ -52,6 +54,7 @@
 //! # }
 //! ```
 
+#[cfg(unix)]
 pub mod chain;
 pub mod clock;
 pub mod firmware;
@@ -59,6 +62,7 @@ pub mod hands;
 pub mod hostport;
 pub mod offline;
 pub mod pgn;
+#[cfg(unix)]
 pub mod pty;
 pub mod rng;
 pub mod scenario;
@@ -68,13 +72,18 @@ pub mod timemap;
 pub mod transport;
 pub mod truth;
 
+#[cfg(unix)]
 pub use chain::SimChain;
 pub use clock::{Bonus, Button, Dgt3000, Period, TimeControl};
 pub use firmware::{BoardConfig, BoardMode, Firmware};
-pub use hostport::{BusReceived, HostPort, Received};
+#[cfg(unix)]
+pub use hostport::HostPort;
+pub use hostport::{BusReceived, Received};
 pub use scenario::{Action, ClockSetup, Scenario, Setup, TimedAction};
+#[cfg(unix)]
+pub use sim::spawn_fleet;
 pub use sim::{
-    BoardStatus, ScenarioHandle, ScenarioReport, SimBoard, SimConfig, StartPolicy, VirtualTime, spawn_fleet,
+    BoardStatus, HostEnd, ScenarioHandle, ScenarioReport, SimBoard, SimConfig, StartPolicy, VirtualTime,
 };
 pub use truth::GroundTruth;
 

@@ -1,8 +1,14 @@
 //! Boards on ptys: one thread per board runs the firmware model against virtual time,
 //! reads the host's commands from the pty master, writes the board's messages to it, and
 //! plays scenarios. [`SimBoard`] is the handle tests, the CLI and the host's demo use.
+//!
+//! Where there are no ptys (Windows), a board runs the same way on an in-process link to a
+//! host in the same process ([`SimBoard::spawn_in_process`], [`HostEnd`]): the bytes cross
+//! channels instead of a pty, without a serial line's timing.
 
+#[cfg(unix)]
 use std::io;
+#[cfg(unix)]
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -11,20 +17,26 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use dgt_protocol::{ClockSide, Orientation, PieceCode};
+#[cfg(unix)]
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
+#[cfg(unix)]
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::SimError;
+#[cfg(unix)]
 use crate::chain::ChainDrop;
 use crate::clock::{Dgt3000, SideView, TimeControl};
 use crate::firmware::{BoardConfig, BoardMode, Firmware, FirmwareStats, start_position};
+#[cfg(unix)]
 use crate::pty::{Link, Pty};
 use crate::scenario::{Action, Scenario, TimedAction, board_codes, codes_board};
 use crate::truth::GroundTruth;
 
 use crate::timemap::TimeMap;
 pub use crate::timemap::rates;
-use crate::transport::{Bursts, BurstyLink};
+use crate::transport::Bursts;
+#[cfg(unix)]
+use crate::transport::BurstyLink;
 
 /// Virtual time on a real clock: an anchor (a real instant and the virtual time then) and
 /// the [`TimeMap`] from there on.
@@ -254,6 +266,56 @@ enum Control {
     Unplug,
     Plug,
     Shutdown,
+    /// Bytes the host wrote on an in-process link.
+    FromHost(Vec<u8>),
+}
+
+/// The host's end of an in-process link ([`SimBoard::spawn_in_process`]): what the host
+/// writes reaches the board's firmware and what the board sends arrives here, in order, as
+/// on a serial line but without its timing (no line rate, no bursts). Split it to write
+/// from one thread or task and read from another.
+#[derive(Debug)]
+pub struct HostEnd {
+    /// To the board.
+    pub to_board: ToBoard,
+    /// From the board.
+    pub from_board: FromBoard,
+}
+
+/// What the host writes to a board on an in-process link.
+#[derive(Debug, Clone)]
+pub struct ToBoard {
+    tx: Sender<Control>,
+    #[cfg(unix)]
+    waker: Arc<OwnedFd>,
+}
+
+impl ToBoard {
+    /// Sends the host's bytes to the board; fails once the board has stopped.
+    pub fn send(&self, bytes: &[u8]) -> Result<(), SimError> {
+        self.tx.send(Control::FromHost(bytes.to_vec())).map_err(|_| SimError::BoardGone)?;
+        #[cfg(unix)]
+        let _ = nix::unistd::write(&*self.waker, &[1]);
+        Ok(())
+    }
+}
+
+/// What a board on an in-process link sends to the host.
+#[derive(Debug)]
+pub struct FromBoard {
+    rx: Receiver<Vec<u8>>,
+}
+
+impl FromBoard {
+    /// The board's next bytes: waits up to `timeout` ([`SimError::Timeout`]); fails with
+    /// [`SimError::BoardGone`] once the board has stopped.
+    pub fn recv(&self, timeout: Duration) -> Result<Vec<u8>, SimError> {
+        match self.rx.recv_timeout(timeout) {
+            Ok(b) => Ok(b),
+            Err(RecvTimeoutError::Timeout) => Err(SimError::Timeout),
+            Err(RecvTimeoutError::Disconnected) => Err(SimError::BoardGone),
+        }
+    }
 }
 
 /// A running simulated board.
@@ -263,12 +325,14 @@ pub struct SimBoard {
     link: Option<PathBuf>,
     slave: Arc<Mutex<PathBuf>>,
     tx: Sender<Control>,
-    waker: OwnedFd,
+    #[cfg(unix)]
+    waker: Arc<OwnedFd>,
     join: Option<JoinHandle<()>>,
 }
 
 impl SimBoard {
     /// Opens a pty, creates the link if asked, and starts the board's thread.
+    #[cfg(unix)]
     pub fn spawn(config: SimConfig) -> Result<SimBoard, SimError> {
         let pty = Pty::open()?;
         let link = match &config.link {
@@ -299,8 +363,27 @@ impl SimBoard {
         SimBoard::start(config, wire, slave, name)
     }
 
+    /// Starts a board on an in-process link named `name` (`SimConfig::link`,
+    /// `line_rate` and `bursts` are not used): the host in this process talks to it through
+    /// the returned [`HostEnd`]. The board sees its host from the start.
+    pub fn spawn_in_process(config: SimConfig, name: &str) -> Result<(SimBoard, HostEnd), SimError> {
+        let (to_host, rx) = mpsc::channel();
+        let wire = Wire::InProcess(InProcessPort { to_host, attached: true });
+        let slave = Arc::new(Mutex::new(PathBuf::from(name)));
+        let mut config = config;
+        config.link = None;
+        let board = SimBoard::start(config, wire, slave, name.to_owned())?;
+        let to_board = ToBoard {
+            tx: board.tx.clone(),
+            #[cfg(unix)]
+            waker: Arc::clone(&board.waker),
+        };
+        Ok((board, HostEnd { to_board, from_board: FromBoard { rx } }))
+    }
+
     /// A board on a chain (see [`crate::chain`]); also returns a second handle to its
     /// wake-up pipe, for the line to wake it when host bytes arrive.
+    #[cfg(unix)]
     pub(crate) fn spawn_on_chain(
         config: SimConfig,
         drop: ChainDrop,
@@ -308,7 +391,7 @@ impl SimBoard {
         name: String,
     ) -> Result<(SimBoard, OwnedFd), SimError> {
         let board = SimBoard::start(config, Wire::Chain(drop), slave, name)?;
-        let waker = board.waker.try_clone().map_err(|e| SimError::Pty { what: "dup", source: e })?;
+        let waker = board.waker.as_ref().try_clone().map_err(|e| SimError::Pty { what: "dup", source: e })?;
         Ok((board, waker))
     }
 
@@ -318,8 +401,10 @@ impl SimBoard {
         slave: Arc<Mutex<PathBuf>>,
         name: String,
     ) -> Result<SimBoard, SimError> {
+        #[cfg(unix)]
         let (wake_rx, wake_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)
             .map_err(|e| SimError::Pty { what: "pipe", source: e.into() })?;
+        #[cfg(unix)]
         fcntl(&wake_rx, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
             .map_err(|e| SimError::Pty { what: "fcntl", source: e.into() })?;
         let (tx, rx) = mpsc::channel();
@@ -329,15 +414,18 @@ impl SimBoard {
             fw.attach_clock(Some(Dgt3000::new(tc.clone(), *side, 0)));
         }
         let white_side = config.clock.as_ref().map_or(ClockSide::Left, |c| c.1);
+        let host = matches!(wire, Wire::InProcess(_));
         let runner = Runner {
             vt,
             fw,
             wire,
             slave: Arc::clone(&slave),
-            host: false,
+            host,
             orientation: config.orientation,
             white_side,
             rx,
+            early: None,
+            #[cfg(unix)]
             wake_rx,
             scenario: None,
             reopen_at: None,
@@ -349,12 +437,21 @@ impl SimBoard {
             .stack_size(256 * 1024)
             .spawn(move || runner.run())
             .map_err(|e| SimError::Pty { what: "spawn thread", source: e })?;
-        Ok(SimBoard { name, link: config.link, slave, tx, waker: wake_tx, join: Some(join) })
+        Ok(SimBoard {
+            name,
+            link: config.link,
+            slave,
+            tx,
+            #[cfg(unix)]
+            waker: Arc::new(wake_tx),
+            join: Some(join),
+        })
     }
 
     fn control(&self, c: Control) -> Result<(), SimError> {
         self.tx.send(c).map_err(|_| SimError::BoardGone)?;
-        let _ = nix::unistd::write(&self.waker, &[1]);
+        #[cfg(unix)]
+        let _ = nix::unistd::write(&*self.waker, &[1]);
         Ok(())
     }
 
@@ -459,6 +556,7 @@ impl Drop for SimBoard {
 /// Spawns `count` boards from a template: board `i` (0-based) gets the template's serial
 /// number plus `i`, and, with `links_dir`, the stable link `links_dir/board-NN` (from 01).
 /// The folder is created if needed.
+#[cfg(unix)]
 pub fn spawn_fleet(
     count: usize,
     template: &SimConfig,
@@ -478,6 +576,7 @@ pub fn spawn_fleet(
 
 /// Board `i` (0-based) of a fleet or a chain made from `template`: the template's serial
 /// number plus `i`, its firmware version, scan period, ack delay and battery.
+#[cfg(unix)]
 pub(crate) fn fleet_config(template: &SimConfig, i: usize) -> SimConfig {
     let mut config = template.clone();
     let base: u32 = template.board.serial.trim().parse().unwrap_or(0);
@@ -509,6 +608,9 @@ struct Runner {
     orientation: Orientation,
     white_side: ClockSide,
     rx: Receiver<Control>,
+    /// A control message taken from `rx` while waiting on it (an in-process link).
+    early: Option<Control>,
+    #[cfg(unix)]
     wake_rx: OwnedFd,
     scenario: Option<RunningScenario>,
     reopen_at: Option<Instant>,
@@ -521,12 +623,24 @@ struct Runner {
 /// Where a board's bytes go.
 enum Wire {
     /// A pty of its own, as a USB board.
+    #[cfg(unix)]
     Own(Box<OwnPort>),
     /// A drop on a chain's shared line (see [`crate::chain`]).
+    #[cfg(unix)]
     Chain(ChainDrop),
+    /// An in-process link to a host in this process ([`HostEnd`]).
+    InProcess(InProcessPort),
+}
+
+/// A board's end of an in-process link; the host's bytes come as [`Control::FromHost`].
+struct InProcessPort {
+    to_host: Sender<Vec<u8>>,
+    /// False while unplugged.
+    attached: bool,
 }
 
 /// A board's own pty.
+#[cfg(unix)]
 struct OwnPort {
     /// `None` while unplugged.
     pty: Option<Pty>,
@@ -544,6 +658,7 @@ struct OwnPort {
     epoch: Instant,
 }
 
+#[cfg(unix)]
 impl OwnPort {
     /// Milliseconds of `to_host`'s clock at `at`.
     fn link_ms(&self, at: Instant) -> u64 {
@@ -560,12 +675,14 @@ impl OwnPort {
 }
 
 /// A token bucket pacing output at a serial line's rate.
+#[cfg(unix)]
 struct LineRate {
     rate: f64,
     budget: f64,
     at: Instant,
 }
 
+#[cfg(unix)]
 impl LineRate {
     /// Bytes that may go out now.
     fn allowance(&mut self) -> usize {
@@ -601,6 +718,7 @@ pub fn plugged_back_at(vt: &VirtualTime, at: u64, down_ms: u64, now: Instant) ->
 
 /// Output kept for a host that reads slowly, beyond which bytes are lost (as a UART's
 /// would be).
+#[cfg(unix)]
 const MAX_PENDING: usize = 64 * 1024;
 
 impl Runner {
@@ -627,6 +745,7 @@ impl Runner {
         if let Some(s) = self.scenario.take() {
             let _ = s.done.send(self.report(&s, false));
         }
+        #[cfg(unix)]
         if let Wire::Own(p) = &self.wire
             && let Some(link) = &p.link
         {
@@ -636,8 +755,12 @@ impl Runner {
 
     /// Reads what the host wrote and hands it to the firmware. On a chain, the firmware's
     /// answers go to the line at once, stamped with the moment the command arrived.
+    #[cfg_attr(not(unix), allow(unused_variables))]
     fn read_host(&mut self, now: u64, buf: &mut [u8]) {
         match &mut self.wire {
+            // The host's bytes came with the controls.
+            Wire::InProcess(_) => {}
+            #[cfg(unix)]
             Wire::Own(p) => {
                 let Some(pty) = &p.pty else { return };
                 if !self.host {
@@ -659,6 +782,7 @@ impl Runner {
                     }
                 }
             }
+            #[cfg(unix)]
             Wire::Chain(d) => {
                 self.host = d.host_present();
                 while let Ok((at, bytes)) = d.rx.try_recv() {
@@ -679,6 +803,8 @@ impl Runner {
     fn unplug(&mut self) {
         self.host = false;
         match &mut self.wire {
+            Wire::InProcess(p) => p.attached = false,
+            #[cfg(unix)]
             Wire::Own(p) => {
                 p.pty = None;
                 p.drop_output();
@@ -686,6 +812,7 @@ impl Runner {
                     link.remove();
                 }
             }
+            #[cfg(unix)]
             Wire::Chain(d) => {
                 d.attached = false;
                 while d.rx.try_recv().is_ok() {}
@@ -695,19 +822,34 @@ impl Runner {
 
     fn unplugged(&self) -> bool {
         match &self.wire {
+            Wire::InProcess(p) => !p.attached,
+            #[cfg(unix)]
             Wire::Own(p) => p.pty.is_none(),
+            #[cfg(unix)]
             Wire::Chain(d) => !d.attached,
         }
     }
 
     /// Handles control messages; false on shutdown.
+    #[allow(irrefutable_let_patterns)]
     fn controls(&mut self) -> bool {
-        let mut drain = [0u8; 64];
-        while matches!(nix::unistd::read(&self.wake_rx, &mut drain), Ok(n) if n > 0) {}
-        while let Ok(c) = self.rx.try_recv() {
+        #[cfg(unix)]
+        {
+            let mut drain = [0u8; 64];
+            while matches!(nix::unistd::read(&self.wake_rx, &mut drain), Ok(n) if n > 0) {}
+        }
+        while let Some(c) = self.early.take().or_else(|| self.rx.try_recv().ok()) {
             let now = self.vt.now_ms();
             match c {
                 Control::Shutdown => return false,
+                Control::FromHost(bytes) => {
+                    if let Wire::InProcess(p) = &self.wire
+                        && p.attached
+                    {
+                        self.catch_up(now);
+                        self.fw.receive(&bytes, now);
+                    }
+                }
                 Control::Act(a) => {
                     self.catch_up(now);
                     self.apply(&a, now);
@@ -766,9 +908,12 @@ impl Runner {
             return;
         }
         let listening = match self.wire {
+            #[cfg(unix)]
             Wire::Own(_) => self.fw.host_listening(),
+            Wire::InProcess(_) => self.fw.host_listening(),
             // On a chain, a single-board command puts every board in update mode at once (a
             // host trying the line as one board): following a board is reading its changes.
+            #[cfg(unix)]
             Wire::Chain(_) => self.fw.bus_followed(),
         };
         if s.policy == StartPolicy::WhenHostListens && !listening {
@@ -838,6 +983,11 @@ impl Runner {
 
     fn reopen(&mut self, now: u64) {
         match &mut self.wire {
+            Wire::InProcess(p) => {
+                p.attached = true;
+                self.host = true;
+            }
+            #[cfg(unix)]
             Wire::Own(p) => match Pty::open() {
                 Ok(pty) => {
                     if let Ok(mut path) = self.slave.lock() {
@@ -853,6 +1003,7 @@ impl Runner {
                     return;
                 }
             },
+            #[cfg(unix)]
             Wire::Chain(d) => {
                 while d.rx.try_recv().is_ok() {}
                 d.attached = true;
@@ -863,11 +1014,33 @@ impl Runner {
         self.fw.power_cycle(now);
     }
 
+    // Irrefutable where an in-process link is the only wire (Windows).
+    #[allow(irrefutable_let_patterns)]
     fn flush(&mut self) {
         let out = self.fw.take_output();
         let bus = self.fw.take_bus_output();
-        let now = Instant::now();
+        if let Wire::InProcess(p) = &mut self.wire {
+            if !p.attached {
+                return;
+            }
+            // Bus replies' delays are a chain's; a board alone answers at once.
+            for bytes in std::iter::once(out).chain(bus.into_iter().map(|t| t.bytes)) {
+                if !bytes.is_empty() && p.to_host.send(bytes).is_err() {
+                    self.host = false;
+                }
+            }
+        } else {
+            #[cfg(unix)]
+            self.flush_to_line(out, bus, Instant::now());
+        }
+    }
+
+    /// [`Runner::flush`] on a pty or a chain.
+    #[cfg(unix)]
+    fn flush_to_line(&mut self, out: Vec<u8>, bus: Vec<crate::firmware::BusTransmit>, now: Instant) {
         let p = match &mut self.wire {
+            Wire::InProcess(_) => return,
+            #[cfg(unix)]
             Wire::Chain(d) => {
                 d.send(out, now, false);
                 for t in bus {
@@ -875,6 +1048,7 @@ impl Runner {
                 }
                 return;
             }
+            #[cfg(unix)]
             Wire::Own(p) => p,
         };
         if p.pty.is_none() {
@@ -1010,9 +1184,27 @@ impl Runner {
         if let Some(t) = self.reopen_at {
             consider(t);
         }
+        if matches!(self.wire, Wire::InProcess(_)) {
+            // The host's bytes come on the control channel: waiting on it is waiting for both.
+            let timeout = wake.map_or(Duration::from_secs(1), |t| {
+                t.saturating_duration_since(Instant::now()).min(Duration::from_secs(60))
+            });
+            if let Ok(c) = self.rx.recv_timeout(timeout) {
+                self.early = Some(c);
+            }
+        } else {
+            #[cfg(unix)]
+            self.poll_line(wake);
+        }
+    }
+
+    /// [`Runner::sleep`] on a pty or a chain: until `wake`, a control, or the host's bytes.
+    #[cfg(unix)]
+    fn poll_line(&mut self, mut wake: Option<Instant>) {
+        let mut consider = |t: Instant| wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
         let own = match &self.wire {
             Wire::Own(p) => Some(p),
-            Wire::Chain(_) => None,
+            Wire::Chain(_) | Wire::InProcess(_) => None,
         };
         let watch_master = self.host && own.is_some_and(|p| p.pty.is_some());
         if let Some(p) = own {

@@ -2,6 +2,13 @@
 //! pseudo-terminals. The relay opens them through the same serial code path as real
 //! boards ([`crate::relay::Relay::add_port`]); nothing in the relay knows they are
 //! simulated.
+//!
+//! Where there are no pseudo-terminals (Windows), or with `--in-process`, each board is on
+//! an in-process link registered under a port name ([`crate::port::in_process`]): the
+//! relay opens that name with the same port code; only the transport of the bytes differs
+//! (channels instead of a tty, without a serial line's timing). Chosen over a loopback
+//! socket or a named pipe because it needs no port number, no file and no extra code path
+//! in the relay beyond opening the name.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,11 +35,15 @@ pub struct DemoOptions {
     pub first_serial: u32,
     /// First board number (boards get consecutive ones).
     pub first_board: u32,
+    /// Boards on in-process links instead of pseudo-terminals (see the module docs).
+    pub in_process: bool,
 }
 
 /// The running simulated boards; dropping it stops them.
 pub struct Demo {
     boards: Vec<Arc<SimBoard>>,
+    /// The in-process links' port names, unregistered on stop.
+    links: Vec<PathBuf>,
     stop: Arc<AtomicBool>,
     drivers: Vec<std::thread::JoinHandle<()>>,
 }
@@ -60,8 +71,22 @@ fn player(game: &SourceGame, side: &str) -> Player {
     }
 }
 
+/// A board on a pseudo-terminal of its own.
+#[cfg(unix)]
+fn on_pty(config: SimConfig) -> Result<SimBoard, dgt_hil_sim::SimError> {
+    SimBoard::spawn(config)
+}
+
+/// No pseudo-terminals here: the demo's boards go on in-process links instead.
+#[cfg(not(unix))]
+fn on_pty(_: SimConfig) -> Result<SimBoard, dgt_hil_sim::SimError> {
+    let e = std::io::Error::new(std::io::ErrorKind::Unsupported, "this system has no pseudo-terminals");
+    Err(dgt_hil_sim::SimError::Pty { what: "open", source: e })
+}
+
 impl Demo {
-    /// Spawns the boards; returns them with the pty paths the relay should open.
+    /// Spawns the boards; returns them with the port paths (ptys, or in-process links'
+    /// names) the relay should open.
     pub fn start(
         games: Vec<SourceGame>,
         opts: &DemoOptions,
@@ -73,14 +98,27 @@ impl Demo {
         let mut boards = Vec::new();
         let mut paths = Vec::new();
         let mut drivers = Vec::new();
+        let mut links = Vec::new();
         for i in 0..opts.boards {
             let config = SimConfig {
                 board: BoardConfig::with_serial(opts.first_serial + i),
                 speed: opts.speed,
                 ..SimConfig::default()
             };
-            let board = Arc::new(SimBoard::spawn(config)?);
-            paths.push(board.path());
+            let board = if opts.in_process {
+                let name = PathBuf::from(format!("simulated-board-{}", opts.first_board + i));
+                let (board, end) = SimBoard::spawn_in_process(config, &name.to_string_lossy())?;
+                crate::port::in_process::register(&name, end)
+                    .map_err(|e| dgt_hil_sim::SimError::Pty { what: "spawn link thread", source: e })?;
+                links.push(name.clone());
+                paths.push(name);
+                board
+            } else {
+                let board = on_pty(config)?;
+                paths.push(board.path());
+                board
+            };
+            let board = Arc::new(board);
             let (b, games, stop, tournament) =
                 (Arc::clone(&board), Arc::clone(&games), Arc::clone(&stop), tournament.clone());
             let number = opts.first_board + i;
@@ -140,7 +178,7 @@ impl Demo {
             boards.push(board);
             drivers.push(driver);
         }
-        Ok((Demo { boards, stop, drivers }, paths))
+        Ok((Demo { boards, links, stop, drivers }, paths))
     }
 
     /// Stops the drivers and the boards.
@@ -150,5 +188,8 @@ impl Demo {
             let _ = d.join();
         }
         drop(self.boards);
+        for name in &self.links {
+            crate::port::in_process::unregister(name);
+        }
     }
 }

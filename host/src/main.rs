@@ -67,7 +67,8 @@ enum Cmd {
         #[command(flatten)]
         common: Common,
     },
-    /// Simulated boards replaying corpus games on pseudo-terminals; no hardware needed.
+    /// Simulated boards replaying corpus games on pseudo-terminals (on Windows: in-process
+    /// links); no hardware needed.
     #[cfg(feature = "demo")]
     Demo {
         /// Number of simulated boards.
@@ -87,6 +88,10 @@ enum Cmd {
         /// its boards to it.
         #[arg(long, short)]
         config: Option<PathBuf>,
+        /// The boards on in-process links instead of pseudo-terminals (always so on
+        /// Windows, which has none): the same port code, without a tty between.
+        #[arg(long)]
+        in_process: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -247,7 +252,7 @@ fn main() -> anyhow::Result<()> {
             run(cfg, clock, None, Some(dgt_relay::nats::edge::EdgeOptions { nats: settings, event }))
         }
         #[cfg(feature = "demo")]
-        Cmd::Demo { boards, speed, games, first_board, config, common } => {
+        Cmd::Demo { boards, speed, games, first_board, config, in_process, common } => {
             if !(speed > 0.0 && speed <= 1000.0) {
                 bail!("--speed must be between 0 and 1000");
             }
@@ -280,6 +285,7 @@ fn main() -> anyhow::Result<()> {
                 speed,
                 first_serial: 10_000 + first_board,
                 first_board,
+                in_process: in_process || cfg!(windows),
             };
             // Simulated board i has serial 10000 + first_board + i and board number
             // first_board + i.
@@ -530,12 +536,17 @@ async fn serve(
     Ok(())
 }
 
-/// The signals that stop the relay cleanly: SIGINT (Ctrl-C), SIGTERM (systemd, `kill`) and
-/// SIGHUP (the terminal or the SSH session went away). A daemon that is hung up on still
-/// closes its websocket clients, flushes every journal and writes the last PGN, and exits 0.
+/// The signals that stop the relay cleanly. On Unix: SIGINT (Ctrl-C), SIGTERM (systemd,
+/// `kill`) and SIGHUP (the terminal or the SSH session went away). On Windows: Ctrl-C,
+/// Ctrl-Break and the console window being closed (Windows then allows a few seconds). A
+/// relay stopped either way closes its websocket clients, flushes every journal and writes
+/// the last PGN, and exits 0.
 struct StopSignals {
     #[cfg(unix)]
     streams: [(tokio::signal::unix::Signal, &'static str); 3],
+    #[cfg(windows)]
+    streams:
+        (tokio::signal::windows::CtrlC, tokio::signal::windows::CtrlBreak, tokio::signal::windows::CtrlClose),
 }
 
 impl StopSignals {
@@ -552,9 +563,10 @@ impl StopSignals {
                 ],
             })
         }
-        #[cfg(not(unix))]
+        #[cfg(windows)]
         {
-            Ok(StopSignals {})
+            use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close};
+            Ok(StopSignals { streams: (ctrl_c()?, ctrl_break()?, ctrl_close()?) })
         }
     }
 
@@ -569,10 +581,14 @@ impl StopSignals {
                 _ = hup.recv() => c,
             }
         }
-        #[cfg(not(unix))]
+        #[cfg(windows)]
         {
-            let _ = tokio::signal::ctrl_c().await;
-            "Ctrl-C"
+            let (c, brk, close) = &mut self.streams;
+            tokio::select! {
+                _ = c.recv() => "Ctrl-C",
+                _ = brk.recv() => "Ctrl-Break",
+                _ = close.recv() => "console closed",
+            }
         }
     }
 }

@@ -185,6 +185,7 @@ impl Relay {
             tokio::join!(pgn_writer, export, publish);
         });
         *relay.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
+        #[cfg(unix)]
         relay.catch_file_size_signal();
         if let Some(lichess) = &config.lichess {
             // Stopped with the PGN writer, so the last moves are pushed too.
@@ -245,6 +246,8 @@ impl Relay {
     /// SIGXFSZ, which by default kills the process. With a handler the write fails with
     /// `EFBIG` instead, and is handled like a full disk: the journal's records wait in
     /// memory with a `storage` alert, and are written once the limit allows.
+    /// Windows has no such signal: a write past a quota fails with an error of its own.
+    #[cfg(unix)]
     fn catch_file_size_signal(&self) {
         use tokio::signal::unix::{SignalKind, signal};
         if tokio::runtime::Handle::try_current().is_err() {

@@ -57,6 +57,10 @@ use crate::shutdown::Listener;
 
 mod bus;
 mod discover;
+#[cfg(feature = "demo")]
+pub mod in_process;
+#[cfg(target_os = "linux")]
+mod tty;
 
 pub use discover::{DGT_USB_IDS, DeviceKind, discover_ports};
 
@@ -380,23 +384,36 @@ impl Default for PortOptions {
 }
 
 /// Opens a serial port at 9600 8N1, raw, no flow control, with DTR raised (best effort:
-/// a pseudo-terminal has no modem lines) and stale input flushed.
-pub fn open_port(path: &std::path::Path) -> Result<tokio_serial::SerialStream, tokio_serial::Error> {
+/// a pseudo-terminal has no modem lines) and stale input flushed. `path` is a device
+/// (`/dev/ttyUSB0`, `COM3`), or the name of a demo board's in-process link.
+pub fn open_port(path: &std::path::Path) -> Result<Box<dyn PortIo>, tokio_serial::Error> {
     use tokio_serial::SerialPort;
+    #[cfg(feature = "demo")]
+    if let Some(link) = in_process::open(path) {
+        return Ok(Box::new(link));
+    }
     let builder = tokio_serial::new(path.to_string_lossy(), 9600)
         .data_bits(tokio_serial::DataBits::Eight)
         .parity(tokio_serial::Parity::None)
         .stop_bits(tokio_serial::StopBits::One)
         .flow_control(tokio_serial::FlowControl::None)
         .timeout(Duration::from_millis(100));
-    let mut port = tokio_serial::SerialStream::open(&builder)?;
+    let mut port = match tokio_serial::SerialStream::open(&builder) {
+        Ok(port) => port,
+        #[cfg(target_os = "linux")]
+        Err(e) if tty::termios2_missing(&e) => {
+            tracing::debug!(error = %e, "no termios2 here (an emulator?): opening with classic termios");
+            return Ok(Box::new(tty::open(path)?));
+        }
+        Err(e) => return Err(e),
+    };
     if let Err(e) = port.write_data_terminal_ready(true) {
         tracing::trace!(error = %e, "DTR not supported on this port");
     }
     if let Err(e) = port.clear(tokio_serial::ClearBuffer::Input) {
         tracing::trace!(error = %e, "input flush not supported on this port");
     }
-    Ok(port)
+    Ok(Box::new(port))
 }
 
 /// What a port was found to carry, the last time it was opened.
@@ -460,7 +477,7 @@ pub async fn run_port<A: AttachTo>(
                 boards.port_state(&name, PortState::Opening);
                 backoff = REOPEN_FIRST;
                 let bus = BusPort { path: &path, clock: &clock, ids: &ids, opts: &opts };
-                let mut io: Box<dyn PortIo> = Box::new(port);
+                let mut io = port;
                 // Boards answering the bus discovery (a chain has at least two).
                 let mut in_bus_mode = None;
                 if known != Known::One {
@@ -559,7 +576,9 @@ pub async fn run_port<A: AttachTo>(
 
 /// Waits `backoff` before the next opening, or until a missing device node is back.
 async fn wait_to_reopen(path: &std::path::Path, backoff: Duration, stop: &mut Listener) {
-    let missing = !path.exists();
+    // Windows' COM names are no files (looking one up opens the device): there the backoff
+    // alone paces the openings.
+    let missing = cfg!(unix) && !path.exists();
     tokio::select! {
         _ = tokio::time::sleep(backoff) => {}
         _ = node_back(path), if missing => {}

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -81,7 +80,7 @@ fn append_sync(file: &File, path: &Path, line: &[u8]) -> Result<(), StoreError> 
         // A file that does not end a line (written to by something else since it was
         // opened): the record starts a line of its own rather than be glued to the bytes.
         let mut last = [0u8];
-        if before > 0 && matches!(file.read_at(&mut last, before - 1), Ok(1)) && last[0] != b'\n' {
+        if before > 0 && matches!(read_at(file, &mut last, before - 1), Ok(1)) && last[0] != b'\n' {
             f.write_all(b"\n")?;
         }
         f.write_all(line)?;
@@ -93,6 +92,15 @@ fn append_sync(file: &File, path: &Path, line: &[u8]) -> Result<(), StoreError> 
         return Err(StoreError::Io { path: path.to_owned(), source: e });
     }
     Ok(())
+}
+
+/// Reads at an offset without moving the file's cursor on Unix; on Windows the cursor moves,
+/// which an append-only handle ignores (every write goes to the end).
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::read_at(file, buf, offset);
+    #[cfg(windows)]
+    return std::os::windows::fs::FileExt::seek_read(file, buf, offset);
 }
 
 pub(super) fn reopen_append(file: File, path: &Path) -> Result<File, StoreError> {

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The cross builds' checks, run by .ci/run: contrib/cross/check.sh windows|arm64.
+# Expects the release build of the platform's relay and the `platform` runner of the e2e
+# tests (target/debug/platform). Checks, through the platform's runner (wine-relay or
+# qemu-relay):
+#   windows: `check-config` on relay.example.toml; the demo answering HTTP with moves;
+#            `run --port COM5` on a simulated board's pty, the game exact;
+#   arm64:   the demo answering HTTP with moves; `run --port` on a simulated board's pty,
+#            the game exact.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+platform=$1
+case $platform in
+  windows) runner=contrib/cross/wine-relay; exit_note=(--no-clean-exit) ;;
+  arm64) runner=contrib/cross/qemu-relay; exit_note=() ;;
+  *) echo "unknown platform $platform" >&2; exit 2 ;;
+esac
+work=$(mktemp -d "${TMPDIR:-/tmp}/dgt-cross-$platform.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+if [ "$platform" = windows ]; then
+  echo "-- check-config under Wine"
+  "$runner" check-config relay.example.toml
+fi
+
+echo "-- the demo answering HTTP, its boards relaying moves"
+demo_out=$work/demo.out
+"$runner" demo --boards 2 --speed 50 --listen 127.0.0.1:0 --data "$work/demo-data" > "$demo_out" 2> "$work/demo.err" &
+demo=$!
+addr=
+moves=0
+for _ in $(seq 1 120); do
+  [ -z "$addr" ] && addr=$(sed -n '1s|^dgt-relay listening on http://||p' "$demo_out")
+  if [ -n "$addr" ]; then
+    live=$(curl -s -o /dev/null -w '%{http_code}' "http://$addr/live/" || true)
+    moves=$(curl -s "http://$addr/api/boards" | grep -o '"san"' | wc -l || true)
+    [ "$live" = 200 ] && [ "$moves" -ge 4 ] && break
+  fi
+  sleep 1
+done
+kill "$demo" 2>/dev/null || true
+wait "$demo" 2>/dev/null || true
+if [ -z "$addr" ] || [ "$moves" -lt 4 ]; then
+  echo "FAIL: the demo did not answer with moves (address '${addr}', $moves moves); its log:"
+  tail -n 20 "$work/demo.err"
+  exit 1
+fi
+echo "demo on http://$addr: /live/ answered, $moves moves relayed"
+
+echo "-- run --port on a simulated board, the game checked against its truth"
+target/debug/platform --relay "$runner" "${exit_note[@]}"
