@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cross builds' checks, run by .ci/run: contrib/cross/check.sh windows|arm64.
-# Expects the release build of the platform's relay and the `platform` runner of the e2e
+# Expects the platform's relay (the release build, or DGT_RELAY_WINDOWS / DGT_RELAY_ARM64) and the `platform` runner of the e2e
 # tests (target/debug/platform). Checks, through the platform's runner (wine-relay or
 # qemu-relay):
 #   windows: `check-config` on relay.example.toml; the demo answering HTTP with moves;
