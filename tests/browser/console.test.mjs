@@ -17,7 +17,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { sleep, until as untilEvery } from './wait.mjs';
 import Ajv2020Module from 'ajv/dist/2020.js';
+
+/** Polls `fn` until it returns a truthy value or `ms` pass (every 100 ms by default). */
+const until = (what, ms, fn, every = 100) => untilEvery(what, ms, fn, every);
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const RELAY_URL = (process.env.RELAY_URL || '').replace(/\/$/, '');
@@ -31,24 +35,6 @@ const PHONE = { width: 390, height: 844 };
 
 if (!RELAY_URL || !TOKEN) throw new Error('RELAY_URL and RELAY_TOKEN are not set: run tests/browser/run.sh');
 fs.mkdirSync(ARTIFACTS, { recursive: true });
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `fn` until it returns a truthy value or `ms` pass; returns the value or throws. */
-async function until(what, ms, fn, every = 100) {
-  const end = Date.now() + ms;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${last})`);
-    await sleep(every);
-  }
-}
 
 /** GET a relay route as JSON (with the admin token for /api/admin routes). */
 async function api(route) {
@@ -428,7 +414,6 @@ test('spectators: step through a game (buttons and arrow keys) and flip the boar
   assert.ok(overflow <= 0, `the game view fits a phone's width (${overflow} px too wide)`);
   assert.deepEqual(page.errors, []);
 });
-
 
 // ------------------------------------------------------------------------------------------
 // The feed contract.

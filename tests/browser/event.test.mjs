@@ -16,6 +16,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { until as untilEvery } from './wait.mjs';
+
+/** Polls `fn` until it returns a truthy value or `ms` pass (every 200 ms by default). */
+const until = (what, ms, fn, every = 200) => untilEvery(what, ms, fn, every);
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const BIN = process.env.RELAY_BIN || path.join(HERE, '../../target/debug/dgt-relay');
@@ -28,22 +32,6 @@ const LICHESS = { 1: 'RoundOne', 2: 'RoundTwo', 3: 'RoundThr' };
 const BOARDS = 4;
 
 fs.mkdirSync(ARTIFACTS, { recursive: true });
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what, ms, fn, every = 200) {
-  const end = Date.now() + ms;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${last})`);
-    await sleep(every);
-  }
-}
 
 // ------------------------------------------------------------------------------------------
 // The report: 8 players, 3 rounds, 4 boards a round.

@@ -18,6 +18,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { until as untilEvery } from './wait.mjs';
+
+/** Polls `fn` until it returns a truthy value or `ms` pass (every 100 ms by default). */
+const until = (what, ms, fn, every = 100) => untilEvery(what, ms, fn, every);
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const RELAY_URL = (process.env.RELAY_URL || '').replace(/\/$/, '');
@@ -32,24 +36,6 @@ const SIZES = [
 
 if (!RELAY_URL || !TOKEN) throw new Error('RELAY_URL and RELAY_TOKEN are not set: run tests/browser/run.sh');
 fs.mkdirSync(ARTIFACTS, { recursive: true });
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `fn` until it returns a truthy value or `ms` pass; returns the value or throws. */
-async function until(what, ms, fn, every = 100) {
-  const end = Date.now() + ms;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${last})`);
-    await sleep(every);
-  }
-}
 
 async function api(method, route, body) {
   const res = await fetch(RELAY_URL + route, {

@@ -18,7 +18,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { sleep, until as untilEvery } from './wait.mjs';
 import { startReplayServer } from './replay-server.mjs';
+
+/** Polls `fn` until it returns a truthy value or `ms` pass (every 50 ms by default). */
+const until = (what, ms, fn, every = 50) => untilEvery(what, ms, fn, every);
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const RELAY_URL = (process.env.RELAY_URL || '').replace(/\/$/, '');
@@ -30,24 +34,6 @@ const MOVE_BUDGET_MS = 1000;
 if (!RELAY_URL) throw new Error('RELAY_URL is not set: run tests/browser/run.sh');
 if (typeof WebSocket !== 'function') throw new Error('this Node has no WebSocket: run with --experimental-websocket');
 fs.mkdirSync(ARTIFACTS, { recursive: true });
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `fn` until it returns a truthy value or `ms` pass; returns the value or throws. */
-async function until(what, ms, fn, every = 50) {
-  const end = Date.now() + ms;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${last})`);
-    await sleep(every);
-  }
-}
 
 /** The piece placement of a FEN as 64 letters ('.' for empty), a1..h8. */
 function placement(fen) {
