@@ -36,5 +36,5 @@ pub mod shutdown;
 pub mod store;
 pub mod tournament;
 pub mod trf;
-pub mod trf26;
+
 pub mod web;

@@ -17,9 +17,9 @@
 //! A report has no board numbers: board order stays the pairing program's (see
 //! [`crate::trf`]). Every error names its line and column.
 
-use dgt_core::{TimeControl, TimeControlError};
+use dgt_core::TimeControl;
 
-use crate::trf::{TrfError, TrfErrorKind};
+use super::error::{Trf26ErrorKind, TrfError, TrfErrorKind};
 
 /// The TRF-26 records of a report.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -80,36 +80,6 @@ pub struct Team {
     pub line: usize,
     /// Read from a `013` line (phased out): dropped when the report also has `310` lines.
     pub legacy: bool,
-}
-
-/// What is wrong in a TRF-26 record.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Trf26ErrorKind {
-    /// `222` is not an encoded time control.
-    #[error(
-        "time control {value:?} (222) is not M/S, M/S+I, S or S+I periods joined by ':', or W..-B..: {reason}"
-    )]
-    TimeControl {
-        /// The text.
-        value: String,
-        /// Why.
-        reason: TimeControlError,
-    },
-    /// A tie-break list holds an empty or malformed code.
-    #[error("tie-break {0:?} is not a FIDE tie-break code (letters, digits, / - .)")]
-    TieBreak(String),
-    /// A team line has no name.
-    #[error("the team has no name")]
-    NoTeamName,
-    /// Two teams share a pairing number.
-    #[error("team number {0} is given twice")]
-    DuplicateTeam(u32),
-    /// A team names a start rank no player has.
-    #[error("team member {0} is not a player of this report")]
-    UnknownMember(u32),
-    /// A player is in two teams.
-    #[error("player {0} is in two teams")]
-    MemberTwice(u32),
 }
 
 fn err(line: usize, column: usize, kind: Trf26ErrorKind) -> TrfError {
@@ -302,73 +272,7 @@ fn team_013(chars: &[char], line: usize, number: u32) -> Result<Team, TrfError> 
 
 #[cfg(test)]
 mod tests {
-    use crate::trf::{Trf, TrfErrorKind};
-
     use super::*;
-
-    /// A `001` line in the report's columns (FIDE TRF-26, player section).
-    fn player(rank: u32, name: &str, fed: &str, id: u64, round1: &str) -> String {
-        format!("001 {rank:>4} mGM  {name:<33} 2700 {fed:<3} {id:>11} 1990/01/01  1.0 {rank:>4}  {round1}")
-    }
-
-    /// A `310` line in the report's columns (FIDE TRF-26, team section).
-    fn team(number: u32, name: &str, nick: &str, mp: &str, gp: &str, rank: u32, members: &[u32]) -> String {
-        let mut l = format!("310 {number:>3} {name:<32} {nick:<5} {:>6} {mp:>6} {gp:>6} {rank:>3} ", "");
-        for m in members {
-            l.push_str(&format!(" {m:>4}"));
-        }
-        l
-    }
-
-    /// A team match of two boards, Norway against India, as TRF-26 writes it.
-    fn team_report() -> Vec<String> {
-        vec![
-            "012 Olympiad 2026".to_owned(),
-            "022 Tashkent".to_owned(),
-            "042 2026/09/10".to_owned(),
-            "222 40/6000+30:900+30".to_owned(),
-            "202 MPvGP,BH/C1,SB".to_owned(),
-            "212 PTS, MPvGP, BH/C1".to_owned(),
-            "### a comment line".to_owned(),
-            player(1, "Carlsen, Magnus", "NOR", 1503014, "   3 w 1"),
-            player(2, "Tari, Aryan", "NOR", 1510045, "   4 b 0"),
-            player(3, "Gukesh, D", "IND", 46616543, "   1 b 0"),
-            player(4, "Erigaisi, Arjun", "IND", 35009192, "   2 w 1"),
-            team(1, "Norway", "NOR", "1.0", "1.0", 1, &[1, 2]),
-            team(2, "India", "IND", "1.0", "1.0", 1, &[3, 4]),
-        ]
-    }
-
-    fn parse(lines: &[String]) -> Result<Trf, crate::trf::TrfError> {
-        // TRF-26 ends lines with CR; the reader takes CR, CR LF and LF alike.
-        Trf::parse(&(lines.join("\r") + "\r"))
-    }
-
-    #[test]
-    fn a_team_report_gives_the_time_control_tie_breaks_and_teams() {
-        let trf = parse(&team_report()).unwrap();
-        let t = &trf.trf26;
-        let tc = t.time_control.as_ref().unwrap();
-        assert_eq!(tc.pgn().as_deref(), Some("40/6000+30:900+30"));
-        assert_eq!(t.tie_breaks, ["MPvGP", "BH/C1", "SB"]);
-        assert_eq!(t.standings, ["PTS", "MPvGP", "BH/C1"]);
-        assert_eq!(t.teams.len(), 2);
-        let india = &t.teams[1];
-        assert_eq!(
-            (india.number, india.name.as_str(), india.nickname.as_deref(), india.members.as_slice()),
-            (2, "India", Some("IND"), &[3, 4][..])
-        );
-        assert_eq!((india.match_points.as_deref(), india.rank), (Some("1.0"), Some(1)));
-        // The round's boards carry each player's team.
-        let boards = trf.pairings(1).unwrap();
-        let teams: Vec<_> = boards
-            .iter()
-            .map(|b| (b.pairing.white.team.clone().unwrap(), b.pairing.black.team.clone().unwrap()))
-            .collect();
-        assert!(teams.contains(&("Norway".into(), "India".into())), "{teams:?}");
-        assert!(teams.contains(&("India".into(), "Norway".into())), "{teams:?}");
-        assert_eq!(boards[0].pairing.white.federation.as_deref(), Some("NOR"));
-    }
 
     #[test]
     fn the_encoded_time_controls_of_the_specification() {
@@ -390,58 +294,5 @@ mod tests {
             assert_eq!((e.line, e.column), (1, 5), "{bad:?}");
             assert!(e.to_string().contains("222"), "{e}");
         }
-    }
-
-    #[test]
-    fn errors_name_the_line_and_column() {
-        let with = |i: usize, l: &str| {
-            let mut r = team_report();
-            r[i] = l.to_owned();
-            parse(&r).unwrap_err()
-        };
-        let e = with(3, "222 ninety minutes");
-        assert_eq!((e.line, e.column), (4, 5), "{e}");
-        let e = with(4, "202 BH,, SB");
-        assert_eq!((e.line, e.column), (5, 8), "{e}");
-        assert!(matches!(e.kind, TrfErrorKind::Trf26(Trf26ErrorKind::TieBreak(_))), "{e}");
-        // A member no player line has: the member's own columns.
-        let e = with(12, &team(2, "India", "IND", "1.0", "1.0", 1, &[3, 9]));
-        assert_eq!(
-            (e.line, e.column, e.kind),
-            (13, 79, TrfErrorKind::Trf26(Trf26ErrorKind::UnknownMember(9)))
-        );
-        let e = with(12, &team(2, "India", "IND", "1.0", "1.0", 1, &[3, 2]));
-        assert_eq!((e.line, e.column), (13, 79), "{e}");
-        assert!(e.to_string().contains("player 2 is in two teams"), "{e}");
-        let e = with(12, &team(1, "India", "IND", "1.0", "1.0", 1, &[3, 4]));
-        assert_eq!((e.line, e.column), (13, 5), "{e}");
-        let e = with(12, &team(2, "", "IND", "1.0", "1.0", 1, &[3, 4]));
-        assert_eq!((e.line, e.column), (13, 9), "{e}");
-        let e = with(12, &team(2, "India", "IND", "x", "1.0", 1, &[3, 4]));
-        assert_eq!((e.line, e.column), (13, 55), "{e}");
-        assert!(e.to_string().starts_with("TRF line 13, column 55:"), "{e}");
-    }
-
-    #[test]
-    fn a_trf16_report_with_013_teams_still_reads_and_310_wins_over_013() {
-        let mut r: Vec<String> =
-            team_report().into_iter().filter(|l| !l.starts_with("310") && !l.starts_with("222")).collect();
-        r.push(format!("013 {:<32}{:>4} {:>4}", "Norway", 1, 2));
-        r.push(format!("013 {:<32}{:>4} {:>4}", "India", 3, 4));
-        let trf = parse(&r).unwrap();
-        assert_eq!(trf.trf26.time_control, None);
-        let names: Vec<_> =
-            trf.trf26.teams.iter().map(|t| (t.number, t.name.as_str(), t.members.clone())).collect();
-        assert_eq!(names, [(1, "Norway", vec![1, 2]), (2, "India", vec![3, 4])]);
-        assert_eq!(
-            trf.pairings(1).unwrap()[0].pairing.black.team.as_deref().map(|t| t == "Norway" || t == "India"),
-            Some(true)
-        );
-        // Both kinds: the 310 lines are the teams.
-        r.push(team(7, "Team Norway", "NOR", "", "", 1, &[1, 2]));
-        let trf = parse(&r).unwrap();
-        assert_eq!(trf.trf26.teams.len(), 1);
-        assert_eq!(trf.trf26.team_of(2).map(|t| t.name.as_str()), Some("Team Norway"));
-        assert_eq!(trf.trf26.team_of(3), None);
     }
 }

@@ -16,88 +16,18 @@
 //! start rank, lowest first; where a pair's higher-placed player is the one with more
 //! points, or the smaller start rank among equals. Byes have no board.
 
+mod error;
+pub mod v26;
+
 use std::fmt;
+
+pub use error::{Trf26ErrorKind, TrfError, TrfErrorKind};
 
 use crate::invalid::Invalid;
 use crate::tournament::{MAX_TEXT, Pairing, Player};
 
 /// The largest report read (bytes).
 pub const MAX_TRF_BYTES: usize = 4 << 20;
-
-/// Why a report was refused, with where.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub struct TrfError {
-    /// 1-based line; 0 when the fault is the report's as a whole (no such round, not text).
-    pub line: usize,
-    /// 1-based column (characters).
-    pub column: usize,
-    /// What is wrong.
-    pub kind: TrfErrorKind,
-}
-
-impl fmt::Display for TrfError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "TRF report: {}", self.kind)
-        } else {
-            write!(f, "TRF line {}, column {}: {}", self.line, self.column, self.kind)
-        }
-    }
-}
-
-/// What is wrong in a report.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum TrfErrorKind {
-    /// A number field holds something else.
-    #[error("{field} {value:?} is not a number")]
-    NotANumber {
-        /// The field.
-        field: &'static str,
-        /// Its text.
-        value: String,
-    },
-    /// Two players have the same start rank.
-    #[error("start rank {0} is given twice")]
-    DuplicateRank(u32),
-    /// A round column names a start rank no player has.
-    #[error("opponent {0} is not a player of this report")]
-    UnknownOpponent(u32),
-    /// A colour other than `w`, `b`, `-`.
-    #[error("colour {0:?} is not w, b or -")]
-    BadColour(char),
-    /// A result other than the format's codes.
-    #[error("result {0:?} is not one of 1 = 0 + - W D L H F U Z")]
-    BadResult(char),
-    /// Two players' columns for a round disagree (A names B but B names someone else, or
-    /// both are White).
-    #[error(
-        "round {round}: player {player}'s opponent {opponent} does not name them back with the other colour"
-    )]
-    Inconsistent {
-        /// The round.
-        round: u32,
-        /// One player's start rank.
-        player: u32,
-        /// The opponent it names.
-        opponent: u32,
-    },
-    /// A player line ends before a round's columns that its opponent's line names it in,
-    /// or in the middle of a round's columns.
-    #[error("the line ends before round {0}'s opponent and colour (a truncated line?)")]
-    Truncated(u32),
-    /// A field fails the relay's own checks (a name too long, a strange title).
-    #[error(transparent)]
-    Invalid(Invalid),
-    /// The file has no player, is too large, or is not text.
-    #[error("{0}")]
-    File(String),
-    /// The round asked for has no pairing in the report.
-    #[error("round {0} has no pairings in this report")]
-    NoSuchRound(u32),
-    /// A TRF-26 record is wrong (see [`crate::trf26`]).
-    #[error(transparent)]
-    Trf26(crate::trf26::Trf26ErrorKind),
-}
 
 /// A player's colour in a round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,7 +125,7 @@ pub struct Trf {
     /// Players by start rank.
     pub players: Vec<TrfPlayer>,
     /// The TRF-26 records: time control, tie-breaks, teams.
-    pub trf26: crate::trf26::Trf26,
+    pub trf26: v26::Trf26,
 }
 
 /// One board of a round.
