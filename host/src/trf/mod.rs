@@ -16,6 +16,7 @@
 //! start rank, lowest first; where a pair's higher-placed player is the one with more
 //! points, or the smaller start rank among equals. Byes have no board.
 
+mod columns;
 mod error;
 pub mod v26;
 
@@ -25,6 +26,7 @@ pub use error::{Trf26ErrorKind, TrfError, TrfErrorKind};
 
 use crate::invalid::Invalid;
 use crate::tournament::{MAX_TEXT, Pairing, Player};
+use columns::{field, number};
 
 /// The largest report read (bytes).
 pub const MAX_TRF_BYTES: usize = 4 << 20;
@@ -139,32 +141,6 @@ pub struct BoardPairing {
     pub black_rank: u32,
     /// The players.
     pub pairing: Pairing,
-}
-
-/// Characters `from..=to` (1-based) of a line, trimmed; empty when the line is shorter.
-fn field(chars: &[char], from: usize, to: usize) -> String {
-    let end = to.min(chars.len());
-    if from > end {
-        return String::new();
-    }
-    chars[from - 1..end].iter().collect::<String>().trim().to_owned()
-}
-
-fn number<T: std::str::FromStr>(
-    chars: &[char],
-    line: usize,
-    (from, to): (usize, usize),
-    name: &'static str,
-) -> Result<Option<T>, TrfError> {
-    let text = field(chars, from, to);
-    if text.is_empty() {
-        return Ok(None);
-    }
-    text.parse().map(Some).map_err(|_| TrfError {
-        line,
-        column: from,
-        kind: TrfErrorKind::NotANumber { field: name, value: text },
-    })
 }
 
 /// The characters of Windows-1252 at bytes 0x80..=0x9F (the rest of its upper half is

@@ -19,6 +19,7 @@
 
 use dgt_core::TimeControl;
 
+use super::columns::{field, number};
 use super::error::{Trf26ErrorKind, TrfError, TrfErrorKind};
 
 /// The TRF-26 records of a report.
@@ -84,32 +85,6 @@ pub struct Team {
 
 fn err(line: usize, column: usize, kind: Trf26ErrorKind) -> TrfError {
     TrfError { line, column, kind: TrfErrorKind::Trf26(kind) }
-}
-
-/// Characters `from..=to` (1-based) of a line, trimmed; empty when the line is shorter.
-fn field(chars: &[char], from: usize, to: usize) -> String {
-    let end = to.min(chars.len());
-    if from > end {
-        return String::new();
-    }
-    chars[from - 1..end].iter().collect::<String>().trim().to_owned()
-}
-
-fn number(
-    chars: &[char],
-    line: usize,
-    (from, to): (usize, usize),
-    name: &'static str,
-) -> Result<Option<u32>, TrfError> {
-    let text = field(chars, from, to);
-    if text.is_empty() {
-        return Ok(None);
-    }
-    text.parse().map(Some).map_err(|_| TrfError {
-        line,
-        column: from,
-        kind: TrfErrorKind::NotANumber { field: name, value: text },
-    })
 }
 
 /// A points field (`1111.5`) as written, checked.
