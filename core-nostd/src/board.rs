@@ -20,7 +20,9 @@ pub(crate) struct PhysBoard {
     /// things, for telling apart move orders that reach the same board.
     changed_ms: [u64; 64],
     /// The last piece code a square was reported receiving, and when: a piece set down and
-    /// lifted again between readings leaves no other trace of where it went.
+    /// lifted again between readings leaves no other trace of where it went. The empty code
+    /// with a time is a landing whose report was lost: the square was reported emptied
+    /// while the board already showed it empty, so something stood there.
     placed: [(u8, u64); 64],
     /// Clock presses seen so far, and how many each square had seen when it last changed:
     /// reports read in one piece (a relay that was busy) all carry one time, but a press
@@ -56,6 +58,15 @@ impl PhysBoard {
     fn set_from(&mut self, index: DgtSquare, code: PieceCode, now: u64, dumped: bool) -> bool {
         let i = usize::from(index.index());
         if self.raw[i] == code.code() {
+            // A square reported emptied that a report had left empty: a piece was set down
+            // there and its report lost. The lift is a change of the square all the same
+            // (the hands' order), and the landing is evidence a line must explain. After a
+            // dump showed the square emptied, the report is that change's, come late.
+            if !dumped && code.code() == 0 && self.dumped & (1 << i) == 0 {
+                self.changed_ms[i] = now;
+                self.changed_presses[i] = self.presses;
+                self.placed[i] = (0, now);
+            }
             return false;
         }
         self.raw[i] = code.code();
@@ -140,6 +151,31 @@ impl PhysBoard {
             return None;
         }
         PieceCode::from_nibble(code).piece()
+    }
+
+    /// The game squares the board reported emptied, at `since` or later, while it showed
+    /// them empty already: each had a piece set down on it whose report was lost.
+    pub fn lost_landings_after(&self, since: u64) -> Bitboard {
+        let mut squares = Bitboard::EMPTY;
+        for sq in DgtSquare::ALL {
+            let (code, at) = self.placed[usize::from(sq.index())];
+            if code == 0 && at > 0 && at >= since {
+                squares.add(sq.to_square(self.orientation));
+            }
+        }
+        squares
+    }
+
+    /// The game squares the board reported a piece set down on at `since` or later.
+    pub fn placed_since(&self, since: u64) -> Bitboard {
+        let mut squares = Bitboard::EMPTY;
+        for sq in DgtSquare::ALL {
+            let (code, at) = self.placed[usize::from(sq.index())];
+            if code != 0 && at >= since {
+                squares.add(sq.to_square(self.orientation));
+            }
+        }
+        squares
     }
 
     /// Re-reads the raw codes for another orientation.

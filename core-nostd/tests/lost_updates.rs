@@ -464,3 +464,51 @@ fn two_pressed_plies_a_late_dump_shows_are_taken_in_the_order_pressed() {
     assert_eq!(s.confirmed_events(), ["g8f8", "f3d2", "d8b8"], "{:?}", s.move_log());
     assert_eq!(s.confirmed_clks(), [Some(299), Some(299), Some(297)], "{:?}", s.move_log());
 }
+
+/// A link that holds the board's bytes back (Bluetooth) delivers, at one read time: the
+/// rook's lift from d4 (its landing on d1 lost), Black's press, Kg1-g2, d1 reported emptied
+/// (the rook lifted again), and later Rd1-d5 with both presses. Rd4-d5 Kg2 reaches the board
+/// in fewer plies, but only Rd4-d1 Kg2 Rd1-d5 explains d1's report: a square reported
+/// emptied while it stood empty had a piece set down on it (mixed-s1-g017 under bursts).
+#[test]
+fn a_square_reported_emptied_while_it_stood_empty_had_a_piece_set_down_on_it() {
+    let mut s = from_fen_clocked("6k1/8/8/8/3r4/8/8/6K1 b - - 0 40", 600);
+    s.wait(1000);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    let rook = s.lift(Square::D4);
+    s.put_unreported(Square::D1, rook);
+    s.press(2, 0);
+    s.slide(Square::G1, Square::G2);
+    s.put(Square::D1, None);
+    s.wait_without_dumps(100);
+    s.put(Square::D5, rook);
+    s.press(1, 0);
+    s.press(1, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["d4d1", "g1g2", "d1d5"], "{:?}", s.move_log());
+}
+
+/// At one read time (a link holding bytes back): Ra8-b8 reported, Black's press, Qb7-c6 (the
+/// lift from b7 lost), White's press, the rook lifted from b8 and set on c8 unreported,
+/// Black's press. The rook leaving b8 after White pressed is Black's next move, not a slide
+/// going on (the presses' order in the stream says so, though they share a read time): Rb8
+/// Qc6 Rc8, not Rc8 Qc6 (dropped-s1-g008 under bursts).
+#[test]
+fn a_piece_leaving_after_the_opponent_pressed_at_the_same_read_time_is_a_new_move() {
+    let mut s = from_fen_clocked("r5k1/1Q6/8/8/8/8/8/6K1 b - - 0 40", 600);
+    s.wait(1000);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    s.slide(Square::A8, Square::B8);
+    s.press(2, 0);
+    let queen = s.board.piece_at(Square::B7);
+    s.put_unreported(Square::B7, None);
+    s.put(Square::C6, queen);
+    s.press(1, 0);
+    let rook = s.lift(Square::B8);
+    s.put_unreported(Square::C8, rook);
+    s.press(1, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["a8b8", "b7c6", "b8c8"], "{:?}", s.move_log());
+}

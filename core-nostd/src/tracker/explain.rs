@@ -22,7 +22,7 @@
 use shakmaty::{Bitboard, Board, Move, Position, Role, Square, attacks};
 
 use super::matching::UnderWay;
-use super::{GameState, Tracker};
+use super::{GameState, MAX_PROVISIONAL, Tracker};
 use crate::event::EventSink;
 use crate::search::{self, LONGEST, Rejection, Score, Search, board_diff, castle_targets, has_two_kings};
 
@@ -261,7 +261,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 None => depth,
             };
             let Some(pos) = self.position_at(self.confirmed + k) else { break };
-            let judge = |path: &[Move]| Ok(self.seen_and_order(&pos, path, &|b| self.seen_board(b)));
+            let kept = self.kept_plies(k);
+            let judge = |path: &[Move]| {
+                if !self.explains_reports(&kept, path, Bitboard::EMPTY) {
+                    return Err(Rejection::UnexplainedReport);
+                }
+                Ok(self.seen_and_order(&pos, path, &|b| self.seen_board(b)))
+            };
             let Some(found) = Search::to(target).shortest(&pos, 0..=limit, &judge) else {
                 continue;
             };
@@ -427,9 +433,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         } else {
             1..=LONGEST
         };
-        let since = self.last_confirmed_seen.ms;
         let judge = |path: &[Move]| {
-            if !self.explains_placements(path, touched, since) {
+            if !self.explains_reports(&[], path, touched) {
                 return Err(Rejection::UnexplainedReport);
             }
             Ok(Score { order: self.plies_in_reported_order(path), ..Score::default() })
@@ -442,23 +447,52 @@ impl<const PLIES: usize> Tracker<PLIES> {
         Some(Candidate { basis: Basis::CatchUp, keep: 0, line: found.line, tied: found.tied })
     }
 
-    /// True when `path` (from the last confirmed ply) explains every piece the board
-    /// reported set down on a `touched` square since `since`: a ply of that piece landing
-    /// there or sliding through it, or the piece put back where it stood (else
-    /// [`Rejection::UnexplainedReport`]).
-    fn explains_placements(&self, path: &[Move], touched: Bitboard, since: u64) -> bool {
-        touched.into_iter().all(|sq| {
+    /// True when the plies `kept` then `path` (from the last confirmed ply) explain what the
+    /// board reported since it showed that ply (else [`Rejection::UnexplainedReport`]):
+    /// - every piece reported set down on a square of `placed_on`: a ply of that piece
+    ///   landing there or sliding through it, or the piece put back where it stood (a rook
+    ///   reported on b8 and lifted again is Ra8-b8 then Rb8-c8, not Ra8-c8);
+    /// - every square reported emptied while it stood empty (a landing whose report was
+    ///   lost): a ply setting a piece down there or passing through it (Rd4-d1, its landing
+    ///   lost, Kg2, Rd1-d5 reaches the board Rd4-d5 Kg2 does in fewer plies, but only it
+    ///   explains d1's lift).
+    pub(super) fn explains_reports(&self, kept: &[Move], path: &[Move], placed_on: Bitboard) -> bool {
+        let since = self.last_confirmed_seen.ms;
+        let lost = self.phys.lost_landings_after(since);
+        let placed = self.phys.placed_since(since) & placed_on;
+        if lost.is_empty() && placed.is_empty() {
+            return true;
+        }
+        let line = || kept.iter().chain(path).copied();
+        if !lost.is_subset(line().fold(Bitboard::EMPTY, |b, m| b | traces(m))) {
+            return false;
+        }
+        placed.into_iter().all(|sq| {
             let Some(piece) = self.phys.placed_after(sq, since) else { return true };
             if self.confirmed_pos.board().piece_at(sq) == Some(piece) {
                 return true;
             }
             let mut pos = self.confirmed_pos.clone();
-            path.iter().any(|&m| {
+            line().any(|m| {
                 let mover = pos.turn();
                 pos.play_unchecked(m);
                 mover == piece.color && puts_or_passes(m, piece.role, sq)
             })
         })
+    }
+
+    /// The first `kept` provisional plies.
+    pub(super) fn kept_plies(&self, kept: usize) -> heapless::Vec<Move, MAX_PROVISIONAL> {
+        let mut pos = self.confirmed_pos.clone();
+        let mut plies = heapless::Vec::new();
+        for rec in self.records[self.confirmed..].iter().take(kept) {
+            let Some(m) = rec.to_move(&pos) else { break };
+            if plies.push(m).is_err() {
+                break;
+            }
+            pos.play_unchecked(m);
+        }
+        plies
     }
 
     /// The squares the line or the board changed since the last confirmed ply: where the
@@ -493,6 +527,20 @@ fn admit(
     why: Rejection,
 ) -> Result<Candidate, Rejection> {
     if rejected(&c) { Err(why) } else { Ok(c) }
+}
+
+/// The squares ply `m` sets a piece down on or slides one through (a hand touching the
+/// squares on its way), whatever the piece.
+fn traces(m: Move) -> Bitboard {
+    match m {
+        Move::Normal { from, to, .. } => attacks::between(from, to).with(to),
+        Move::EnPassant { to, .. } => Bitboard::from_square(to),
+        Move::Castle { king, rook } => {
+            let (king_to, rook_to) = castle_targets(king, rook);
+            attacks::between(king, rook) | Bitboard::from_square(king_to) | Bitboard::from_square(rook_to)
+        }
+        Move::Put { to, .. } => Bitboard::from_square(to),
+    }
 }
 
 /// True when ply `m` sets a piece of `role` down on `sq` or slides one through it (a hand

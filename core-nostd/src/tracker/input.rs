@@ -102,6 +102,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.touched_off_tip.add(square);
             self.unbind_presses_at(square, now_ms);
             self.board_changed(now_ms, false, sink);
+        } else if self
+            .phys
+            .lost_landings_after(now_ms)
+            .contains(update.square.to_square(self.phys.orientation))
+        {
+            // A lost landing (see `PhysBoard::lost_landings_after`): the square was
+            // touched, and the line read so far may not explain it.
+            self.touched_off_tip.add(update.square.to_square(self.phys.orientation));
+            self.dirty = true;
         }
     }
 

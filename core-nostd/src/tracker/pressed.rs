@@ -2,12 +2,12 @@
 //! plies count the plies, and the board as it stood when they came shows where the pieces
 //! were left. Both can call for a longer line than the shortest one to the board.
 
-use shakmaty::{Board, Color, Move, Piece, Position};
+use shakmaty::{Bitboard, Board, Color, Move, Piece, Position};
 
 use super::{PressedBoard, Tracker};
 use crate::board::placement_hash;
 use crate::event::EventSink;
-use crate::search::Search;
+use crate::search::{Rejection, Search};
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// True when the line matched `board` or the board reported it whole: two moves of one
@@ -39,6 +39,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         let target = self.phys.board.clone();
         let judge = |path: &[Move]| {
+            if !self.explains_reports(&[], path, Bitboard::EMPTY) {
+                return Err(Rejection::UnexplainedReport);
+            }
             Ok(self.seen_and_order(&self.confirmed_pos, path, &|b: &Board| self.board_was_shown(b)))
         };
         let Some(found) = Search::to(&target).of_length(&self.confirmed_pos, prov + 1, &judge) else {

@@ -151,9 +151,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
         for k in 0..self.pending_press.len() {
             let p = self.pending_press[k];
             let Some(upto) = self.still_bound(p.bound) else { continue };
-            // Once a ply followed it, or the opponent pressed after it (their reply's
-            // reports may have been lost), its piece leaving is the presser's next move.
-            let replied = self.pending_press.iter().any(|q| q.press.by != p.press.by && q.at > p.at);
+            // Once a ply followed it, or the opponent pressed after it in the stream (their
+            // reply's reports may have been lost; a link holding bytes back can deliver both
+            // presses at one read time), its piece leaving is the presser's next move.
+            let replied = self.pending_press.iter().any(|q| q.press.by != p.press.by && q.seq > p.seq);
             if now.saturating_sub(p.at) > window || upto != self.records.len() || replied {
                 continue;
             }
