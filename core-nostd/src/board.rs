@@ -132,6 +132,11 @@ impl PhysBoard {
         self.presses = self.presses.wrapping_add(1);
     }
 
+    /// Clock presses counted so far.
+    pub fn presses(&self) -> u32 {
+        self.presses
+    }
+
     /// A game square's last change: when, after how many clock presses, and whether only
     /// a dump showed it.
     pub fn last_change(&self, sq: Square) -> Change {

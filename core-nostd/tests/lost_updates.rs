@@ -277,8 +277,8 @@ fn plies_a_dump_completes_are_ordered_by_the_reports_not_the_dump() {
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
 }
 
-/// f3, Rf7 and Kg3, each pressed, with the reports of their landings lost: the dump shows
-/// them, but Kg3 Rf7 f3 reaches the same board, so they stay unconfirmed while the game goes
+/// f3, Rf7 and Kg3, each pressed, with every report of theirs lost: the dump shows them,
+/// but Kg3 Rf7 f3 reaches the same board and nothing says which came first, so they stay unconfirmed while the game goes
 /// on, each later ply pressed. Once more plies wait than the line holds, the oldest is not
 /// confirmed as read (a guess, which a bursty link makes common): the line stops there,
 /// nothing after the unknown order is published as final, and the operator is told which
@@ -296,7 +296,8 @@ fn plies_of_an_unknown_order_are_never_confirmed_when_the_line_is_full() {
     s.put_unreported(Square::A7, None);
     s.put_unreported(Square::F7, rook);
     s.press(3, 0);
-    let king = s.lift(Square::H2);
+    let king = s.board.piece_at(Square::H2);
+    s.put_unreported(Square::H2, None);
     s.put_unreported(Square::G3, king);
     s.press(1, 0);
     s.wait(500);
@@ -511,4 +512,66 @@ fn a_piece_leaving_after_the_opponent_pressed_at_the_same_read_time_is_a_new_mov
     s.press(1, 0);
     s.wait(3000);
     assert_eq!(s.confirmed_events(), ["a8b8", "b7c6", "b8c8"], "{:?}", s.move_log());
+}
+
+/// At one read time (a link holding bytes back): f2-f3 and Ra7-f7 with every report lost,
+/// then Kh2-g3 with its landing reported after both their presses, then White's press. The
+/// board reached is the same after Kg3 Rf7 f3, but the king landing after Black pressed
+/// for the reply is the third ply: f3 Rf7 Kg3, each with its press (dropped-s1-g012 under
+/// bursts).
+#[test]
+fn a_ply_reported_after_the_opponent_pressed_for_the_reply_is_the_later_one() {
+    let mut s = from_fen_clocked("8/r5k1/4Q1p1/3p3p/2bP3P/8/5PPK/8 w - - 3 37", 600);
+    s.wait(1000);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    let pawn = s.board.piece_at(Square::F2);
+    s.put_unreported(Square::F2, None);
+    s.put_unreported(Square::F3, pawn);
+    s.press(3, 0);
+    let rook = s.board.piece_at(Square::A7);
+    s.put_unreported(Square::A7, None);
+    s.put_unreported(Square::F7, rook);
+    s.press(2, 0);
+    let king = s.board.piece_at(Square::H2);
+    s.put_unreported(Square::H2, None);
+    s.put(Square::G3, king);
+    s.press(1, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["f2f3", "a7f7", "h2g3"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [Some(597), Some(598), Some(596)], "{:?}", s.move_log());
+}
+
+/// Three captures on d4 (cxd4 cxd4 exd4, then Nxd4), each read in a burst with reports
+/// lost, and a dump between them showing the board after the first two: exd4 cxd4 cxd4
+/// reaches the same board, but only cxd4 cxd4 exd4 passes the board the dump showed
+/// (dropped-s1-g009 under bursts).
+#[test]
+fn a_board_a_dump_showed_tells_apart_orders_reaching_one_board() {
+    let mut s =
+        from_fen_clocked("r2qr1k1/4bpp1/p1npbn1p/1pp1p3/3PP3/2P2NNP/PPB2PP1/R1BQR1K1 b - - 0 15", 600);
+    s.wait(1000);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    s.lift(Square::D4);
+    let black_pawn = s.board.piece_at(Square::C5);
+    s.put_unreported(Square::C5, None);
+    s.put(Square::D4, black_pawn);
+    s.press(2, 0);
+    s.lift(Square::D4);
+    let white_pawn = s.lift(Square::C3);
+    s.put_unreported(Square::D4, white_pawn);
+    s.press(2, 0);
+    s.wait(20);
+    s.put_unreported(Square::D4, None);
+    let black_pawn = s.board.piece_at(Square::E5);
+    s.put_unreported(Square::E5, None);
+    s.put(Square::D4, black_pawn);
+    s.press(2, 0);
+    s.lift(Square::D4);
+    let knight = s.lift(Square::F3);
+    s.put(Square::D4, knight);
+    s.press(2, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["c5d4", "c3d4", "e5d4", "f3d4"], "{:?}", s.move_log());
 }

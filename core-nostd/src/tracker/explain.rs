@@ -437,7 +437,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             if !self.explains_reports(&[], path, touched) {
                 return Err(Rejection::UnexplainedReport);
             }
-            Ok(Score { order: self.plies_in_reported_order(path), ..Score::default() })
+            Ok(self.seen_and_order(&self.confirmed_pos, path, &|b| self.seen_board(b)))
         };
         let found = Search::to(target).over(touched, self.config.catch_up_budget).shortest(
             &self.confirmed_pos,

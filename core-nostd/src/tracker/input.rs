@@ -59,6 +59,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.dump_leaves = self.plies_a_dump_leaves(corrected);
         self.first_look = first;
         let changed = self.phys.load(dump, now_ms);
+        // A dump is the whole board at one moment, whenever the link lets it through: a
+        // position it shows is one the game went through, if any line passes it (exd4 cxd4
+        // cxd4 and cxd4 cxd4 exd4 reach one board; a dump between showed the e-pawn home).
+        if self.state == GameState::Active && !first {
+            remember(&mut self.seen_boards, placement_hash(&self.phys.board));
+        }
         if changed || first {
             self.board_changed(now_ms, true, sink);
         } else if self.dirty || self.unexplained_since.is_some() {

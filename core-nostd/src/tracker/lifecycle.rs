@@ -85,8 +85,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
             if board_diff(start.board(), &b).count() > 2 * depth + 2 || !search::has_two_kings(&b) {
                 continue;
             }
-            let judge =
-                |path: &[Move]| Ok(Score { order: self.plies_in_reported_order(path), ..Score::default() });
+            let judge = |path: &[Move]| {
+                Ok(Score { order: self.plies_in_reported_order(path, 0), ..Score::default() })
+            };
             if let Some(found) = Search::to(&b).shortest(&start, 0..=depth, &judge)
                 && !found.line.is_empty()
             {

@@ -4,7 +4,7 @@
 use dgt_protocol::BoardDump;
 use shakmaty::{Bitboard, Board, Color, Position, Role, attacks};
 
-use super::{GameState, MAX_PROVISIONAL, Tracker, remember};
+use super::{GameState, MAX_PROVISIONAL, PENDING_PRESSES, Tracker, remember};
 use crate::board::{Change, placement_hash};
 use crate::event::{Event, EventSink};
 use crate::search::{self, Score, Search, board_diff, has_two_kings, one_ply};
@@ -313,7 +313,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
             pos.play_unchecked(m);
             shown += u8::from(seen(pos.board()));
         }
-        Score { seen: shown, order: self.plies_in_reported_order(line), ..Score::default() }
+        let first = ply_number(from).saturating_sub(ply_number(&self.confirmed_pos));
+        Score { seen: shown, order: self.plies_in_reported_order(line, first), ..Score::default() }
     }
 
     /// True when the line matched `board` earlier (a position the game went through).
@@ -330,7 +331,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// reports say nothing (its landing lost, its square taken again) leaves the order of
     /// the plies around it to tell. A landing whose report was lost, shown by a dump, came
     /// at some time before the dump; the lift before it may still have a time of its own.
-    pub(super) fn plies_in_reported_order(&self, path: &[shakmaty::Move]) -> u8 {
+    ///
+    /// The presses count too: the presses waiting since the last confirmed ply, by each
+    /// player in turn, end its plies in turn, so a ply whose reported changes all came
+    /// after the press of the ply before it and before the press of the ply after it (where
+    /// those presses came) counts once more. A ply reported landing after the opponent
+    /// pressed for the reply is later in the line (f3, its reports lost, Rf7, Kh2-g3: the
+    /// king's landing reported after both presses is the third ply, not the first), and
+    /// one reported before the press of the ply before it is earlier. `first` is the place
+    /// of `path`'s first ply after the last confirmed one.
+    pub(super) fn plies_in_reported_order(&self, path: &[shakmaty::Move], first: usize) -> u8 {
         let mut changes = heapless::Vec::<[Option<Change>; 2], { search::LONGEST }>::new();
         for (i, &m) in path.iter().enumerate() {
             let later = path[i + 1..].iter().fold(Bitboard::EMPTY, |b, &n| b | search::touched(n));
@@ -339,6 +349,24 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
         }
         let mut pairs = 0u8;
+        let mut turn = self.confirmed_pos.turn();
+        let mut counts = heapless::Vec::<u32, PENDING_PRESSES>::new();
+        for p in self.waiting_presses() {
+            if p.press.by != turn || counts.push(p.count).is_err() {
+                break;
+            }
+            turn = !turn;
+        }
+        for (i, a) in changes.iter().enumerate() {
+            let reported = a.iter().flatten().filter(|c| !c.dumped);
+            let next_press = counts.get(first + i + 1).copied();
+            let previous_press = (first + i).checked_sub(1).and_then(|k| counts.get(k).copied());
+            let mut any = false;
+            let in_turn = reported.inspect(|_| any = true).all(|c| {
+                next_press.is_none_or(|n| c.presses < n) && previous_press.is_none_or(|p| c.presses >= p)
+            });
+            pairs = pairs.saturating_add(u8::from(any && in_turn));
+        }
         for (i, a) in changes.iter().enumerate() {
             for b in &changes[i + 1..] {
                 let before =
@@ -564,4 +592,10 @@ pub(super) fn landing(m: shakmaty::Move) -> shakmaty::Square {
         shakmaty::Move::Castle { king, rook } => search::castle_targets(king, rook).0,
         other => other.to(),
     }
+}
+
+/// Plies played from the game's start to `pos` (by its move counter and side to move).
+fn ply_number(pos: &shakmaty::Chess) -> usize {
+    let moves = usize::try_from(pos.fullmoves().get()).unwrap_or(usize::MAX);
+    moves.saturating_sub(1).saturating_mul(2) + usize::from(pos.turn() == Color::Black)
 }

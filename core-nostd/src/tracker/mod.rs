@@ -52,6 +52,8 @@
 //! | no ply through a square nothing reported | rejection `Untraced` | `search::tests::a_square_nothing_reported_is_never_moved_through` |
 //! | the fewest plies explain a burst read halfway | score `fewer_plies` | `ghosts::burst_read_halfway_is_explained_with_the_fewest_plies` |
 //! | transpositions told apart by the order the hands went | score `seen`, `order` | `lost_updates::the_lifts_of_plies_whose_landings_were_lost_tell_their_order`, `lost_updates::plies_a_dump_completes_are_ordered_by_the_reports_not_the_dump`, `adversarial::a_transposition_read_through_a_dump_keeps_the_order_the_board_reported` |
+//! | presses end plies in turn: a ply reported before the press of the ply before it, or after the press of the ply after it, is out of the line's order | score `order` (`plies_in_reported_order`, by the presses counted before each change) | `lost_updates::a_ply_reported_after_the_opponent_pressed_for_the_reply_is_the_later_one` |
+//! | a dump's board is a position the game went through, when a line passes it | evidence: dumps remembered as seen boards; score `seen` (catch-up too) | `lost_updates::a_board_a_dump_showed_tells_apart_orders_reaching_one_board` |
 //! | a piece set down, reported and lifted again tells where it went | score `landings` | `lost_updates::a_pressed_ply_whose_landing_was_reported_is_taken_though_its_piece_is_in_the_air_again` |
 //! | an order the board never showed waits, the operator told | rejection `Tied` / a tie: plies hidden, never final | `orders::an_order_the_board_never_showed_waits_for_the_reading_that_tells`, `orders::a_move_both_orders_allow_does_not_settle_the_order` |
 //! | more presses than plies mean a longer line | candidates: `reread_for_press` (traced squares, untied) | `ghosts::three_presses_for_a_board_two_plies_reach_mean_three_plies` |
@@ -151,6 +153,9 @@ struct PendingPress {
     at: u64,
     /// Where it came in the board's stream (see [`Stamp`]).
     seq: u32,
+    /// Presses the board's stream held up to and with it (see `PhysBoard::note_press`):
+    /// a square's change counted fewer came before it.
+    count: u32,
     /// When it stops waiting: [`Timing::press_window_ms`](crate::Timing::press_window_ms) after it came, plus any time the
     /// board was away meanwhile (it could not show the move then).
     expires: u64,

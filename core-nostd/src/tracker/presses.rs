@@ -137,7 +137,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
             .filter(|&upto| self.at_tip && !self.dirty && upto == self.records.len())
             .map(|upto| self.ply_key(upto));
         let expires = now + u64::from(self.config.timing.press_window_ms);
-        let _ = self.pending_press.push(PendingPress { press, at: now, seq: self.seq, expires, bound });
+        let _ = self.pending_press.push(PendingPress {
+            press,
+            at: now,
+            seq: self.seq,
+            count: self.phys.presses(),
+            expires,
+            bound,
+        });
     }
 
     /// A square changed: a press bound to a ply whose piece landed on it, made less than a
