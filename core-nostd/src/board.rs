@@ -59,12 +59,11 @@ impl PhysBoard {
         let i = usize::from(index.index());
         if self.raw[i] == code.code() {
             // A square reported emptied that a report had left empty: a piece was set down
-            // there and its report lost. The lift is a change of the square all the same
-            // (the hands' order), and the landing is evidence a line must explain. After a
-            // dump showed the square emptied, the report is that change's, come late.
+            // there and its report lost, a landing a line must explain. Its time is not
+            // taken as the square's change (a chain's log can report a square a piece slid
+            // over). After a dump showed the square emptied, the report is that change's,
+            // come late.
             if !dumped && code.code() == 0 && self.dumped & (1 << i) == 0 {
-                self.changed_ms[i] = now;
-                self.changed_presses[i] = self.presses;
                 self.placed[i] = (0, now);
             }
             return false;
