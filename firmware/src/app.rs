@@ -225,6 +225,7 @@ where
 mod tests {
     extern crate std;
 
+    use std::string::String;
     use std::vec::Vec;
 
     use super::*;
@@ -389,6 +390,39 @@ mod tests {
             })
             .collect();
         assert_eq!(order, ["status 1000", "board 24518", "status 2000"]);
+    }
+
+    /// A trace sink the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(std::rc::Rc<core::cell::RefCell<String>>);
+
+    impl core::fmt::Write for Shared {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            self.0.borrow_mut().push_str(s);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_traced_loop_writes_every_call_into_the_device_with_its_time_and_bytes() {
+        let mut a = app();
+        let trace = Shared::default();
+        a.trace_to(Box::new(trace.clone()));
+        a.step(0);
+        let version = encode(&Message::Version { major: 3, minor: 1 });
+        a.board.arrivals.push_back((version.len(), 7));
+        a.board.rx.extend(version.iter().copied());
+        a.host.rx.extend([0x00]);
+        a.step(1_200);
+        let text = trace.0.borrow().clone();
+        let lines: Vec<&str> = text.lines().collect();
+        let hex: String = version.iter().map(|b| std::format!("{b:02x}")).collect();
+        assert_eq!(lines.first(), Some(&"i 0"));
+        let board = lines.iter().position(|l| *l == std::format!("b 7 {hex}")).expect("the board's bytes");
+        let status = lines.iter().position(|l| *l == "p 1000").expect("the status due at 1,000 ms");
+        assert!(board < status, "in the order the device got them: {lines:?}");
+        assert!(lines.contains(&"h 1200 00"), "{lines:?}");
+        assert!(lines.iter().any(|l| l.starts_with("w 0 40")), "the reset written to the board: {lines:?}");
     }
 
     #[test]

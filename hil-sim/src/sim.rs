@@ -1385,4 +1385,55 @@ mod tests {
         let vt = VirtualTime::new(1_000.0);
         assert!(plugged_back_at(&vt, vt.now_ms(), 10, now) >= now + MIN_UNPLUGGED);
     }
+
+    #[cfg(unix)]
+    fn port(line_rate: Option<u32>) -> OwnPort {
+        OwnPort {
+            pty: None,
+            link: None,
+            pending: Vec::new(),
+            clock_tail: None,
+            line: line_rate.map(|rate| LineRate { rate: f64::from(rate), budget: 0.0, at: Instant::now() }),
+            timed: Vec::new(),
+            to_host: BurstyLink::new(None, 0),
+            outbox: Vec::new(),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// A clock reading: left 1:23:`seconds`, right 1:30:00, the status byte `status`.
+    fn reading(seconds: u8, status: u8) -> Vec<u8> {
+        vec![0x8D, 0x00, 0x0A, 0x01, 0x23, seconds, 0x01, 0x30, 0x00, status]
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_paced_line_sends_the_latest_clock_reading_of_a_run_not_every_one() {
+        let field = [0x8E, 0x00, 0x05, 0x1C, 0x01];
+        let mut p = port(Some(960));
+        let mut out = Vec::new();
+        for s in [0x10, 0x09, 0x08] {
+            out.extend(reading(s, 0x09));
+        }
+        p.queue(&out);
+        assert_eq!(p.pending, reading(0x08, 0x09), "the line free: the latest reading only");
+        p.queue(&field);
+        p.queue(&reading(0x07, 0x09));
+        p.queue(&reading(0x06, 0x09));
+        p.queue(&reading(0x06, 0x0B));
+        let want = [reading(0x08, 0x09), field.to_vec(), reading(0x06, 0x09), reading(0x06, 0x0B)].concat();
+        assert_eq!(p.pending, want, "a field update between readings, and a press (status), are kept");
+        // The last reading begun on the line: the next one waits behind it.
+        p.sent(want.len() - 4);
+        p.queue(&reading(0x05, 0x0B));
+        assert_eq!(p.pending, [&reading(0x06, 0x0B)[6..], &reading(0x05, 0x0B)[..]].concat());
+        // Noise on the line goes as it is.
+        p.queue(&[0x00, 0x8D]);
+        p.queue(&reading(0x04, 0x0B));
+        assert_eq!(p.pending.len(), 4 + 10 + 2 + 10);
+        // Unpaced, every reading goes.
+        let mut free = port(None);
+        free.queue(&out);
+        assert_eq!(free.pending, out);
+    }
 }

@@ -460,7 +460,9 @@ pub fn box_run(jobs: Vec<Job>, opts: &BoxRunOptions) -> anyhow::Result<BoxRunRep
         // readings than that; the board sends the latest when the line is free). Unpaced,
         // a pty takes them as fast as they come, faster than QEMU's UART hands them to the
         // box, which then sees the board late, bunched, by up to seconds.
-        line_rate: Some(LINE_RATE),
+        // `E2E_BOX_UNPACED=1` feeds the boxes unpaced, to see a session behind such a
+        // stream (replay a box's trace with `replay_trace`).
+        line_rate: std::env::var_os("E2E_BOX_UNPACED").is_none().then_some(LINE_RATE),
         ..SimConfig::default()
     };
     let boards = spawn_fleet(n, &template, Some(&opts.dir.join("links"))).context("spawning boards")?;
