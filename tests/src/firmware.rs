@@ -78,7 +78,7 @@ fn build_firmware(extra: &[&str]) -> anyhow::Result<PathBuf> {
 
 /// What a box published, read from its frames to the host: the confirmed moves of each
 /// game (UCI, in ply order), as a journal keeps them.
-pub fn confirmed_games(ups: &[Up]) -> Vec<Vec<String>> {
+pub fn confirmed_games<'u>(ups: impl IntoIterator<Item = &'u Up>) -> Vec<Vec<String>> {
     let mut games: Vec<Vec<String>> = Vec::new();
     for up in ups {
         let Up::Record { record, .. } = up else { continue };
@@ -108,8 +108,8 @@ pub fn confirmed_games(ups: &[Up]) -> Vec<Vec<String>> {
 /// [`Device`] on this machine, with the box's settings: the same calls with the same
 /// bytes at the same milliseconds, so the same session decisions, apart from what differs
 /// in the machine itself (the heap: the box's may refuse an allocation this one grants).
-/// Returns every frame the device made for the host.
-pub fn replay_trace(trace: &str) -> anyhow::Result<Vec<Up>> {
+/// Returns every frame the device made for the host, with the device's millisecond.
+pub fn replay_trace(trace: &str) -> anyhow::Result<Vec<(u64, Up)>> {
     fn hex(s: &str) -> anyhow::Result<Vec<u8>> {
         (0..s.len())
             .step_by(2)
@@ -136,7 +136,7 @@ pub fn replay_trace(trace: &str) -> anyhow::Result<Vec<Up>> {
         if let Some(d) = &mut device {
             // Everything out at once (a line being resumed comes a move at a time).
             while !d.bridge_output().is_empty() {
-                frames.feed(d.bridge_output(), |f: Result<Up, _>| ups.extend(f.ok()));
+                frames.feed(d.bridge_output(), |f: Result<Up, _>| ups.extend(f.ok().map(|u| (at, u))));
                 let n = d.bridge_output().len();
                 d.bridge_written(n);
             }
@@ -681,7 +681,7 @@ pub fn replay_against(trace: &str, job: &Job) -> (bool, String) {
         Err(e) => return (false, format!("the trace could not be replayed: {e:#}")),
     };
     let truth: Vec<&str> = job.truth().moves.iter().map(|m| m.uci.as_str()).collect();
-    let games = confirmed_games(&ups);
+    let games = confirmed_games(ups.iter().map(|(_, u)| u));
     let agree = |g: &Vec<String>| g.iter().zip(&truth).take_while(|(a, b)| a == b).count();
     // The game of the job: the one that agrees longest with the truth (a board found
     // rotated begins its game again).
