@@ -125,6 +125,11 @@ pub fn replay_trace(trace: &str) -> anyhow::Result<Vec<(u64, Up)>> {
         let mut words = line.split_whitespace();
         let (Some(kind), Some(at)) = (words.next(), words.next()) else { continue };
         let Ok(at) = at.parse::<u64>() else { continue };
+        // Only what went into the device is replayed: `w` (written to the board) and `l` (a
+        // long turn) are for reading.
+        if !matches!(kind, "i" | "b" | "p" | "h") {
+            continue;
+        }
         let bytes = words.next().map(hex).transpose().with_context(|| format!("trace line {}", n + 1))?;
         match (kind, &mut device, bytes) {
             ("i", _, None) => device = Some(Device::new(at, DeviceConfig::new("replay", "replay"))),
