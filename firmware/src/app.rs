@@ -5,6 +5,7 @@
 //! Plain code over `embedded-io`'s traits, so the same loop runs on every board support
 //! and in host unit tests (below).
 
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 
 use dgt_bridge::{Device, DeviceConfig, PlatformFigures};
@@ -24,6 +25,37 @@ pub struct UartErrors {
     pub host: u32,
 }
 
+/// Where [`App::trace_to`] writes: every call the loop makes into the [`Device`], as text
+/// lines, so that a run can be replayed exactly off the device (`dgt_e2e_tests::firmware::
+/// replay_trace`):
+///
+/// - `i MS`: the device started at `MS`;
+/// - `b MS HEX`: bytes from the board, handed over as arrived at `MS`;
+/// - `p MS`: the device's deadlines run at `MS`;
+/// - `h MS HEX`: bytes from the host at `MS`;
+/// - `w MS HEX`: bytes written to the board at `MS` (for reading; not replayed);
+/// - `l MS TOOK`: the turn begun at `MS` took `TOOK` ms (only long ones; for reading).
+struct Trace(Box<dyn core::fmt::Write>);
+
+impl core::fmt::Debug for Trace {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Trace")
+    }
+}
+
+impl Trace {
+    fn line(&mut self, kind: char, at: u64, bytes: &[u8]) {
+        let _ = write!(self.0, "{kind} {at}");
+        if !bytes.is_empty() {
+            let _ = self.0.write_char(' ');
+            for b in bytes {
+                let _ = write!(self.0, "{b:02x}");
+            }
+        }
+        let _ = self.0.write_char('\n');
+    }
+}
+
 /// The relay box's main loop over a board UART `B` and a host UART `H`.
 #[derive(Debug)]
 pub struct App<B, H> {
@@ -35,6 +67,7 @@ pub struct App<B, H> {
     errors: UartErrors,
     /// The device's time so far: what it was last given (never goes back).
     device_ms: u64,
+    trace: Option<Trace>,
 }
 
 impl<B, H> App<B, H>
@@ -52,6 +85,28 @@ where
             board_tx: VecDeque::new(),
             errors: UartErrors::default(),
             device_ms: now,
+            trace: None,
+        }
+    }
+
+    /// Writes every call into the device to `sink` from now on (see [`Trace`]'s lines),
+    /// beginning with the device's start.
+    pub fn trace_to(&mut self, sink: Box<dyn core::fmt::Write>) {
+        let mut trace = Trace(sink);
+        trace.line('i', self.device_ms, &[]);
+        self.trace = Some(trace);
+    }
+
+    /// Notes in the trace that the turn begun at `at` took `took` ms.
+    pub fn trace_turn(&mut self, at: u64, took: u64) {
+        if let Some(t) = &mut self.trace {
+            let _ = writeln!(t.0, "l {at} {took}");
+        }
+    }
+
+    fn note(&mut self, kind: char, at: u64, bytes: &[u8]) {
+        if let Some(t) = &mut self.trace {
+            t.line(kind, at, bytes);
         }
     }
 
@@ -78,6 +133,7 @@ where
             if due > at {
                 break;
             }
+            self.note('p', due, &[]);
             self.device.poll(due);
             self.device_ms = due;
             if self.device.next_deadline() <= due {
@@ -109,6 +165,7 @@ where
                 Ok((n, arrived)) => {
                     let at = arrived.unwrap_or(now).clamp(self.device_ms, now.max(self.device_ms));
                     self.poll_until(at);
+                    self.note('b', at, &buf[..n]);
                     self.device.on_board_bytes(at, &buf[..n]);
                 }
                 Err(_) => {
@@ -122,7 +179,10 @@ where
         while self.host.read_ready().unwrap_or(false) {
             match self.host.read(&mut buf) {
                 Ok(0) => break,
-                Ok(n) => self.device.on_bridge_bytes(now, &buf[..n]),
+                Ok(n) => {
+                    self.note('h', now, &buf[..n]);
+                    self.device.on_bridge_bytes(now, &buf[..n]);
+                }
                 Err(_) => {
                     self.errors.host += 1;
                     break;
@@ -130,6 +190,7 @@ where
             }
         }
         if now >= self.device.next_deadline() {
+            self.note('p', now, &[]);
             self.device.poll(now);
         }
         self.board_tx.extend(self.device.take_board_output());
@@ -137,6 +198,9 @@ where
             let (front, _) = self.board_tx.as_slices();
             match self.board.write(front) {
                 Ok(n) => {
+                    if let Some(t) = &mut self.trace {
+                        t.line('w', now, &front[..n]);
+                    }
                     self.board_tx.drain(..n);
                 }
                 Err(_) => {
@@ -161,6 +225,7 @@ where
 mod tests {
     extern crate std;
 
+    use std::string::String;
     use std::vec::Vec;
 
     use super::*;
@@ -325,6 +390,39 @@ mod tests {
             })
             .collect();
         assert_eq!(order, ["status 1000", "board 24518", "status 2000"]);
+    }
+
+    /// A trace sink the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(std::rc::Rc<core::cell::RefCell<String>>);
+
+    impl core::fmt::Write for Shared {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            self.0.borrow_mut().push_str(s);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_traced_loop_writes_every_call_into_the_device_with_its_time_and_bytes() {
+        let mut a = app();
+        let trace = Shared::default();
+        a.trace_to(Box::new(trace.clone()));
+        a.step(0);
+        let version = encode(&Message::Version { major: 3, minor: 1 });
+        a.board.arrivals.push_back((version.len(), 7));
+        a.board.rx.extend(version.iter().copied());
+        a.host.rx.extend([0x00]);
+        a.step(1_200);
+        let text = trace.0.borrow().clone();
+        let lines: Vec<&str> = text.lines().collect();
+        let hex: String = version.iter().map(|b| std::format!("{b:02x}")).collect();
+        assert_eq!(lines.first(), Some(&"i 0"));
+        let board = lines.iter().position(|l| *l == std::format!("b 7 {hex}")).expect("the board's bytes");
+        let status = lines.iter().position(|l| *l == "p 1000").expect("the status due at 1,000 ms");
+        assert!(board < status, "in the order the device got them: {lines:?}");
+        assert!(lines.contains(&"h 1200 00"), "{lines:?}");
+        assert!(lines.iter().any(|l| l.starts_with("w 0 40")), "the reset written to the board: {lines:?}");
     }
 
     #[test]

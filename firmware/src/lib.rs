@@ -56,7 +56,14 @@ pub trait Platform {
     fn sleep(&self);
     /// Heap and stack figures.
     fn memory(&self) -> PlatformFigures;
+    /// Where the loop writes its trace (see [`App::trace_to`]), if anywhere.
+    fn trace(&mut self) -> Option<alloc::boxed::Box<dyn core::fmt::Write>> {
+        None
+    }
 }
+
+/// Turns longer than this go into the trace.
+const LONG_TURN_MS: u64 = 20;
 
 /// How often the memory figures are taken (the stack's high-water mark is a scan).
 const MEMORY_EVERY_MS: u64 = 1_000;
@@ -65,6 +72,9 @@ const MEMORY_EVERY_MS: u64 = 1_000;
 pub fn run<P: Platform>(mut platform: P, config: DeviceConfig) -> ! {
     let (board, host) = platform.uarts();
     let mut app = App::new(platform.now_ms(), config, board, host);
+    if let Some(sink) = platform.trace() {
+        app.trace_to(sink);
+    }
     let mut next_memory = 0;
     let mut longest_step = 0;
     loop {
@@ -74,7 +84,11 @@ pub fn run<P: Platform>(mut platform: P, config: DeviceConfig) -> ! {
             app.set_memory(PlatformFigures { longest_step_ms: longest_step, ..platform.memory() });
         }
         app.step(now);
-        longest_step = longest_step.max(u32::try_from(platform.now_ms() - now).unwrap_or(u32::MAX));
+        let took = platform.now_ms() - now;
+        if took > LONG_TURN_MS {
+            app.trace_turn(now, took);
+        }
+        longest_step = longest_step.max(u32::try_from(took).unwrap_or(u32::MAX));
         if app.is_idle() {
             platform.sleep();
         }

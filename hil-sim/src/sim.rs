@@ -354,6 +354,7 @@ impl SimBoard {
             pty: Some(pty),
             link,
             pending: Vec::new(),
+            clock_tail: None,
             line,
             timed: Vec::new(),
             to_host: BurstyLink::new(config.bursts, serial),
@@ -646,6 +647,9 @@ struct OwnPort {
     pty: Option<Pty>,
     link: Option<Link>,
     pending: Vec<u8>,
+    /// Where in `pending` the last clock reading begins, while none of it has left (see
+    /// [`OwnPort::queue`]).
+    clock_tail: Option<usize>,
     line: Option<LineRate>,
     /// Bus replies waiting for their moment (a broadcast answer's random one).
     timed: Vec<(Instant, Vec<u8>)>,
@@ -665,13 +669,85 @@ impl OwnPort {
         at.saturating_duration_since(self.epoch).as_millis() as u64
     }
 
+    /// Queues the board's messages for its UART. On a paced line a clock reading that
+    /// waits for the line behind another of the same state (the same side running, the
+    /// same flags: only the times counted on) takes its place: the board sends the clock's
+    /// latest reading when the line is free, and a 9600-baud line carries about 96
+    /// readings a second, far fewer than a clock run fast by a scenario shows.
+    fn queue(&mut self, bytes: &[u8]) {
+        if self.line.is_none() {
+            self.pending.extend_from_slice(bytes);
+            return;
+        }
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let whole = match rest {
+                [id, hi, lo, ..] if id & 0x80 != 0 => {
+                    let len = usize::from(*hi) << 7 | usize::from(*lo);
+                    (3..=rest.len()).contains(&len).then_some(len)
+                }
+                _ => None,
+            };
+            // Anything but whole messages (line noise) goes as it is, and ends coalescing.
+            let Some(len) = whole else {
+                self.pending.extend_from_slice(rest);
+                self.clock_tail = None;
+                return;
+            };
+            let (msg, after) = rest.split_at(len);
+            if is_clock_reading(msg) {
+                if let Some(at) = self.clock_tail
+                    && same_clock_state(&self.pending[at..], msg)
+                {
+                    self.pending.truncate(at);
+                }
+                self.clock_tail = Some(self.pending.len());
+            } else {
+                self.clock_tail = None;
+            }
+            self.pending.extend_from_slice(msg);
+            rest = after;
+        }
+    }
+
+    /// `n` bytes of `pending` left for the line.
+    fn sent(&mut self, n: usize) {
+        self.pending.drain(..n);
+        self.clock_tail =
+            self.clock_tail.and_then(|at| at.checked_sub(n)).filter(|_| !self.pending.is_empty());
+        if self.clock_tail.is_some_and(|at| at + CLOCK_READING_LEN != self.pending.len()) {
+            self.clock_tail = None;
+        }
+    }
+
     /// Drops every byte on its way (the host went away, the cable was pulled).
     fn drop_output(&mut self) {
+        self.clock_tail = None;
         self.pending.clear();
         self.timed.clear();
         self.to_host.clear();
         self.outbox.clear();
     }
+}
+
+/// A clock reading's length on the wire (a BWTIME message: header and seven bytes).
+const CLOCK_READING_LEN: usize = 10;
+
+/// A whole BWTIME message with the clock's times (not an acknowledgement).
+fn is_clock_reading(msg: &[u8]) -> bool {
+    let Ok(payload) = <[u8; 7]>::try_from(msg.get(3..).unwrap_or_default()) else { return false };
+    msg.len() == CLOCK_READING_LEN
+        && msg[0] == 0x8D
+        && matches!(dgt_protocol::Bwtime::from_payload(payload), dgt_protocol::Bwtime::Times(_))
+}
+
+/// Two clock readings with the same status byte and the same flag bits on both sides.
+fn same_clock_state(a: &[u8], b: &[u8]) -> bool {
+    a.len() == CLOCK_READING_LEN
+        && b.len() == CLOCK_READING_LEN
+        && a[9] == b[9]
+        && a[3] & 0xF0 == b[3] & 0xF0
+        && a[6] & 0xF0 == b[6] & 0xF0
 }
 
 /// A token bucket pacing output at a serial line's rate.
@@ -1059,23 +1135,24 @@ impl Runner {
             p.drop_output();
             return;
         }
-        p.pending.extend_from_slice(&out);
+        p.queue(&out);
         for t in bus {
             match t.delay_ms {
-                0 => p.pending.extend_from_slice(&t.bytes),
+                0 => p.queue(&t.bytes),
                 ms => p.timed.push((now + Duration::from_millis(u64::from(ms)), t.bytes)),
             }
         }
         p.timed.sort_by_key(|t| t.0);
         while p.timed.first().is_some_and(|t| t.0 <= now) {
             let (_, bytes) = p.timed.remove(0);
-            p.pending.extend_from_slice(&bytes);
+            p.queue(&bytes);
         }
         // The board's UART: bytes leave at the line's rate (all at once without one) into
         // the link to the host, which lets them out at once or in bursts.
         let allowed = p.line.as_mut().map_or(p.pending.len(), |l| l.allowance().min(p.pending.len()));
         if allowed > 0 {
-            let leaving: Vec<u8> = p.pending.drain(..allowed).collect();
+            let leaving: Vec<u8> = p.pending[..allowed].to_vec();
+            p.sent(allowed);
             if let Some(l) = p.line.as_mut() {
                 l.spend(allowed);
             }
@@ -1100,11 +1177,12 @@ impl Runner {
                 }
             }
         }
-        for buf in [&mut p.pending, &mut p.outbox] {
-            if buf.len() > MAX_PENDING {
-                let excess = buf.len() - MAX_PENDING;
-                buf.drain(..excess);
-            }
+        if p.pending.len() > MAX_PENDING {
+            p.sent(p.pending.len() - MAX_PENDING);
+        }
+        if p.outbox.len() > MAX_PENDING {
+            let excess = p.outbox.len() - MAX_PENDING;
+            p.outbox.drain(..excess);
         }
     }
 
@@ -1306,5 +1384,56 @@ mod tests {
         // Very fast games keep a short real floor, for the host to see the hang-up.
         let vt = VirtualTime::new(1_000.0);
         assert!(plugged_back_at(&vt, vt.now_ms(), 10, now) >= now + MIN_UNPLUGGED);
+    }
+
+    #[cfg(unix)]
+    fn port(line_rate: Option<u32>) -> OwnPort {
+        OwnPort {
+            pty: None,
+            link: None,
+            pending: Vec::new(),
+            clock_tail: None,
+            line: line_rate.map(|rate| LineRate { rate: f64::from(rate), budget: 0.0, at: Instant::now() }),
+            timed: Vec::new(),
+            to_host: BurstyLink::new(None, 0),
+            outbox: Vec::new(),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// A clock reading: left 1:23:`seconds`, right 1:30:00, the status byte `status`.
+    fn reading(seconds: u8, status: u8) -> Vec<u8> {
+        vec![0x8D, 0x00, 0x0A, 0x01, 0x23, seconds, 0x01, 0x30, 0x00, status]
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_paced_line_sends_the_latest_clock_reading_of_a_run_not_every_one() {
+        let field = [0x8E, 0x00, 0x05, 0x1C, 0x01];
+        let mut p = port(Some(960));
+        let mut out = Vec::new();
+        for s in [0x10, 0x09, 0x08] {
+            out.extend(reading(s, 0x09));
+        }
+        p.queue(&out);
+        assert_eq!(p.pending, reading(0x08, 0x09), "the line free: the latest reading only");
+        p.queue(&field);
+        p.queue(&reading(0x07, 0x09));
+        p.queue(&reading(0x06, 0x09));
+        p.queue(&reading(0x06, 0x0B));
+        let want = [reading(0x08, 0x09), field.to_vec(), reading(0x06, 0x09), reading(0x06, 0x0B)].concat();
+        assert_eq!(p.pending, want, "a field update between readings, and a press (status), are kept");
+        // The last reading begun on the line: the next one waits behind it.
+        p.sent(want.len() - 4);
+        p.queue(&reading(0x05, 0x0B));
+        assert_eq!(p.pending, [&reading(0x06, 0x0B)[6..], &reading(0x05, 0x0B)[..]].concat());
+        // Noise on the line goes as it is.
+        p.queue(&[0x00, 0x8D]);
+        p.queue(&reading(0x04, 0x0B));
+        assert_eq!(p.pending.len(), 4 + 10 + 2 + 10);
+        // Unpaced, every reading goes.
+        let mut free = port(None);
+        free.queue(&out);
+        assert_eq!(free.pending, out);
     }
 }

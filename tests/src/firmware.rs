@@ -22,7 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use dgt_bridge::{DeviceStatus, FrameDecoder, Up};
+use dgt_bridge::wire::Record;
+use dgt_bridge::{Device, DeviceConfig, DeviceStatus, FrameDecoder, Up};
 use dgt_hil_sim::pty::Pty;
 use dgt_hil_sim::{BoardConfig, SimConfig, StartPolicy, spawn_fleet};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -46,18 +47,111 @@ pub fn qemu_binary() -> Option<PathBuf> {
 /// Builds the firmware (release, `--locked`) for `thumbv7em-none-eabihf` and returns its
 /// ELF. Cargo runs in the firmware's folder, whose `.cargo/config.toml` names the target.
 pub fn firmware_elf() -> anyhow::Result<PathBuf> {
+    build_firmware(&[])
+}
+
+/// The firmware as [`firmware_elf`], built with its `trace` feature: its console carries
+/// every call its loop makes into the device, for [`replay_trace`]. A copy of its own, so
+/// that a build of the plain firmware does not replace it under a running QEMU.
+pub fn traced_firmware_elf() -> anyhow::Result<PathBuf> {
+    let built = build_firmware(&["--features", "trace"])?;
+    let copy = built.with_file_name("dgt-relay-firmware-traced");
+    std::fs::copy(&built, &copy).with_context(|| format!("copying {}", built.display()))?;
+    Ok(copy)
+}
+
+fn build_firmware(extra: &[&str]) -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let dir = firmware_dir();
     let status = Command::new(cargo)
         .args(["build", "--quiet", "--release", "--locked"])
+        .args(extra)
         .current_dir(&dir)
         .env_remove("CARGO_TARGET_DIR")
         .status()
         .context("running cargo build in firmware/")?;
     if !status.success() {
-        bail!("cargo build --release in firmware/ failed");
+        bail!("cargo build --release {} in firmware/ failed", extra.join(" "));
     }
     Ok(dir.join("target/thumbv7em-none-eabihf/release/dgt-relay-firmware"))
+}
+
+/// What a box published, read from its frames to the host: the confirmed moves of each
+/// game (UCI, in ply order), as a journal keeps them.
+pub fn confirmed_games<'u>(ups: impl IntoIterator<Item = &'u Up>) -> Vec<Vec<String>> {
+    let mut games: Vec<Vec<String>> = Vec::new();
+    for up in ups {
+        let Up::Record { record, .. } = up else { continue };
+        match record {
+            Record::GameStarted { new_record: true, .. } => games.push(Vec::new()),
+            Record::Move { confirmed: true, mv } => {
+                if games.is_empty() {
+                    games.push(Vec::new());
+                }
+                if let Some(g) = games.last_mut() {
+                    g.truncate(usize::from(mv.ply).saturating_sub(1));
+                    g.push(mv.uci.clone());
+                }
+            }
+            Record::TakenBack { to_ply, .. } => {
+                if let Some(g) = games.last_mut() {
+                    g.truncate(usize::from(*to_ply));
+                }
+            }
+            _ => {}
+        }
+    }
+    games
+}
+
+/// Replays a traced box's run (its console, see [`traced_firmware_elf`]) through a
+/// [`Device`] on this machine, with the box's settings: the same calls with the same
+/// bytes at the same milliseconds, so the same session decisions, apart from what differs
+/// in the machine itself (the heap: the box's may refuse an allocation this one grants).
+/// Returns every frame the device made for the host, with the device's millisecond.
+pub fn replay_trace(trace: &str) -> anyhow::Result<Vec<(u64, Up)>> {
+    fn hex(s: &str) -> anyhow::Result<Vec<u8>> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(s.get(i..i + 2).context("odd hex")?, 16).context("hex"))
+            .collect()
+    }
+    let mut device: Option<Device> = None;
+    let mut frames = FrameDecoder::new();
+    let mut ups = Vec::new();
+    // A box still running may be writing its last line.
+    let complete = &trace[..trace.rfind('\n').map_or(0, |i| i + 1)];
+    for (n, line) in complete.lines().enumerate() {
+        let mut words = line.split_whitespace();
+        let (Some(kind), Some(at)) = (words.next(), words.next()) else { continue };
+        let Ok(at) = at.parse::<u64>() else { continue };
+        // Only what went into the device is replayed: `w` (written to the board) and `l` (a
+        // long turn) are for reading.
+        if !matches!(kind, "i" | "b" | "p" | "h") {
+            continue;
+        }
+        let bytes = words.next().map(hex).transpose().with_context(|| format!("trace line {}", n + 1))?;
+        match (kind, &mut device, bytes) {
+            ("i", _, None) => device = Some(Device::new(at, DeviceConfig::new("replay", "replay"))),
+            ("b", Some(d), Some(b)) => d.on_board_bytes(at, &b),
+            ("p", Some(d), None) => d.poll(at),
+            ("h", Some(d), Some(b)) => d.on_bridge_bytes(at, &b),
+            _ => continue,
+        }
+        if let Some(d) = &mut device {
+            // Everything out at once (a line being resumed comes a move at a time).
+            while !d.bridge_output().is_empty() {
+                frames.feed(d.bridge_output(), |f: Result<Up, _>| ups.extend(f.ok().map(|u| (at, u))));
+                let n = d.bridge_output().len();
+                d.bridge_written(n);
+            }
+            let _ = d.take_board_output();
+        }
+    }
+    if device.is_none() {
+        bail!("no device start in the trace");
+    }
+    Ok(ups)
 }
 
 /// What goes wrong on a bridge, put on it by the test.
@@ -280,6 +374,9 @@ impl Drop for RelayBox {
     }
 }
 
+/// Bytes a second on the board's line: 9600 baud, 8N1.
+pub const LINE_RATE: u32 = 960;
+
 /// How to run games through relay boxes.
 #[derive(Clone, Debug)]
 pub struct BoxRunOptions {
@@ -316,6 +413,9 @@ pub struct BoxRunReport {
     pub garbage_sent: usize,
     /// Everything wrong.
     pub failures: Vec<String>,
+    /// Per box, when its firmware was traced: its run replayed off the device (see
+    /// [`replay_trace`]) against the truth.
+    pub replays: Vec<String>,
     /// Real time the run took.
     pub wall: Duration,
 }
@@ -341,6 +441,9 @@ impl std::fmt::Display for BoxRunReport {
         for (serial, a) in &self.bridge_alerts {
             writeln!(f, "  board {serial} bridge alerts: {a:?}")?;
         }
+        for r in &self.replays {
+            writeln!(f, "  {r}")?;
+        }
         for x in &self.failures {
             writeln!(f, "FAIL {x}")?;
         }
@@ -359,6 +462,14 @@ pub fn box_run(jobs: Vec<Job>, opts: &BoxRunOptions) -> anyhow::Result<BoxRunRep
         board: BoardConfig::with_serial(opts.first_serial),
         speed: opts.speed,
         hand_speed: opts.hand_speed,
+        // The box's UART0 is a 9600-baud line: the board's bytes come at most as fast as
+        // such a line carries them (a clock run fast by the scenario shows far more
+        // readings than that; the board sends the latest when the line is free). Unpaced,
+        // a pty takes them as fast as they come, faster than QEMU's UART hands them to the
+        // box, which then sees the board late, bunched, by up to seconds.
+        // `E2E_BOX_UNPACED=1` feeds the boxes unpaced, to see a session behind such a
+        // stream (replay a box's trace with `replay_trace`).
+        line_rate: std::env::var_os("E2E_BOX_UNPACED").is_none().then_some(LINE_RATE),
         ..SimConfig::default()
     };
     let boards = spawn_fleet(n, &template, Some(&opts.dir.join("links"))).context("spawning boards")?;
@@ -531,14 +642,67 @@ pub fn box_run(jobs: Vec<Job>, opts: &BoxRunOptions) -> anyhow::Result<BoxRunRep
         }
     }
     for (i, b) in boxes.iter().enumerate() {
+        // The console: the boot line, the trace if the firmware was traced, a panic last.
         let console = b.console_text();
-        if console.contains("panic") {
-            failures.push(format!("box {i} panicked: {console}"));
+        if let Some(at) = console.find("panic") {
+            failures.push(format!("box {i} {}", &console[at..]));
         }
+    }
+    // Each traced box's run replayed off the device: the same session code on the same
+    // input decides the same, so its game is exact too (a difference would be the
+    // device's own: its heap refused what this machine's grants).
+    let mut replays = Vec::new();
+    for (i, (b, job)) in boxes.iter().zip(&jobs).enumerate() {
+        let console = b.console_text();
+        if !console.lines().any(|l| l.starts_with("i ")) {
+            continue;
+        }
+        let (exact, line) = replay_against(&console, job);
+        if !exact {
+            failures.push(format!("box {i}: {line}"));
+        }
+        replays.push(format!("box {i}: {line}"));
     }
     let statuses = boxes.iter().map(|b| b.cable.status()).collect();
     drop(instances);
     drop(boxes);
     drop(boards);
-    Ok(BoxRunReport { checks, statuses, bridge_alerts, garbage_sent, failures, wall: started.elapsed() })
+    Ok(BoxRunReport {
+        checks,
+        statuses,
+        bridge_alerts,
+        garbage_sent,
+        failures,
+        replays,
+        wall: started.elapsed(),
+    })
+}
+
+/// A box's traced run replayed off the device, against the job's truth: whether the
+/// replay's game is the truth, and a line saying how far it agrees.
+pub fn replay_against(trace: &str, job: &Job) -> (bool, String) {
+    let ups = match replay_trace(trace) {
+        Ok(u) => u,
+        Err(e) => return (false, format!("the trace could not be replayed: {e:#}")),
+    };
+    let truth: Vec<&str> = job.truth().moves.iter().map(|m| m.uci.as_str()).collect();
+    let games = confirmed_games(ups.iter().map(|(_, u)| u));
+    let agree = |g: &Vec<String>| g.iter().zip(&truth).take_while(|(a, b)| a == b).count();
+    // The game of the job: the one that agrees longest with the truth (a board found
+    // rotated begins its game again).
+    let Some(game) = games.iter().max_by_key(|g| (agree(g), g.len())) else {
+        return (false, "replayed off the device: no game".into());
+    };
+    let same = agree(game);
+    let mut line = format!("replayed off the device: {same} of {} plies as the truth", truth.len());
+    if let Some(wrong) = game.get(same) {
+        line +=
+            &format!(", ply {} {wrong} where {} was played", same + 1, truth.get(same).unwrap_or(&"nothing"));
+    } else if same < truth.len() {
+        line += &format!(", none from ply {}", same + 1);
+    }
+    if games.len() > 1 {
+        line += &format!(" ({} games)", games.len());
+    }
+    (same == truth.len() && game.len() == truth.len(), line)
 }

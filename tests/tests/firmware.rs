@@ -6,13 +6,15 @@
 //!
 //! Needs `qemu-system-arm` and the `thumbv7em-none-eabihf` target (`tests/build.rs` sets
 //! `cfg(qemu)` when both are here; `.ci/run` installs them); the hand scripts also need the
-//! shared corpus. The firmware is built (release) by the test.
+//! shared corpus. The firmware is built (release, with its `trace` feature) by the test;
+//! each box's run is replayed off the device from its console and the replay's outcome is
+//! printed with the report (`dgt_e2e_tests::firmware::replay_trace`).
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use dgt_e2e_tests::acceptance::{EndPath, Job, corpus_dir, work_dir, worldcup};
-use dgt_e2e_tests::firmware::{BoxRunOptions, BoxRunReport, box_run, firmware_elf, qemu_binary};
+use dgt_e2e_tests::firmware::{BoxRunOptions, BoxRunReport, box_run, qemu_binary, traced_firmware_elf};
 use dgt_hil_sim::hands::Profile;
 
 /// One run at a time: each boots a QEMU per board beside a relay and the simulators.
@@ -27,7 +29,7 @@ fn options(
 ) -> BoxRunOptions {
     let relay_bin = dgt_e2e_tests::relay::relay_binary(false).unwrap_or_else(|e| panic!("{e:#}"));
     let qemu = qemu_binary().unwrap_or_else(|| panic!("qemu-system-arm is not on the PATH"));
-    let firmware = firmware_elf().unwrap_or_else(|e| panic!("{e:#}"));
+    let firmware = traced_firmware_elf().unwrap_or_else(|e| panic!("{e:#}"));
     BoxRunOptions {
         speed,
         hand_speed,
@@ -83,9 +85,10 @@ fn corpus_games_through_relay_boxes_survive_relay_kills_and_garbage() {
 
 /// Three hand scripts of the independent emulator at their own pace, the relay killed once.
 #[test]
-#[ignore = "known failure, not passed in silence: the box behind dropped-s1-g011 loses the line near ply 25 \
-            (the board stays unexplained to the end, or, in some runs, plies 27-30 are published wrong); \
-            needs qemu-system-arm, the thumbv7em-none-eabihf target and ../shared/corpus; run with --ignored"]
+#[cfg_attr(
+    not(all(qemu, shared_corpus)),
+    ignore = "needs qemu-system-arm, the thumbv7em-none-eabihf target (.ci/run installs both) and ../shared/corpus"
+)]
 fn hand_scripts_through_relay_boxes_are_exact() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = corpus_dir().join("hand-scripts");

@@ -361,6 +361,11 @@ impl Platform for Mps2An386 {
         cortex_m::asm::wfi();
     }
 
+    /// With the `trace` feature, the console: the boot line, then the loop's trace.
+    fn trace(&mut self) -> Option<alloc::boxed::Box<dyn core::fmt::Write>> {
+        if cfg!(feature = "trace") { Some(alloc::boxed::Box::new(console())) } else { None }
+    }
+
     fn memory(&self) -> PlatformFigures {
         PlatformFigures {
             heap_used: self.heap.used() as u32,

@@ -89,7 +89,8 @@ struct Cli {
     /// Board scan period in milliseconds (0: every change reported at once).
     #[arg(long, default_value_t = 200)]
     scan_ms: u64,
-    /// Pace each board's output like a real 9600-baud line (960 bytes a second).
+    /// Pace each board's output like a real 9600-baud line (960 bytes a second); clock
+    /// readings that wait for the line give way to the latest.
     #[arg(long)]
     paced: bool,
     /// Deliver each board's output in bursts, as a Bluetooth serial link or a USB adapter's
