@@ -575,3 +575,25 @@ fn a_board_a_dump_showed_tells_apart_orders_reaching_one_board() {
     s.wait(3000);
     assert_eq!(s.confirmed_events(), ["c5d4", "c3d4", "e5d4", "f3d4"], "{:?}", s.move_log());
 }
+
+/// As above, with every report of White's reply lost: the rook leaving b8 after White
+/// pressed is Black's next move, though the board, missing the reply, reads as Ra8-c8 from
+/// before Rb8. A ply a press is bound to is not given up for a one-ply reading from before
+/// it (dropped-s1-g001 under bursts: Ba2-b3, e4 unseen, Bb3-c4).
+#[test]
+fn a_pressed_ply_is_not_given_up_for_a_one_ply_reading_from_before_it() {
+    let mut s = from_fen_clocked("r5k1/1Q6/8/8/8/8/8/6K1 b - - 0 40", 600);
+    s.wait(1000);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    s.slide(Square::A8, Square::B8);
+    s.press(2, 0);
+    let queen = s.board.piece_at(Square::B7);
+    s.put_unreported(Square::B7, None);
+    s.put_unreported(Square::C6, queen);
+    s.press(1, 0);
+    s.slide(Square::B8, Square::C8);
+    s.press(1, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["a8b8", "b7c6", "b8c8"], "{:?}", s.move_log());
+}

@@ -119,7 +119,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let prov = self.records.len() - self.confirmed;
-        for k in (self.stood_plies()..prov).rev() {
+        for k in (self.stood_plies().max(self.answered_plies())..prov).rev() {
             let Some(pos) = self.position_at(self.confirmed + k) else { return };
             let d = board_diff(pos.board(), &target);
             if d.is_empty() && !may_retract {

@@ -38,7 +38,7 @@
 //! | reports read in one piece are ordered by the presses between them | evidence: `Change::before` | `lost_updates::plies_read_in_one_piece_keep_the_order_the_presses_between_them_show` |
 //! | a dump overrules the field updates before it | evidence: `plies_a_dump_leaves` caps plies that stood or were pressed | `lost_updates::castling_with_the_kings_reports_lost_is_read_from_a_dump` |
 //! | an unplugged board is not a still board | evidence: `board_away`; no deadline while away | `outage::an_unplugged_board_is_not_a_still_board`, `outage::a_press_waiting_for_the_board_outlasts_an_outage` |
-//! | a reading one ply from the line is followed at once | candidates: `fast_eval` (one ply from the tip or a base) | `scenarios::scenario_table` |
+//! | a reading one ply from the line is followed at once, from no base before a ply that stood or a press the opponent answered was bound to | candidates: `fast_eval` (one ply from the tip or a base) | `lost_updates::a_pressed_ply_is_not_given_up_for_a_one_ply_reading_from_before_it`, `scenarios::scenario_table` |
 //! | pressed plies shown with the next move's hands at work are taken | basis `UnderReply` | `lost_updates::a_pressed_ply_a_dump_shows_beside_the_replys_lifted_king_is_taken`, `lost_updates::two_pressed_plies_a_late_dump_shows_are_taken_in_the_order_pressed` |
 //! | the board the players left after pressing comes first | basis `PressedBoard` | `ghosts::a_piece_moved_again_after_both_presses_is_a_new_ply_whenever_its_press_comes`, `ghosts::a_slide_paused_before_the_presses_is_still_one_move` |
 //! | plies that stood are kept | basis `Stood` | `adversarial::two_plies_in_one_scan_after_plies_that_stood_keep_them`, `ghosts::a_scan_read_halfway_does_not_replace_the_ply_that_stood` |

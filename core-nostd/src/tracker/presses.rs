@@ -238,6 +238,17 @@ impl<const PLIES: usize> Tracker<PLIES> {
         pressed.min(self.dump_kept_plies()).min(self.plies_before_hidden())
     }
 
+    /// How many provisional plies there are up to the last one a press is still bound to
+    /// that the opponent answered with a press of their own later in the stream: the mover
+    /// said it was done, and the reply was made on top of it (0: none).
+    pub(super) fn answered_plies(&self) -> usize {
+        let answered = self.pending_press.iter().filter_map(|p| {
+            let replied = self.pending_press.iter().any(|q| q.press.by != p.press.by && q.seq > p.seq);
+            self.still_bound(p.bound).filter(|_| replied)
+        });
+        answered.max().map_or(0, |upto| upto.saturating_sub(self.confirmed))
+    }
+
     /// The presses that came since the last confirmed ply appeared: each says a ply after it
     /// is over.
     pub(super) fn waiting_presses(&self) -> impl Iterator<Item = &PendingPress> + '_ {
