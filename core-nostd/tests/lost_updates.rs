@@ -490,30 +490,6 @@ fn a_square_reported_emptied_while_it_stood_empty_had_a_piece_set_down_on_it() {
     assert_eq!(s.confirmed_events(), ["d4d1", "g1g2", "d1d5"], "{:?}", s.move_log());
 }
 
-/// At one read time (a link holding bytes back): Ra8-b8 reported, Black's press, Qb7-c6 (the
-/// lift from b7 lost), White's press, the rook lifted from b8 and set on c8 unreported,
-/// Black's press. The rook leaving b8 after White pressed is Black's next move, not a slide
-/// going on (the presses' order in the stream says so, though they share a read time): Rb8
-/// Qc6 Rc8, not Rc8 Qc6 (dropped-s1-g008 under bursts).
-#[test]
-fn a_piece_leaving_after_the_opponent_pressed_at_the_same_read_time_is_a_new_move() {
-    let mut s = from_fen_clocked("r5k1/1Q6/8/8/8/8/8/6K1 b - - 0 40", 600);
-    s.wait(1000);
-    s.step_ms = 0;
-    s.press_step_ms = 0;
-    s.slide(Square::A8, Square::B8);
-    s.press(2, 0);
-    let queen = s.board.piece_at(Square::B7);
-    s.put_unreported(Square::B7, None);
-    s.put(Square::C6, queen);
-    s.press(1, 0);
-    let rook = s.lift(Square::B8);
-    s.put_unreported(Square::C8, rook);
-    s.press(1, 0);
-    s.wait(3000);
-    assert_eq!(s.confirmed_events(), ["a8b8", "b7c6", "b8c8"], "{:?}", s.move_log());
-}
-
 /// At one read time (a link holding bytes back): f2-f3 and Ra7-f7 with every report lost,
 /// then Kh2-g3 with its landing reported after both their presses, then White's press. The
 /// board reached is the same after Kg3 Rf7 f3, but the king landing after Black pressed
@@ -576,12 +552,13 @@ fn a_board_a_dump_showed_tells_apart_orders_reaching_one_board() {
     assert_eq!(s.confirmed_events(), ["c5d4", "c3d4", "e5d4", "f3d4"], "{:?}", s.move_log());
 }
 
-/// As above, with every report of White's reply lost: the rook leaving b8 after White
-/// pressed is Black's next move, though the board, missing the reply, reads as Ra8-c8 from
-/// before Rb8. A ply a press is bound to is not given up for a one-ply reading from before
-/// it (dropped-s1-g001 under bursts: Ba2-b3, e4 unseen, Bb3-c4).
-#[test]
-fn a_pressed_ply_is_not_given_up_for_a_one_ply_reading_from_before_it() {
+/// At one read time (a link holding bytes back): Ra8-b8 reported, Black's press, Qb7-c6 (the
+/// lift from b7 lost, and the landing on c6 too when `reply_landing_reported` is false),
+/// White's press, the rook lifted from b8 and set on c8 (reported or not), Black's press.
+/// The rook leaving b8 after White pressed is Black's next move, not a slide going on (the
+/// presses' order in the stream says so, though they share a read time): Rb8 Qc6 Rc8, not
+/// Rc8 Qc6.
+fn rook_moved_on_after_the_reply(reply_landing_reported: bool, rook_landing_reported: bool) {
     let mut s = from_fen_clocked("r5k1/1Q6/8/8/8/8/8/6K1 b - - 0 40", 600);
     s.wait(1000);
     s.step_ms = 0;
@@ -590,10 +567,34 @@ fn a_pressed_ply_is_not_given_up_for_a_one_ply_reading_from_before_it() {
     s.press(2, 0);
     let queen = s.board.piece_at(Square::B7);
     s.put_unreported(Square::B7, None);
-    s.put_unreported(Square::C6, queen);
+    if reply_landing_reported {
+        s.put(Square::C6, queen);
+    } else {
+        s.put_unreported(Square::C6, queen);
+    }
     s.press(1, 0);
-    s.slide(Square::B8, Square::C8);
+    let rook = s.lift(Square::B8);
+    if rook_landing_reported {
+        s.put(Square::C8, rook);
+    } else {
+        s.put_unreported(Square::C8, rook);
+    }
     s.press(1, 0);
     s.wait(3000);
     assert_eq!(s.confirmed_events(), ["a8b8", "b7c6", "b8c8"], "{:?}", s.move_log());
+}
+
+/// The rook's landing on c8 lost: its lift from b8 is not taken as a slide going on
+/// (dropped-s1-g008 under bursts).
+#[test]
+fn a_piece_leaving_after_the_opponent_pressed_at_the_same_read_time_is_a_new_move() {
+    rook_moved_on_after_the_reply(true, false);
+}
+
+/// Every report of White's reply lost: the board, missing the reply, reads as Ra8-c8 from
+/// before Rb8, but a ply a press the opponent answered is bound to is not given up for a
+/// one-ply reading from before it (dropped-s1-g001 under bursts: Ba2-b3, e4 unseen, Bb3-c4).
+#[test]
+fn a_pressed_ply_is_not_given_up_for_a_one_ply_reading_from_before_it() {
+    rook_moved_on_after_the_reply(false, true);
 }
