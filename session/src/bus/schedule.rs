@@ -273,6 +273,11 @@ impl BusPoller {
 
     pub(super) fn send(&mut self, now: u64, cmd: BusCommand) {
         self.write(cmd);
+        if cmd.kind == BusCommandKind::SendChanges
+            && let Some(b) = self.boards.get_mut(&cmd.address)
+        {
+            b.fresh_asked = b.fresh;
+        }
         // A board answers `SET_START_GAME` "about 70 msec." after it (DGT's header).
         let extra = if cmd.kind == BusCommandKind::SetStartGame { 100 } else { 0 };
         let deadline = now + self.timing.reply_timeout_ms + extra;
