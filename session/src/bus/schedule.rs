@@ -7,7 +7,7 @@ use dgt_protocol::bus::BROADCAST;
 use dgt_protocol::{BusCommand, BusCommandKind};
 
 use super::BusPoller;
-use super::timing::BYTE_US;
+use super::timing::{BYTE_US, LATE_CHECK_MS, REREAD_MS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Broadcast {
@@ -95,6 +95,11 @@ impl BusPoller {
             }
             Phase::Window { kind, round, until, new, doubt } => {
                 if now < *until {
+                    return false;
+                }
+                if now >= *until + LATE_CHECK_MS {
+                    // Checked late (the relay was held up): answers may be waiting unread.
+                    *until = now + REREAD_MS;
                     return false;
                 }
                 let (kind, round, new, doubt) = (*kind, *round, *new, *doubt);
