@@ -217,11 +217,17 @@ fn twelve_chained_boards_offline_recover_from_changes_their_logs_missed() {
     trace_if_asked();
     let (from, to) = seeds_from_env((1, 1));
     let jobs = chain_jobs_with(Profile::DroppedUpdates);
+    let show = std::env::var("DGT_BUS_SHOW").is_ok();
     let mut failures = Vec::new();
     for seed in from..=to {
         let outcomes = replay_chain(&jobs, 12, &ChainOptions { seed, ..ChainOptions::default() });
         for o in outcomes.iter().filter(|o| !o.why.is_empty()) {
             failures.push(format!("seed {seed} {} (board {}): {}", o.label, o.address, o.why.join("; ")));
+            if show {
+                for (t, e) in &o.effects {
+                    println!("  {t} {e}");
+                }
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
