@@ -264,8 +264,8 @@ fn twelve_chained_boards_offline_lose_nothing_when_the_relay_restarts() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The two above under seeds 1 to 6 (or `DGT_BUS_SEEDS`), every game exact (about half a
-/// minute in a debug build).
+/// The two above under seeds 1 to 6 (or `DGT_BUS_SEEDS`), every game exact (10 s in a
+/// release build, 85 s in a debug build on a loaded machine).
 #[test]
 fn twelve_chained_boards_offline_join_and_restart_are_exact_under_many_line_timings() {
     let (from, to) = seeds_from_env((1, 6));
