@@ -182,6 +182,28 @@ fn a_planned_game_comes_out_exact_with_its_clock_times() {
     assert_eq!(c.confirmed(FIRST), want);
 }
 
+/// The relay stalled for 1.7 s now and then (a loaded machine) while a planned game is
+/// played on a chain of four: it wakes on its timer past the reply deadline with the reply
+/// waiting unread. That is no silence of the board: no board is gone, no reply is taken
+/// for a timeout, and the game comes out exact with its clock times. (The late check timed
+/// the reply out; after three stalls the board was gone and back, and its session
+/// reconciled in the middle of the game.)
+#[test]
+fn a_relay_stalled_past_its_reply_deadlines_loses_no_board_and_no_clock_time() {
+    let pgn = "[Event \"t\"]\n[TimeControl \"300+2\"]\n[Result \"*\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 *\n";
+    let game = &dgt_hil_sim::pgn::parse_games(pgn)[0];
+    let scenario = plan_game(game, &PlanOptions { start_delay_ms: 1_000, ..PlanOptions::default() });
+    let mut c = Chain::new(4);
+    c.stalls = (0..12).map(|k| (8_003 + k * 4_111, 1_700)).collect();
+    c.run(6_000);
+    let want = play_planned(&mut c, FIRST, &scenario);
+    c.run(5_000);
+    assert_eq!(c.confirmed(FIRST), want);
+    assert_eq!(c.events.iter().filter(|(_, e)| matches!(e, BusEvent::Gone { .. })).count(), 0);
+    let stats = c.poller.stats();
+    assert_eq!(stats.timeouts, 0, "{stats:?}");
+}
+
 /// Two games in a row on one board of a chain, the second set up as the simulator sets up
 /// a board's next game: the start position and a new clock put out at once, the clock
 /// started and the first move pressed before the poller reads that clock (its readings are

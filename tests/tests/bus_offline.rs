@@ -69,9 +69,11 @@ fn two_round_jobs() -> Vec<Job> {
 
 /// Each board's second game set up and its clock set and started between two readings of
 /// it: every game exact under seeds 1 and 2 (the first reading of a next game's clock,
-/// running before any press, was taken for White's first press in both).
+/// running before any press, was taken for White's first press in both). Not exact yet: a
+/// report lost from a log (mixed handling) makes one wrong move at seed 2, and an
+/// overwritten landing leaves one ply unconfirmed at seed 1 (see README).
 #[test]
-#[ignore = "about a minute in a debug build; run with --ignored"]
+#[ignore = "not exact yet (see README); about a minute in a debug build"]
 fn twelve_chained_boards_offline_play_two_rounds_exactly() {
     trace_if_asked();
     let jobs = two_round_jobs();
@@ -208,53 +210,48 @@ fn failures_with(seed: u64, opts: ChainOptions, what: &str) -> Vec<String> {
 /// Issue 34: a change the board's log missed (a lost report: the simulator's dropped-update
 /// fault on every board, which on a chain drops the event from the log while dumps stay
 /// right). The session's dump request after a press, and a request repeated with nothing
-/// changed, are read from the board, which puts the log right. Not yet exact: at seed 1, 3
-/// of 12 games stall (one log event lost in the middle of a capture sequence) and 2 publish
-/// a wrong move (see README).
+/// changed, are read from the board, which puts the log right. Not yet exact: at seed 1, 2
+/// of 12 games stall (the dump read from the board came when it was plies ahead of the
+/// lost change) and 1 publishes a wrong move (see README).
 #[test]
 #[ignore = "not exact yet (see README); about 10 s in a debug build"]
 fn twelve_chained_boards_offline_recover_from_changes_their_logs_missed() {
     trace_if_asked();
     let (from, to) = seeds_from_env((1, 1));
     let jobs = chain_jobs_with(Profile::DroppedUpdates);
+    let show = std::env::var("DGT_BUS_SHOW").is_ok();
     let mut failures = Vec::new();
     for seed in from..=to {
         let outcomes = replay_chain(&jobs, 12, &ChainOptions { seed, ..ChainOptions::default() });
         for o in outcomes.iter().filter(|o| !o.why.is_empty()) {
             failures.push(format!("seed {seed} {} (board {}): {}", o.label, o.address, o.why.join("; ")));
+            if show {
+                for (t, e) in &o.effects {
+                    println!("  {t} {e}");
+                }
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Splits failures into those that lost or changed something (a move, a wrong `%clk`) and
-/// plies that only lack a `%clk` their board logged.
-fn split_missing_clk(failures: Vec<String>) -> (Vec<String>, usize) {
-    let missing = failures.iter().map(|f| f.matches("%clk None").count()).sum();
-    let worse =
-        failures.into_iter().filter(|f| f.split("; ").any(|part| !part.contains("%clk None"))).collect();
-    (worse, missing)
-}
-
 /// Issue 34: the games began before the relay came up (every board had played for 3 to 5 s,
 /// unread: a few moves): each is relayed from its first move, with the `%clk` of every press
 /// its board logged, from the board's log (its first changes carry everything since it was
-/// powered). Exact under seeds 1 to 6 but for one or two plies a seed without their `%clk`
-/// and, at seed 3, one game whose first move is missing (see README); the default run checks
-/// seed 1 for no move lost or wrong and no `%clk` wrong.
+/// powered). (A first changes reply read as a repeat was taken for the board's log and the
+/// next one, the moves made since, was not sent on; the press the first clock reading showed
+/// before the log brought it was taken for the clock's state, not a press: `%clk` missing.)
 #[test]
 fn twelve_chained_boards_offline_relay_games_begun_before_the_relay() {
     let opts = ChainOptions { first_start_ms: (0, 2_000), relay_from_ms: 5_000, ..ChainOptions::default() };
-    let (worse, missing) = split_missing_clk(failures_with(1, opts, "relay up at 5 s"));
-    assert!(worse.is_empty(), "{}", worse.join("\n"));
-    assert!(missing <= 1, "{missing} plies without their %clk");
+    let failures = failures_with(1, opts, "relay up at 5 s");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Issue 34: the relay killed during the round (at 15 s, the games under way, thinking time
 /// fast-forwarded 60 times) and started again on its journals 4 s later, the boards playing
-/// on: no move is lost and no `%clk` is wrong (the moves made meanwhile come from each
-/// board's log since its start tag, `SEND_FROM_START`). One ply of one game lacks its `%clk`
-/// under seeds 1 and 2 (see README).
+/// on: every game exact (the moves made meanwhile come from each board's log since its start
+/// tag, `SEND_FROM_START`).
 #[test]
 fn twelve_chained_boards_offline_lose_nothing_when_the_relay_restarts() {
     let opts = ChainOptions {
@@ -263,14 +260,13 @@ fn twelve_chained_boards_offline_lose_nothing_when_the_relay_restarts() {
         relay_restart: Some((15_000, 4_000)),
         ..ChainOptions::default()
     };
-    let (worse, missing) = split_missing_clk(failures_with(1, opts, "relay restarted at 15 s"));
-    assert!(worse.is_empty(), "{}", worse.join("\n"));
-    assert!(missing <= 1, "{missing} plies without their %clk");
+    let failures = failures_with(1, opts, "relay restarted at 15 s");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The two above under seeds 1 to 6 (or `DGT_BUS_SEEDS`), every game exact.
+/// The two above under seeds 1 to 6 (or `DGT_BUS_SEEDS`), every game exact (10 s in a
+/// release build, 85 s in a debug build on a loaded machine).
 #[test]
-#[ignore = "about half a minute in a debug build; run with --ignored"]
 fn twelve_chained_boards_offline_join_and_restart_are_exact_under_many_line_timings() {
     let (from, to) = seeds_from_env((1, 6));
     let join = ChainOptions { first_start_ms: (0, 2_000), relay_from_ms: 5_000, ..ChainOptions::default() };

@@ -5,7 +5,7 @@ use alloc::collections::VecDeque;
 use alloc::{vec, vec::Vec};
 
 use dgt_protocol::ee::encode_ee_moves;
-use dgt_protocol::{ClockTimes, EeEvent};
+use dgt_protocol::{ClockSide, ClockTimes, EeEvent};
 
 use super::line::VirtualLine;
 
@@ -25,6 +25,9 @@ pub(super) struct Board {
     pub(super) next_probe: u64,
     /// The next changes are what it logged while no line was open: recorded only.
     pub(super) fresh: bool,
+    /// A `SEND_CHANGES` went out while [`Board::fresh`]: a `REPEAT_CHANGES` after it (its
+    /// reply lost or garbled) brings that first packet, and ends `fresh` as it would have.
+    pub(super) fresh_asked: bool,
     /// The last changes packet failed: ask again with `REPEAT_CHANGES`.
     pub(super) repeat: bool,
     /// The last changes packet's bytes (to tell a stale repeat).
@@ -58,6 +61,10 @@ pub(super) struct Board {
     /// No reading went out since a game may have begun: the next running one may show a
     /// first press the changes have not brought yet, and its lever cannot tell.
     pub(super) game_unread: bool,
+    /// Whose press the log last holds in this game (`None`: none since the game's start
+    /// position or a power-up): the clock's lever shows the other side up until the next
+    /// press. A reading whose lever is otherwise shows a press the log has not brought yet.
+    pub(super) logged_press: Option<ClockSide>,
     /// Its line is new (found, or back) and no reading went out on it since: the last one
     /// is from before, and a press is not built on it.
     pub(super) stale: bool,
@@ -92,6 +99,7 @@ impl Board {
             last_heard: now,
             next_probe: now,
             fresh: true,
+            fresh_asked: false,
             repeat: false,
             last_changes: Vec::new(),
             want_dump: false,
@@ -107,6 +115,7 @@ impl Board {
             last_times: None,
             held: false,
             game_unread: true,
+            logged_press: None,
             stale: true,
             deferred: Vec::new(),
             log: VecDeque::new(),
@@ -131,7 +140,11 @@ impl Board {
         }
         match e {
             EeEvent::PowerUp | EeEvent::WatchdogAction | EeEvent::StartTag => {
-                // A listing of every piece follows: the board from scratch.
+                // A listing of every piece follows: the board from scratch (after a power-up,
+                // the clock's lever is not known from the log).
+                if e != EeEvent::StartTag {
+                    self.logged_press = None;
+                }
                 self.anchored = true;
                 self.model = Some([0; 64]);
                 self.changed_since_dump = true;
@@ -144,6 +157,8 @@ impl Board {
                 }
             }
             EeEvent::Malformed { .. } => self.doubt = true,
+            EeEvent::Time { side, .. } => self.logged_press = Some(side),
+            EeEvent::BeginPos | EeEvent::BeginPosRotated | EeEvent::FourRows => self.logged_press = None,
             _ => {}
         }
     }
@@ -169,6 +184,7 @@ impl Board {
         self.log_bytes = 0;
         self.anchored = false;
         self.model = None;
+        self.logged_press = None;
         for &e in events {
             self.record(e);
         }

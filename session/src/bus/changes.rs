@@ -190,9 +190,12 @@ impl BusPoller {
         b.last_changes.clone_from(&raw);
         let forward = !b.fresh && b.line.is_some();
         crate::log::trace!(address, bytes = raw.len(), ?raw, forward, mode = ?b.line.as_ref().map(|l| l.mode), "changes");
-        if !repeat {
-            // The first packet since the board was found is what it logged before.
+        if !repeat || b.fresh_asked {
+            // The first packet since the board was found is what it logged before (also
+            // when it came as the repeat of a first reply lost or garbled: the next one is
+            // what it logged since, and goes out on the line).
             b.fresh = false;
+            b.fresh_asked = false;
         }
         // A line with no dump yet: its session must have the board before these changes (a
         // single board answers the handshake's dump request at once; here that request may
@@ -382,6 +385,12 @@ impl BusPoller {
             && !t.status.no_clock()
             && b.line.is_some()
             && b.deferred.is_empty();
+        // Its lever shows a press the log has not brought (the board logs a press when it
+        // next reads its clock, up to a second after it): the clock ran for the other side
+        // from the log's last press in this game until then.
+        let ahead_of_log = t.status.running()
+            && !t.status.no_clock()
+            && b.logged_press.is_some_and(|s| t.high_side() != s.other());
         if (ahead || first) && !b.held {
             crate::log::trace!(address, first, "clock reading ahead of the changes; held");
             b.held = true;
@@ -399,6 +408,7 @@ impl BusPoller {
             // display is that press's (see `ClockStatus::rebuilt`).
             t.status.0 |= dgt_protocol::ClockStatus::REBUILT;
         }
+        let unseen_press = first && b.held && ahead_of_log && b.line.is_some() && b.deferred.is_empty();
         b.held = false;
         b.game_unread &= !t.status.running();
         b.stale = false;
@@ -436,6 +446,19 @@ impl BusPoller {
                 set.status.0 &= !0x01;
                 line.times(set, false, true);
                 line.start_sent = true;
+            }
+            if unseen_press {
+                // The first reading its session gets (a game joined under way) shows a press
+                // the changes have not brought, held once already: the clock as it ran
+                // before that press goes first, so that the session sees the press (its
+                // halted side's display is the press's; the log's own record of it is then
+                // not sent again, see `press_readings`).
+                let mut before = t;
+                before.status.0 &= !dgt_protocol::ClockStatus::REBUILT;
+                super::press::lever_up(&mut before, t.high_side().other());
+                line.times(before, false, true);
+                t.status.0 |= dgt_protocol::ClockStatus::REBUILT;
+                b.last_times = Some(t);
             }
             line.times(t, true, false);
         }

@@ -328,6 +328,7 @@ impl BusPoller {
             b.line = None;
             b.deferred.clear();
             b.fresh = true;
+            b.fresh_asked = false;
             b.reoffer = Some(now + 1_000);
         }
     }

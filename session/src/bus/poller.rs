@@ -8,6 +8,7 @@ use dgt_protocol::{BusDecoded, BusDecoder, Decoded, Decoder, Message};
 use super::board::Board;
 use super::replies::{Got, OwnedReply};
 use super::schedule::{InFlight, Phase, Turn};
+use super::timing::{LATE_CHECK_MS, REREAD_MS};
 use super::{BusEvent, BusStats, BusTiming};
 
 /// A chain of boards on one line (see [`super`]).
@@ -157,9 +158,19 @@ impl BusPoller {
         if let Some(f) = self.in_flight
             && now >= self.line_deadline()
         {
-            self.in_flight = None;
-            self.decoder.reset();
-            self.timeout(now, f);
+            if now >= self.line_deadline() + LATE_CHECK_MS {
+                // Checked late (the relay was held up): the reply may be waiting unread.
+                crate::log::debug!(
+                    address = f.cmd.address,
+                    late = now - self.line_deadline(),
+                    "reply deadline checked late; put off"
+                );
+                self.in_flight = Some(InFlight { deadline: now + REREAD_MS, ..f });
+            } else {
+                self.in_flight = None;
+                self.decoder.reset();
+                self.timeout(now, f);
+            }
         }
         self.drive(now);
     }

@@ -6,7 +6,7 @@ use dgt_protocol::{ClockSide, ClockStatus, ClockTimes};
 use super::line::VirtualLine;
 
 /// D1 (which side is up), with D3/D4 turned with it as the clock turns them.
-fn lever_up(t: &mut ClockTimes, up: ClockSide) {
+pub(super) fn lever_up(t: &mut ClockTimes, up: ClockSide) {
     if t.high_side() != up {
         t.status.0 ^= 0x1A;
     }
@@ -77,6 +77,11 @@ pub(super) fn press_readings(
         t.status.0 |= 0x01;
         lever_up(&mut t, side);
         line.times(t, false, true);
+    } else if replay {
+        // `base` is a reading from after this press, the session's last one from before it
+        // (or none, on a line just opened): the clock running for the presser goes first,
+        // unless it just went out (a game's start readings).
+        line.times(t, false, false);
     }
     match side {
         ClockSide::Left => t.left.time = time,

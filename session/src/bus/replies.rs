@@ -86,6 +86,7 @@ impl BusPoller {
             crate::log::info!(address, "board back on the bus");
             b.present = true;
             b.fresh = true;
+            b.fresh_asked = false;
             b.want_clock = true;
         }
     }

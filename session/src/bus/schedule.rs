@@ -7,7 +7,7 @@ use dgt_protocol::bus::BROADCAST;
 use dgt_protocol::{BusCommand, BusCommandKind};
 
 use super::BusPoller;
-use super::timing::BYTE_US;
+use super::timing::{BYTE_US, LATE_CHECK_MS, REREAD_MS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Broadcast {
@@ -95,6 +95,11 @@ impl BusPoller {
             }
             Phase::Window { kind, round, until, new, doubt } => {
                 if now < *until {
+                    return false;
+                }
+                if now >= *until + LATE_CHECK_MS {
+                    // Checked late (the relay was held up): answers may be waiting unread.
+                    *until = now + REREAD_MS;
                     return false;
                 }
                 let (kind, round, new, doubt) = (*kind, *round, *new, *doubt);
@@ -273,6 +278,11 @@ impl BusPoller {
 
     pub(super) fn send(&mut self, now: u64, cmd: BusCommand) {
         self.write(cmd);
+        if cmd.kind == BusCommandKind::SendChanges
+            && let Some(b) = self.boards.get_mut(&cmd.address)
+        {
+            b.fresh_asked = b.fresh;
+        }
         // A board answers `SET_START_GAME` "about 70 msec." after it (DGT's header).
         let extra = if cmd.kind == BusCommandKind::SetStartGame { 100 } else { 0 };
         let deadline = now + self.timing.reply_timeout_ms + extra;

@@ -3,6 +3,15 @@
 /// The byte time of a 9600-baud line, rounded up, in microseconds.
 pub(super) const BYTE_US: u64 = 1_042;
 
+/// A deadline checked this long (ms) after it fell due was checked late: the relay itself
+/// was held up (a loaded machine), and what the line brought in time may be waiting unread.
+/// It is put off by [`REREAD_MS`] instead of judged, so that a reply is never timed out by
+/// the relay's own delay; only a check made in time judges it.
+pub(super) const LATE_CHECK_MS: u64 = 30;
+
+/// How long a deadline checked late is put off: time for the bytes waiting to be read.
+pub(super) const REREAD_MS: u64 = 5;
+
 /// Timing of the bus, in milliseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BusTiming {

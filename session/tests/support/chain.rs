@@ -41,6 +41,13 @@ pub struct Chain {
     pub garble_press: Vec<u16>,
     /// Boards whose next dump reply is lost on the line.
     pub drop_dump: Vec<u16>,
+    /// Real ms (from, length) in which the relay does not run (a loaded machine): the boards
+    /// play on, the line keeps what they send, and the relay wakes on its timer with the
+    /// bytes not read yet (its deadlines first, then the bytes, as an async runtime may
+    /// order them after a stall).
+    pub stalls: Vec<(u64, u64)>,
+    /// Bytes the line brought while the relay was stalled.
+    pub unread: Vec<u8>,
 }
 
 impl Chain {
@@ -72,6 +79,8 @@ impl Chain {
             garbage: Vec::new(),
             garble_press: Vec::new(),
             drop_dump: Vec::new(),
+            stalls: Vec::new(),
+            unread: Vec::new(),
         }
     }
 
@@ -126,6 +135,20 @@ impl Chain {
         }
         let mut bytes = Vec::new();
         self.line.emit(self.now_us, &mut bytes);
+        if self.stalls.iter().any(|(from, len)| (*from..from + len).contains(&now)) {
+            self.unread.extend_from_slice(&bytes);
+            self.now_us += 1_000;
+            return;
+        }
+        if !self.unread.is_empty() {
+            // Woken by its timer: the deadlines are seen before the bytes waiting.
+            if now >= self.poller.next_deadline() {
+                self.poller.poll(now);
+            }
+            let mut waiting = std::mem::take(&mut self.unread);
+            waiting.extend_from_slice(&bytes);
+            bytes = waiting;
+        }
         if !bytes.is_empty() {
             self.poller.on_bytes(now, &bytes);
         }
