@@ -52,5 +52,10 @@ fn a_landing_the_log_lost_keeps_the_ply_its_press_ended() {
     s.wait_without_dumps(300);
     s.put_unreported(Square::A6, piece(B, Role::Pawn));
     s.wait(3_000);
-    assert_eq!(s.confirmed_ucis(), ["d2d4", "g8f6", "g1f3", "a7a6", "c1f4", "c7c5", "e2e3", "f6e4", "f1d3"]);
+    assert_eq!(
+        s.confirmed_ucis(),
+        ["d2d4", "g8f6", "g1f3", "a7a6", "c1f4", "c7c5", "e2e3", "f6e4", "f1d3"],
+        "{:?}",
+        s.move_log()
+    );
 }
