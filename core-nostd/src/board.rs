@@ -31,6 +31,9 @@ pub(crate) struct PhysBoard {
     changed_presses: [u32; 64],
     /// Board indices whose last change only a dump showed (no report says when it came).
     dumped: u64,
+    /// Board indices as the first dump showed them, unchanged since, until the line moves
+    /// on or a clock is pressed (see [`Self::load`]).
+    first_look: u64,
 }
 
 impl PhysBoard {
@@ -46,7 +49,13 @@ impl PhysBoard {
             presses: 0,
             changed_presses: [0; 64],
             dumped: 0,
+            first_look: 0,
         }
+    }
+
+    /// A ply was confirmed: reports of changes made before the first look have come.
+    pub fn line_moved_on(&mut self) {
+        self.first_look = 0;
     }
 
     /// Applies one square at `now`; returns true when it changed anything.
@@ -63,12 +72,13 @@ impl PhysBoard {
             // taken as the square's change (a chain's log can report a square a piece slid
             // over). After a dump showed the square emptied, the report is that change's,
             // come late.
-            if !dumped && code.code() == 0 && self.dumped & (1 << i) == 0 {
+            if !dumped && code.code() == 0 && (self.dumped | self.first_look) & (1 << i) == 0 {
                 self.placed[i] = (0, now);
             }
             return false;
         }
         self.raw[i] = code.code();
+        self.first_look &= !(1 << i);
         self.changed_ms[i] = now;
         self.changed_presses[i] = self.presses;
         if dumped {
@@ -97,10 +107,18 @@ impl PhysBoard {
     /// Replaces everything with a dump read at `now`; returns true when it changed anything.
     /// (What a dump changes changed at one moment as far as anyone can tell.)
     pub fn load(&mut self, dump: &BoardDump, now: u64) -> bool {
+        let first = !self.known;
         self.known = true;
         let mut changed = false;
         for sq in DgtSquare::ALL {
             changed |= self.set_from(sq, dump.piece(sq), now, true);
+        }
+        if first {
+            // Every square of a first look is as the dump showed it: until the line moves
+            // on or a clock is pressed, a report that comes after it with the same content
+            // is of a change made before it (a board turned round, a restart), not a
+            // landing lost.
+            self.first_look = u64::MAX;
         }
         changed
     }
@@ -128,6 +146,7 @@ impl PhysBoard {
 
     /// Counts a clock press, in the order it came among the board's reports.
     pub fn note_press(&mut self) {
+        self.first_look = 0;
         self.presses = self.presses.wrapping_add(1);
     }
 

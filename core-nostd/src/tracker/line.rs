@@ -126,6 +126,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         sink: &mut S,
     ) {
         let upto = upto.min(self.records.len());
+        self.phys.line_moved_on();
         // The press belongs to the last ply of the presser within the range.
         let press_ply = press.and_then(|p| {
             let mut turn = self.confirmed_pos.turn();
