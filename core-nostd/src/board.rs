@@ -189,6 +189,12 @@ impl PhysBoard {
         squares
     }
 
+    /// True when the report just read at `now` on `index` was a lost landing (see
+    /// [`Self::lost_landings_after`]): one square's check instead of the board's.
+    pub fn landing_lost_at(&self, index: DgtSquare, now: u64) -> bool {
+        self.placed[usize::from(index.index())] == (0, now) && now > 0
+    }
+
     /// The game squares the board reported a piece set down on at `since` or later.
     pub fn placed_since(&self, since: u64) -> Bitboard {
         let mut squares = Bitboard::EMPTY;

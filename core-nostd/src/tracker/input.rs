@@ -108,11 +108,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.touched_off_tip.add(square);
             self.unbind_presses_at(square, now_ms);
             self.board_changed(now_ms, false, sink);
-        } else if self
-            .phys
-            .lost_landings_after(now_ms)
-            .contains(update.square.to_square(self.phys.orientation))
-        {
+        } else if self.phys.landing_lost_at(update.square, now_ms) {
             // A lost landing (see `PhysBoard::lost_landings_after`): the square was
             // touched, and the line read so far may not explain it.
             self.touched_off_tip.add(update.square.to_square(self.phys.orientation));
