@@ -195,6 +195,17 @@ impl PhysBoard {
         self.placed[usize::from(index.index())] == (0, now) && now > 0
     }
 
+    /// The game squares whose last change came at `since` or later.
+    pub fn changed_since(&self, since: u64) -> Bitboard {
+        let mut squares = Bitboard::EMPTY;
+        for sq in DgtSquare::ALL {
+            if self.changed_ms[usize::from(sq.index())] >= since {
+                squares.add(sq.to_square(self.orientation));
+            }
+        }
+        squares
+    }
+
     /// The game squares the board reported a piece set down on at `since` or later.
     pub fn placed_since(&self, since: u64) -> Bitboard {
         let mut squares = Bitboard::EMPTY;

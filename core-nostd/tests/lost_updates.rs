@@ -598,3 +598,38 @@ fn a_piece_leaving_after_the_opponent_pressed_at_the_same_read_time_is_a_new_mov
 fn a_pressed_ply_is_not_given_up_for_a_one_ply_reading_from_before_it() {
     rook_moved_on_after_the_reply(false, true);
 }
+
+/// White's rook goes f3-f2 with its landing lost and White presses; Black plays Nb4-d3 and
+/// presses; the rook goes on f2-g2 and White presses, all read in one piece with the dumps
+/// late. Until the rook's last reports come, Rf3-d3 Nxd3 explains the board; the rook then
+/// reported on g2 is a piece that line took, which does not come back: the capture is not
+/// confirmed however long the knight has stood on d3 (dropped-s1-g011 with bursts up to
+/// 500 ms, seed 3, published Rd3 for Rf2). The plies wait, unconfirmed: the line is not yet
+/// read again from the board (a known stall, not a wrong move).
+#[test]
+fn a_capture_the_board_still_shows_the_captured_piece_of_is_not_confirmed() {
+    let (mut s, _) = common::from_fen(
+        "5r2/3br3/3p2pk/p1pP1nNp/PnP1NP2/5R2/7K/6RB w - - 0 49",
+        dgt_core::Config::default(),
+        Some(300),
+    );
+    s.wait(1000);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    s.lift(Square::F3);
+    s.put_unreported(Square::F2, piece(W, Role::Rook));
+    s.press(2, 0);
+    s.lift(Square::B4);
+    s.put(Square::D3, piece(B, Role::Knight));
+    s.press(2, 0);
+    s.wait_without_dumps(400);
+    s.lift(Square::F2);
+    s.put(Square::G2, piece(W, Role::Rook));
+    s.press(2, 0);
+    s.step_ms = 40;
+    s.press_step_ms = 10;
+    s.wait_without_dumps(600);
+    s.wait(3000);
+    let all = s.confirmed_events();
+    assert!(!all.contains(&"f3d3".to_string()), "{:?}", s.move_log());
+}

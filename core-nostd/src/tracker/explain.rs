@@ -447,6 +447,74 @@ impl<const PLIES: usize> Tracker<PLIES> {
         Some(Candidate { basis: Basis::CatchUp, keep: 0, line: found.line, tied: found.tied })
     }
 
+    /// Reads the order of the provisional line again before plies a search read together
+    /// are confirmed, once a dump shows the board at its end: the search that took them ran
+    /// on what the board had said by then, and what it said since (a dump of a position on
+    /// the way, reports of the next move, presses) can tell another order reaching the same
+    /// board better. Lines of as many plies from the last confirmed ply, over the squares
+    /// the line and the board changed, judged as a catch-up's: when one scores better than
+    /// the line, it replaces the line (or, tied with another, its plies are of an unknown
+    /// order). A transient the board showed in the middle (a piece put back on its square
+    /// for a moment) can make a catch-up find only orders nobody played; the plies that
+    /// follow then tell. Returns true when the line changed.
+    pub(super) fn reread_joint_order<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
+        let prov = self.records.len() - self.confirmed;
+        if !(2..=search::LONGEST).contains(&prov) || self.first_hidden().is_some() {
+            return false;
+        }
+        let target = self.tip.board().clone();
+        let touched = self.squares_changed_since_confirmed(&target);
+        let judge = |path: &[Move]| {
+            if !self.explains_reports(&[], path, touched) {
+                return Err(Rejection::UnexplainedReport);
+            }
+            Ok(self.seen_and_order(&self.confirmed_pos, path, &|b| self.seen_board(b)))
+        };
+        let line = self.kept_plies(prov);
+        if line.len() != prov {
+            return false;
+        }
+        let current = judge(&line).ok();
+        let Some(found) = Search::to(&target).over(touched, self.config.catch_up_budget).of_length(
+            &self.confirmed_pos,
+            prov,
+            &judge,
+        ) else {
+            return false;
+        };
+        // The order the hands went first: a position seen in passing may have been read
+        // with a square gone stale (a report lost), the reports' order was not.
+        let rank = |s: Score| (s.order, s.seen, s.landings);
+        if current.is_some_and(|s| rank(s) >= rank(found.score)) || found.line.as_slice() == line.as_slice() {
+            return false;
+        }
+        let same = line.iter().zip(&found.line).take_while(|(a, b)| a == b).count();
+        let shown = self.shown_at(self.confirmed + same);
+        // A press bound to a ply re-read keeps its place in the line: the board had shown
+        // that many plies at the press, whatever their order.
+        let mut rebind = heapless::Vec::<usize, { super::PENDING_PRESSES }>::new();
+        for (k, p) in self.pending_press.iter().enumerate() {
+            if self.still_bound(p.bound).is_some_and(|b| b > self.confirmed + same) {
+                let _ = rebind.push(k);
+            }
+        }
+        self.retract_to(self.confirmed + same, sink);
+        self.extend_shown(&found.line[same..], now, shown.min(now), found.tied, sink);
+        self.date_found_plies(self.confirmed + same, now);
+        for k in rebind {
+            if let Some((b, _)) = self.pending_press[k].bound
+                && b <= self.records.len()
+            {
+                self.pending_press[k].bound = Some(self.ply_key(b));
+            }
+        }
+        if found.tied {
+            self.alert_hidden_order(sink);
+        }
+        self.on_match(sink);
+        true
+    }
+
     /// True when the plies `kept` then `path` (from the last confirmed ply) explain what the
     /// board reported since it showed that ply (else [`Rejection::UnexplainedReport`]):
     /// - every piece reported set down on a square of `placed_on`: a ply of that piece
@@ -496,10 +564,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// The squares the line or the board changed since the last confirmed ply: where the
-    /// provisional plies went, what the board reported since it left the tip, and where
-    /// `target` differs from the last confirmed position.
+    /// provisional plies went, what the board reported since it left the tip or since that
+    /// ply (a pawn set down on d5 and taken en passant leaves the square as it was, but a
+    /// line that never touches it does not explain the report), and where `target` differs
+    /// from the last confirmed position.
     fn squares_changed_since_confirmed(&self, target: &Board) -> Bitboard {
-        let mut squares = self.touched_off_tip | board_diff(self.confirmed_pos.board(), target);
+        let mut squares = self.touched_off_tip
+            | self.phys.changed_since(self.last_confirmed_seen.ms.max(1))
+            | board_diff(self.confirmed_pos.board(), target);
         let mut pos = self.confirmed_pos.clone();
         for rec in &self.records[self.confirmed..] {
             let Some(m) = rec.to_move(&pos) else { break };

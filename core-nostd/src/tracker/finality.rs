@@ -18,7 +18,7 @@
 //! made in playing order, under a running clock, both players not having pressed) are no
 //! moves: the line is taken back instead.
 
-use shakmaty::{Bitboard, Chess, Move, Position, Role, attacks};
+use shakmaty::{Bitboard, Chess, Color, Move, Position, Role, attacks};
 
 use super::{GameState, MAX_PROVISIONAL, PendingPress, Stamp, Tracker};
 use crate::event::EventSink;
@@ -139,6 +139,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let stands = bound == Some(upto)
                 && now.saturating_sub(t) >= stable
                 && self.pressed_ply_stands(upto, now)
+                && !self.board_keeps_material_the_line_took()
                 && (on_board || self.dumped_since(pressed, now, sink));
             // The opponent pressed later for a reply the board showed after this ply: the
             // ply is over (a piece does not go on sliding once the opponent has moved and
@@ -201,6 +202,23 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.records[self.confirmed].to_move(pos).is_some_and(|m| !may_slide_on(pos, m))
     }
 
+    /// True when the provisional plies captured a piece of a kind the board still shows
+    /// more of than the line leaves: a capture that did not happen (a rook reported on g2
+    /// after the line had it taken on d3: Rf3-f2, its landing lost, Nd3, Rf2-g2, read as
+    /// Rf3-d3 Nxd3). Captured pieces do not come back; whatever the hands do elsewhere, such
+    /// a line is not confirmed until the board is explained again. A surplus of a kind the
+    /// line took none of is a lift whose report was lost, and says nothing of the line.
+    pub(super) fn board_keeps_material_the_line_took(&self) -> bool {
+        let (board, line, before) = (&self.phys.board, self.tip.board(), self.confirmed_pos.board());
+        let count = |b: &shakmaty::Board, piece: shakmaty::Piece| b.by_piece(piece).count();
+        [Color::White, Color::Black].into_iter().any(|color| {
+            [Role::Knight, Role::Bishop, Role::Rook, Role::Queen].into_iter().any(|role| {
+                let piece = shakmaty::Piece { color, role };
+                count(before, piece) > count(line, piece) && count(board, piece) > count(line, piece)
+            })
+        })
+    }
+
     /// True when ply `upto` (index one past it) could be part of a longer move under way
     /// (see `may_slide_on`).
     pub(super) fn ply_may_slide_on(&self, upto: usize) -> bool {
@@ -229,7 +247,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return false;
         }
         let n = upto.saturating_sub(self.confirmed).min(MAX_PROVISIONAL);
-        !self.meta[..n].iter().any(|m| m.joint) || self.dumped_since(since, now, sink)
+        if !self.meta[..n].iter().any(|m| m.joint) {
+            return true;
+        }
+        // Once a dump shows the board, the order is read again with all that came since.
+        self.dumped_since(since, now, sink) && !self.reread_joint_order(now, sink)
     }
 
     /// True while the first provisional ply's mover has not pressed (their clock runs):
