@@ -31,6 +31,9 @@ pub(crate) struct PhysBoard {
     changed_presses: [u32; 64],
     /// Board indices whose last change only a dump showed (no report says when it came).
     dumped: u64,
+    /// Of those, the ones whose report may still come late (a board's scan lags its
+    /// dumps): until the report comes or a ply is confirmed.
+    report_due: u64,
     /// Board indices as the first dump showed them, unchanged since, until the line moves
     /// on or a clock is pressed (see [`Self::load`]).
     first_look: u64,
@@ -49,6 +52,7 @@ impl PhysBoard {
             presses: 0,
             changed_presses: [0; 64],
             dumped: 0,
+            report_due: 0,
             first_look: 0,
         }
     }
@@ -56,6 +60,7 @@ impl PhysBoard {
     /// A ply was confirmed: reports of changes made before the first look have come.
     pub fn line_moved_on(&mut self) {
         self.first_look = 0;
+        self.report_due = 0;
     }
 
     /// Applies one square at `now`; returns true when it changed anything.
@@ -70,10 +75,14 @@ impl PhysBoard {
             // A square reported emptied that a report had left empty: a piece was set down
             // there and its report lost, a landing a line must explain. Its time is not
             // taken as the square's change (a chain's log can report a square a piece slid
-            // over). After a dump showed the square emptied, the report is that change's,
-            // come late.
-            if !dumped && code.code() == 0 && (self.dumped | self.first_look) & (1 << i) == 0 {
+            // over). After a dump showed the square emptied, the first such report before a
+            // ply is confirmed is that change's, come late (a board's scan lags its dumps);
+            // one seconds and plies later is a landing of its own.
+            if !dumped && code.code() == 0 && (self.report_due | self.first_look) & (1 << i) == 0 {
                 self.placed[i] = (0, now);
+            }
+            if !dumped {
+                self.report_due &= !(1 << i);
             }
             return false;
         }
@@ -83,8 +92,10 @@ impl PhysBoard {
         self.changed_presses[i] = self.presses;
         if dumped {
             self.dumped |= 1 << i;
+            self.report_due |= 1 << i;
         } else {
             self.dumped &= !(1 << i);
+            self.report_due &= !(1 << i);
         }
         if code.piece().is_some() {
             self.placed[i] = (code.code(), now);

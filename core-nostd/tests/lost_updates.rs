@@ -633,3 +633,44 @@ fn a_capture_the_board_still_shows_the_captured_piece_of_is_not_confirmed() {
     let all = s.confirmed_events();
     assert!(!all.contains(&"f3d3".to_string()), "{:?}", s.move_log());
 }
+
+/// Nd1-e3 with the knight's lift lost (a dump shows d1 emptied), Kf7, Nc2, all confirmed;
+/// then, at one read time, Rd4-d1 with its landing lost, Black's press, Kg1-g2, d1 reported
+/// emptied, and Rd1-d5 with both presses. The report is a landing of its own, not the late
+/// report of the knight's lift the dump showed plies ago: only Rd4-d1 Kg2 Rd1-d5 explains
+/// it (dropped-s1-g009 under bursts: Qe5-e2 unseen, b4, Qe2xb2, with e2 emptied by a dump
+/// fifty plies before, was read as Qe5xb2 b4).
+#[test]
+fn a_square_a_dump_emptied_plies_ago_reported_emptied_again_had_a_piece_set_down_on_it() {
+    let mut s = from_fen_clocked("6k1/8/8/8/3r4/8/8/3N2K1 w - - 0 40", 600);
+    s.wait(1000);
+    let knight = s.board.piece_at(Square::D1);
+    s.put_unreported(Square::D1, None);
+    s.put(Square::E3, knight);
+    s.wait(200);
+    s.press(2, 0);
+    s.wait(350);
+    s.slide(Square::G8, Square::F7);
+    s.wait(200);
+    s.press(2, 0);
+    s.wait(350);
+    s.slide(Square::E3, Square::C2);
+    s.wait(200);
+    s.press(2, 0);
+    s.wait(1000);
+    assert_eq!(s.confirmed_events(), ["d1e3", "g8f7", "e3c2"], "{:?}", s.move_log());
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    let rook = s.lift(Square::D4);
+    s.put_unreported(Square::D1, rook);
+    s.press(2, 0);
+    s.slide(Square::G1, Square::G2);
+    s.put(Square::D1, None);
+    s.wait_without_dumps(100);
+    s.put(Square::D5, rook);
+    s.press(1, 0);
+    s.press(1, 0);
+    s.wait(3000);
+    let played = ["d1e3", "g8f7", "e3c2", "d4d1", "g1g2", "d1d5"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+}
