@@ -32,8 +32,12 @@ pub(crate) struct PhysBoard {
     /// Board indices whose last change only a dump showed (no report says when it came).
     dumped: u64,
     /// Of those, the ones whose report may still come late (a board's scan lags its
-    /// dumps): until the report comes or a ply is confirmed.
+    /// dumps): until the report comes, or the line has moved on twice since (the report
+    /// of a change a dump showed can follow the confirmation of the ply it belonged to, as
+    /// the scan that reports it lags the press that asked for the dump).
     report_due: u64,
+    /// Those the line has moved on once since.
+    report_due_before: u64,
     /// Board indices as the first dump showed them, unchanged since, until the line moves
     /// on or a clock is pressed (see [`Self::load`]).
     first_look: u64,
@@ -53,6 +57,7 @@ impl PhysBoard {
             changed_presses: [0; 64],
             dumped: 0,
             report_due: 0,
+            report_due_before: 0,
             first_look: 0,
         }
     }
@@ -60,6 +65,7 @@ impl PhysBoard {
     /// A ply was confirmed: reports of changes made before the first look have come.
     pub fn line_moved_on(&mut self) {
         self.first_look = 0;
+        self.report_due_before = self.report_due;
         self.report_due = 0;
     }
 
@@ -75,14 +81,16 @@ impl PhysBoard {
             // A square reported emptied that a report had left empty: a piece was set down
             // there and its report lost, a landing a line must explain. Its time is not
             // taken as the square's change (a chain's log can report a square a piece slid
-            // over). After a dump showed the square emptied, the first such report before a
-            // ply is confirmed is that change's, come late (a board's scan lags its dumps);
-            // one seconds and plies later is a landing of its own.
-            if !dumped && code.code() == 0 && (self.report_due | self.first_look) & (1 << i) == 0 {
+            // over). After a dump showed the square emptied, the first such report soon
+            // after is that change's, come late (a board's scan lags its dumps); one plies
+            // later is a landing of its own (see `report_due`).
+            let due = self.report_due | self.report_due_before;
+            if !dumped && code.code() == 0 && (due | self.first_look) & (1 << i) == 0 {
                 self.placed[i] = (0, now);
             }
             if !dumped {
                 self.report_due &= !(1 << i);
+                self.report_due_before &= !(1 << i);
             }
             return false;
         }
@@ -96,6 +104,7 @@ impl PhysBoard {
         } else {
             self.dumped &= !(1 << i);
             self.report_due &= !(1 << i);
+            self.report_due_before &= !(1 << i);
         }
         if code.piece().is_some() {
             self.placed[i] = (code.code(), now);
