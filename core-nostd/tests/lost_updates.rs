@@ -674,3 +674,27 @@ fn a_square_a_dump_emptied_plies_ago_reported_emptied_again_had_a_piece_set_down
     let played = ["d1e3", "g8f7", "e3c2", "d4d1", "g1g2", "d1d5"];
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
 }
+
+/// At one read time (a link holding bytes back): Black's Rf2-e2 and press, White's Kg4-f5
+/// and press; a moment later the king is lifted again and both kings are set on the
+/// centre, the players' draw. The press says Kf5 was completed: it stands at the signal,
+/// however briefly the board showed it (rotated-s1-g016 under bursts up to 250 ms, seed
+/// 8, lost its last move).
+#[test]
+fn a_pressed_ply_stands_at_a_result_signal_however_briefly_the_board_showed_it() {
+    let mut s = from_fen_clocked("8/8/8/8/6K1/8/5r2/2k5 b - - 0 60", 600);
+    s.wait(1000);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    s.slide(Square::F2, Square::E2);
+    s.press(2, 0);
+    s.slide(Square::G4, Square::F5);
+    s.press(2, 0);
+    s.wait_without_dumps(100);
+    s.slide(Square::F5, Square::D5);
+    s.slide(Square::C1, Square::D4);
+    s.step_ms = 40;
+    s.wait(4000);
+    assert_eq!(s.result(), Some(dgt_core::GameResult::Draw), "{:?}", s.move_log());
+    assert_eq!(s.confirmed_events(), ["f2e2", "g4f5"], "{:?}", s.move_log());
+}

@@ -418,6 +418,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if let Some(h) = self.first_hidden() {
             self.retract_to(h, sink);
         }
+        // Plies their movers pressed for were completed, however briefly the board showed
+        // them before the hands went on to the signal (a link that holds bytes back reads
+        // a king's landing, its press and its lift for the signal within moments); not a
+        // line the board's pieces contradict.
+        if !self.board_keeps_material_the_line_took() {
+            self.confirm_waiting_pressed(now, sink);
+        }
         let prov = self.records.len() - self.confirmed;
         if prov == 0 {
             return;
