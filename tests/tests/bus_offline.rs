@@ -69,9 +69,8 @@ fn two_round_jobs() -> Vec<Job> {
 
 /// Each board's second game set up and its clock set and started between two readings of
 /// it: every game exact under seeds 1 and 2 (the first reading of a next game's clock,
-/// running before any press, was taken for White's first press in both). Not exact yet: a
-/// report lost from a log (mixed handling) makes one wrong move at seed 2, and an
-/// overwritten landing leaves one ply unconfirmed at seed 1 (see README).
+/// running before any press, was taken for White's first press in both). Not exact yet: an
+/// overwritten landing leaves one ply unconfirmed at seed 1 (see README); no wrong move.
 #[test]
 #[ignore = "not exact yet (see README); about a minute in a debug build"]
 fn twelve_chained_boards_offline_play_two_rounds_exactly() {
@@ -212,7 +211,7 @@ fn failures_with(seed: u64, opts: ChainOptions, what: &str) -> Vec<String> {
 /// right). The session's dump request after a press, and a request repeated with nothing
 /// changed, are read from the board, which puts the log right. Not yet exact: at seed 1, 2
 /// of 12 games stall (the dump read from the board came when it was plies ahead of the
-/// lost change) and 1 publishes a wrong move (see README).
+/// lost change); no wrong move (see README).
 #[test]
 #[ignore = "not exact yet (see README); about 10 s in a debug build"]
 fn twelve_chained_boards_offline_recover_from_changes_their_logs_missed() {
