@@ -475,18 +475,7 @@ fn two_pressed_plies_a_late_dump_shows_are_taken_in_the_order_pressed() {
 fn a_square_reported_emptied_while_it_stood_empty_had_a_piece_set_down_on_it() {
     let mut s = from_fen_clocked("6k1/8/8/8/3r4/8/8/6K1 b - - 0 40", 600);
     s.wait(1000);
-    s.step_ms = 0;
-    s.press_step_ms = 0;
-    let rook = s.lift(Square::D4);
-    s.put_unreported(Square::D1, rook);
-    s.press(2, 0);
-    s.slide(Square::G1, Square::G2);
-    s.put(Square::D1, None);
-    s.wait_without_dumps(100);
-    s.put(Square::D5, rook);
-    s.press(1, 0);
-    s.press(1, 0);
-    s.wait(3000);
+    rook_via_d1_unseen_to_d5_around_kg2(&mut s);
     assert_eq!(s.confirmed_events(), ["d4d1", "g1g2", "d1d5"], "{:?}", s.move_log());
 }
 
@@ -659,18 +648,7 @@ fn a_square_a_dump_emptied_plies_ago_reported_emptied_again_had_a_piece_set_down
     s.press(2, 0);
     s.wait(1000);
     assert_eq!(s.confirmed_events(), ["d1e3", "g8f7", "e3c2"], "{:?}", s.move_log());
-    s.step_ms = 0;
-    s.press_step_ms = 0;
-    let rook = s.lift(Square::D4);
-    s.put_unreported(Square::D1, rook);
-    s.press(2, 0);
-    s.slide(Square::G1, Square::G2);
-    s.put(Square::D1, None);
-    s.wait_without_dumps(100);
-    s.put(Square::D5, rook);
-    s.press(1, 0);
-    s.press(1, 0);
-    s.wait(3000);
+    rook_via_d1_unseen_to_d5_around_kg2(&mut s);
     let played = ["d1e3", "g8f7", "e3c2", "d4d1", "g1g2", "d1d5"];
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
 }
@@ -697,4 +675,21 @@ fn a_pressed_ply_stands_at_a_result_signal_however_briefly_the_board_showed_it()
     s.wait(4000);
     assert_eq!(s.result(), Some(dgt_core::GameResult::Draw), "{:?}", s.move_log());
     assert_eq!(s.confirmed_events(), ["f2e2", "g4f5"], "{:?}", s.move_log());
+}
+
+/// At one read time: Rd4-d1 with its landing lost, Black's press, Kg1-g2, d1 reported
+/// emptied, then Rd1-d5 with both presses; then three seconds with the dumps answered.
+fn rook_via_d1_unseen_to_d5_around_kg2(s: &mut common::Sim) {
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    let rook = s.lift(Square::D4);
+    s.put_unreported(Square::D1, rook);
+    s.press(2, 0);
+    s.slide(Square::G1, Square::G2);
+    s.put(Square::D1, None);
+    s.wait_without_dumps(100);
+    s.put(Square::D5, rook);
+    s.press(1, 0);
+    s.press(1, 0);
+    s.wait(3000);
 }
