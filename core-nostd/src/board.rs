@@ -145,13 +145,7 @@ impl PhysBoard {
 
     /// The game squares a dump shows otherwise than this board.
     pub fn differing(&self, dump: &BoardDump) -> Bitboard {
-        let mut d = Bitboard::EMPTY;
-        for sq in DgtSquare::ALL {
-            if self.raw[usize::from(sq.index())] != dump.piece(sq).code() {
-                d.add(sq.to_square(self.orientation));
-            }
-        }
-        d
+        self.squares_where(|i| self.raw[i] != dump.piece(DgtSquare::ALL[i]).code())
     }
 
     /// When a game square last changed.
@@ -199,14 +193,7 @@ impl PhysBoard {
     /// The game squares the board reported emptied, at `since` or later, while it showed
     /// them empty already: each had a piece set down on it whose report was lost.
     pub fn lost_landings_after(&self, since: u64) -> Bitboard {
-        let mut squares = Bitboard::EMPTY;
-        for sq in DgtSquare::ALL {
-            let (code, at) = self.placed[usize::from(sq.index())];
-            if code == 0 && at > 0 && at >= since {
-                squares.add(sq.to_square(self.orientation));
-            }
-        }
-        squares
+        self.squares_where(|i| matches!(self.placed[i], (0, at) if at > 0 && at >= since))
     }
 
     /// True when the report just read at `now` on `index` was a lost landing (see
@@ -217,21 +204,19 @@ impl PhysBoard {
 
     /// The game squares whose last change came at `since` or later.
     pub fn changed_since(&self, since: u64) -> Bitboard {
-        let mut squares = Bitboard::EMPTY;
-        for sq in DgtSquare::ALL {
-            if self.changed_ms[usize::from(sq.index())] >= since {
-                squares.add(sq.to_square(self.orientation));
-            }
-        }
-        squares
+        self.squares_where(|i| self.changed_ms[i] >= since)
     }
 
     /// The game squares the board reported a piece set down on at `since` or later.
     pub fn placed_since(&self, since: u64) -> Bitboard {
+        self.squares_where(|i| matches!(self.placed[i], (code, at) if code != 0 && at >= since))
+    }
+
+    /// The game squares whose board index `holds`.
+    fn squares_where(&self, holds: impl Fn(usize) -> bool) -> Bitboard {
         let mut squares = Bitboard::EMPTY;
         for sq in DgtSquare::ALL {
-            let (code, at) = self.placed[usize::from(sq.index())];
-            if code != 0 && at >= since {
+            if holds(usize::from(sq.index())) {
                 squares.add(sq.to_square(self.orientation));
             }
         }

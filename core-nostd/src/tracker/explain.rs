@@ -433,18 +433,23 @@ impl<const PLIES: usize> Tracker<PLIES> {
         } else {
             1..=LONGEST
         };
-        let judge = |path: &[Move]| {
-            if !self.explains_reports(&[], path, touched) {
-                return Err(Rejection::UnexplainedReport);
-            }
-            Ok(self.seen_and_order(&self.confirmed_pos, path, &|b| self.seen_board(b)))
-        };
+        let judge = |path: &[Move]| self.judge_from_confirmed(path, touched);
         let found = Search::to(target).over(touched, self.config.catch_up_budget).shortest(
             &self.confirmed_pos,
             lengths,
             &judge,
         )?;
         Some(Candidate { basis: Basis::CatchUp, keep: 0, line: found.line, tied: found.tied })
+    }
+
+    /// How well `path`, from the last confirmed ply over `touched` squares, explains what the
+    /// board said (a catch-up's judge, and the re-read's): every report explained, then
+    /// the positions seen and the reports' order.
+    fn judge_from_confirmed(&self, path: &[Move], touched: Bitboard) -> Result<Score, Rejection> {
+        if !self.explains_reports(&[], path, touched) {
+            return Err(Rejection::UnexplainedReport);
+        }
+        Ok(self.seen_and_order(&self.confirmed_pos, path, &|b| self.seen_board(b)))
     }
 
     /// Reads the order of the provisional line again before plies a search read together
@@ -462,14 +467,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if !(2..=search::LONGEST).contains(&prov) || self.first_hidden().is_some() {
             return false;
         }
+        // Read once for each new message or line, not again at every call while the plies
+        // wait for the rest of the finality rule.
+        let read_for = (self.seq, self.records.len(), self.records.last().map_or(0, |r| r.hash));
+        if self.order_read_for == Some(read_for) {
+            return false;
+        }
+        self.order_read_for = Some(read_for);
         let target = self.tip.board().clone();
         let touched = self.squares_changed_since_confirmed(&target);
-        let judge = |path: &[Move]| {
-            if !self.explains_reports(&[], path, touched) {
-                return Err(Rejection::UnexplainedReport);
-            }
-            Ok(self.seen_and_order(&self.confirmed_pos, path, &|b| self.seen_board(b)))
-        };
+        let judge = |path: &[Move]| self.judge_from_confirmed(path, touched);
         let line = self.kept_plies(prov);
         if line.len() != prov {
             return false;

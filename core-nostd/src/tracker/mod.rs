@@ -334,6 +334,10 @@ pub struct Tracker<const PLIES: usize> {
     last_change_seq: u32,
     /// The number of the latest message from the board (see [`Stamp`]).
     seq: u32,
+    /// The latest message and the line (its length and last placement) the provisional
+    /// order was last read again for and kept (see `reread_joint_order`): nothing new to
+    /// read it by until one of them changes.
+    order_read_for: Option<(u32, usize, u32)>,
     /// Until the next field update: the plies before this index are all the last dump left
     /// standing as the field updates showed them (see `plies_a_dump_leaves`).
     dump_leaves: Option<usize>,
@@ -412,6 +416,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             last_dump_asked: None,
             last_change_seq: 0,
             seq: 0,
+            order_read_for: None,
             dump_leaves: None,
             pending_press: heapless::Vec::new(),
             lever: None,
@@ -467,6 +472,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             last_dump_asked,
             last_change_seq,
             seq,
+            order_read_for,
             dump_leaves,
             pending_press,
             lever,
@@ -508,6 +514,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         *unexplained_since = None;
         *mismatch = None;
         *last_dump_request = None;
+        *order_read_for = None;
         *asked = None;
         *ask_again = false;
         *last_dump_ms = None;
