@@ -3,6 +3,10 @@
 use dgt_protocol::{BoardDump, DgtSquare, Orientation, PieceCode};
 use shakmaty::{Bitboard, Board, Role, Square};
 
+/// Reports kept per square: more changes than this on one square between two confirmed
+/// plies are rare (a capture there and a recapture are four).
+const REPORTS_KEPT: usize = 4;
+
 /// The board model built from dumps and field updates.
 #[derive(Clone, Debug)]
 pub(crate) struct PhysBoard {
@@ -24,6 +28,10 @@ pub(crate) struct PhysBoard {
     /// with a time is a landing whose report was lost: the square was reported emptied
     /// while the board already showed it empty, so something stood there.
     placed: [(u8, u64); 64],
+    /// The stream numbers of the last reports on each square (board index), newest first
+    /// (0: none): how many changes the board reported there since a moment, to weigh lines
+    /// by the reports they need lost (see [`Self::reports_since`]).
+    reports: [[u32; REPORTS_KEPT]; 64],
     /// Clock presses seen so far, and how many each square had seen when it last changed:
     /// reports read in one piece (a relay that was busy) all carry one time, but a press
     /// between two of them still says which came first.
@@ -53,6 +61,7 @@ impl PhysBoard {
             known: false,
             changed_ms: [0; 64],
             placed: [(0, 0); 64],
+            reports: [[0; REPORTS_KEPT]; 64],
             presses: 0,
             changed_presses: [0; 64],
             dumped: 0,
@@ -122,6 +131,21 @@ impl PhysBoard {
         } else if code.is_magic() {
             self.magic.add(sq);
         }
+    }
+
+    /// Counts a field update on `index`, the `seq`th message of the stream, whether it
+    /// changed the square or not (a square reported emptied while it stood empty was set
+    /// down on and lifted: one change reported of two).
+    pub fn note_report(&mut self, index: DgtSquare, seq: u32) {
+        let kept = &mut self.reports[usize::from(index.index())];
+        kept.copy_within(..REPORTS_KEPT - 1, 1);
+        kept[0] = seq;
+    }
+
+    /// How many changes the board reported on a game square after the `seq`th message, up
+    /// to the number kept.
+    pub fn reports_since(&self, sq: Square, seq: u32) -> usize {
+        self.reports[self.index(sq)].iter().take_while(|&&s| s > seq).count()
     }
 
     /// Replaces everything with a dump read at `now`; returns true when it changed anything.

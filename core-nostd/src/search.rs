@@ -179,6 +179,10 @@ pub(crate) struct Score {
     /// Plies whose landing the board reported since it left the line (a piece set down,
     /// reported, and lifted again for the next move).
     pub landings: u8,
+    /// Fewer changes the line makes that the board's reports do not show (`u8::MAX` less
+    /// them; see `Tracker::reports_lost`): a line needing one report lost is likelier than
+    /// one needing three.
+    pub fewer_lost: u8,
 }
 
 impl Score {

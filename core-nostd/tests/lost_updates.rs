@@ -479,6 +479,30 @@ fn a_square_reported_emptied_while_it_stood_empty_had_a_piece_set_down_on_it() {
     assert_eq!(s.confirmed_events(), ["d4d1", "g1g2", "d1d5"], "{:?}", s.move_log());
 }
 
+/// At one read time (a link holding bytes back): f7-f6 with the landing's report lost,
+/// then e5xf6, the pawn taken off f6 reported (f6 reported emptied while it stood empty),
+/// then White's landing there. f7-f5 then e5xf6 en passant reaches the same board, but it
+/// needs f5's landing and its lift both lost, where f7-f6 needs one report lost
+/// (dropped-s1-g012 under bursts).
+#[test]
+fn of_orders_reaching_one_board_the_one_needing_fewer_reports_lost_is_taken() {
+    let mut s = from_fen_clocked("6k1/5p2/8/4P3/8/8/8/6K1 b - - 0 40", 600);
+    s.wait(1000);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    let black = s.board.piece_at(Square::F7);
+    s.put(Square::F7, None);
+    s.put_unreported(Square::F6, black);
+    s.press(5, 0);
+    let white = s.board.piece_at(Square::E5);
+    s.put(Square::F6, None);
+    s.put(Square::E5, None);
+    s.put(Square::F6, white);
+    s.press(3, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["f7f6", "e5f6"], "{:?}", s.move_log());
+}
+
 /// At one read time (a link holding bytes back): f2-f3 and Ra7-f7 with every report lost,
 /// then Kh2-g3 with its landing reported after both their presses, then White's press. The
 /// board reached is the same after Kg3 Rf7 f3, but the king landing after Black pressed

@@ -69,8 +69,9 @@ fn two_round_jobs() -> Vec<Job> {
 
 /// Each board's second game set up and its clock set and started between two readings of
 /// it: every game exact under seeds 1 and 2 (the first reading of a next game's clock,
-/// running before any press, was taken for White's first press in both). Not exact yet: an
-/// overwritten landing leaves one ply unconfirmed at seed 1 (see README); no wrong move.
+/// running before any press, was taken for White's first press in both). Not exact yet: a
+/// repetition ending at a result the board showed loses its last ply and times the one
+/// before it by a later press at seed 1 (see README); no wrong move.
 #[test]
 #[ignore = "not exact yet (see README); about a minute in a debug build"]
 fn twelve_chained_boards_offline_play_two_rounds_exactly() {

@@ -314,7 +314,37 @@ impl<const PLIES: usize> Tracker<PLIES> {
             shown += u8::from(seen(pos.board()));
         }
         let first = ply_number(from).saturating_sub(ply_number(&self.confirmed_pos));
-        Score { seen: shown, order: self.plies_in_reported_order(line, first), ..Score::default() }
+        Score {
+            seen: shown,
+            order: self.plies_in_reported_order(line, first),
+            fewer_lost: u8::MAX.saturating_sub(self.reports_lost(&self.kept_plies(first), line)),
+            ..Score::default()
+        }
+    }
+
+    /// How many changes the plies `kept` then `line` (from the last confirmed ply) make
+    /// that the board did not report since it showed that ply: on each square, the changes
+    /// the line makes there (a lift, a landing; a capture is two, the piece taken off and
+    /// the capturer set down) less the reports that came. Lines reaching the same board
+    /// differ by what happened on the way: f7-f6 then e5xf6 needs f6's landing lost (its
+    /// lift reported), f7-f5 then e5xf6 en passant needs f5's landing and lift lost.
+    pub(super) fn reports_lost(&self, kept: &[shakmaty::Move], line: &[shakmaty::Move]) -> u8 {
+        let mut changes = [0u8; 64];
+        for &m in kept.iter().chain(line) {
+            for (sq, n) in ply_changes_by_square(m) {
+                changes[usize::from(sq)] = changes[usize::from(sq)].saturating_add(n);
+            }
+        }
+        let since = self.last_confirmed_seen.seq;
+        let mut lost = 0u8;
+        for sq in shakmaty::Square::ALL {
+            let made = usize::from(changes[usize::from(sq)]);
+            if made > 0 {
+                let unreported = made.saturating_sub(self.phys.reports_since(sq, since));
+                lost = lost.saturating_add(u8::try_from(unreported).unwrap_or(u8::MAX));
+            }
+        }
+        lost
     }
 
     /// True when the line matched `board` earlier (a position the game went through).
@@ -592,6 +622,31 @@ pub(super) fn landing(m: shakmaty::Move) -> shakmaty::Square {
         shakmaty::Move::Castle { king, rook } => search::castle_targets(king, rook).0,
         other => other.to(),
     }
+}
+
+/// The squares a ply changes and how many changes it makes on each (a capture: the piece
+/// taken off, the capturer set down).
+fn ply_changes_by_square(m: shakmaty::Move) -> heapless::Vec<(shakmaty::Square, u8), 4> {
+    use shakmaty::Move;
+    let mut changes = heapless::Vec::new();
+    let squares: [Option<(shakmaty::Square, u8)>; 4] = match m {
+        Move::Normal { from, to, capture, .. } => {
+            [Some((from, 1)), Some((to, 1 + u8::from(capture.is_some()))), None, None]
+        }
+        Move::EnPassant { from, to } => {
+            let taken = shakmaty::Square::from_coords(to.file(), from.rank());
+            [Some((from, 1)), Some((to, 1)), Some((taken, 1)), None]
+        }
+        Move::Castle { king, rook } => {
+            let (king_to, rook_to) = search::castle_targets(king, rook);
+            [Some((king, 1)), Some((rook, 1)), Some((king_to, 1)), Some((rook_to, 1))]
+        }
+        Move::Put { to, .. } => [Some((to, 1)), None, None, None],
+    };
+    for (sq, n) in squares.into_iter().flatten() {
+        let _ = changes.push((sq, n));
+    }
+    changes
 }
 
 /// Plies played from the game's start to `pos` (by its move counter and side to move).

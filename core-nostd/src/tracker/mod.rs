@@ -14,7 +14,8 @@
 //!   ahead, bounded by the presses).
 //! - **One score** (`explain::Basis`, [`crate::search`]'s `Score` and `Rejection`): first
 //!   what a line rests on, then fewer plies, positions the board showed on the way, plies
-//!   in the order the board reported them, landings reported. Lines the evidence forbids
+//!   in the order the board reported them, landings reported, fewer changes whose reports
+//!   the line needs lost. Lines the evidence forbids
 //!   are rejected by name; two lines that score the same are an order the board never
 //!   showed (the operator is told, the plies wait), never a choice.
 //! - **Presses assigned from the chosen line** (`presses`, [`Tracker::ply_of`]).
@@ -59,6 +60,7 @@
 //! | presses end plies in turn: a ply reported before the press of the ply before it, or after the press of the ply after it, is out of the line's order | score `order` (`plies_in_reported_order`, by the presses counted before each change) | `lost_updates::a_ply_reported_after_the_opponent_pressed_for_the_reply_is_the_later_one` |
 //! | a dump's board is a position the game went through, when a line passes it | evidence: dumps remembered as seen boards; score `seen` (catch-up too) | `lost_updates::a_board_a_dump_showed_tells_apart_orders_reaching_one_board` |
 //! | a piece set down, reported and lifted again tells where it went | score `landings` | `lost_updates::a_pressed_ply_whose_landing_was_reported_is_taken_though_its_piece_is_in_the_air_again` |
+//! | of orders equal by all else, the one needing fewer reports lost: the changes a line makes on each square against the reports that came there | evidence: `PhysBoard::reports_since`; score `fewer_lost` (`reports_lost`) | `lost_updates::of_orders_reaching_one_board_the_one_needing_fewer_reports_lost_is_taken`; dropped-s1-g012 at 250 ms seeds 5-6 |
 //! | an order the board never showed waits, the operator told | rejection `Tied` / a tie: plies hidden, never final | `orders::an_order_the_board_never_showed_waits_for_the_reading_that_tells`, `orders::a_move_both_orders_allow_does_not_settle_the_order` |
 //! | more presses than plies mean a longer line | candidates: `reread_for_press` (traced squares, untied) | `ghosts::three_presses_for_a_board_two_plies_reach_mean_three_plies` |
 //! | hands at work are waited for (a slide on its way, pieces lifted) | candidates: `move_under_way` | `adversarial::a_queen_paused_mid_slide_where_it_cannot_stop_keeps_the_line`, `ghosts::a_capture_read_as_an_exchange_while_held_is_replaced_by_its_landing`, `ghosts::a_capture_under_way_after_a_ply_the_board_never_showed_whole_is_no_line` |
