@@ -3,9 +3,9 @@
 use dgt_protocol::{BoardDump, DgtSquare, Orientation, PieceCode};
 use shakmaty::{Bitboard, Board, Role, Square};
 
-/// Reports kept per square: more changes than this on one square between two confirmed
-/// plies are rare (a capture there and a recapture are four).
-const REPORTS_KEPT: usize = 4;
+/// Field updates kept, the last read: the reports since the last confirmed ply seldom
+/// number more (a ply is two to four).
+const REPORTS_KEPT: usize = 64;
 
 /// The board model built from dumps and field updates.
 #[derive(Clone, Debug)]
@@ -27,11 +27,17 @@ pub(crate) struct PhysBoard {
     /// lifted again between readings leaves no other trace of where it went. The empty code
     /// with a time is a landing whose report was lost: the square was reported emptied
     /// while the board already showed it empty, so something stood there.
-    placed: [(u8, u64); 64],
-    /// The stream numbers of the last reports on each square (board index), newest first
-    /// (0: none): how many changes the board reported there since a moment, to weigh lines
-    /// by the reports they need lost (see [`Self::reports_since`]).
-    reports: [[u32; REPORTS_KEPT]; 64],
+    /// (Two arrays, not one of pairs: a pair pads to 16 bytes, and a relay box's heap is
+    /// small.)
+    placed_codes: [u8; 64],
+    placed_ms: [u64; 64],
+    /// The last field updates read, a ring: each one's stream number (0: none) and board
+    /// index, `next_report` the oldest. How many changes the board reported on a square
+    /// since a moment weighs lines by the reports they need lost (see
+    /// [`Self::reports_since`]).
+    report_seqs: [u32; REPORTS_KEPT],
+    report_squares: [u8; REPORTS_KEPT],
+    next_report: usize,
     /// Clock presses seen so far, and how many each square had seen when it last changed:
     /// reports read in one piece (a relay that was busy) all carry one time, but a press
     /// between two of them still says which came first.
@@ -60,8 +66,11 @@ impl PhysBoard {
             orientation: Orientation::Normal,
             known: false,
             changed_ms: [0; 64],
-            placed: [(0, 0); 64],
-            reports: [[0; REPORTS_KEPT]; 64],
+            placed_codes: [0; 64],
+            placed_ms: [0; 64],
+            report_seqs: [0; REPORTS_KEPT],
+            report_squares: [0; REPORTS_KEPT],
+            next_report: 0,
             presses: 0,
             changed_presses: [0; 64],
             dumped: 0,
@@ -95,7 +104,7 @@ impl PhysBoard {
             // later is a landing of its own (see `report_due`).
             let due = self.report_due | self.report_due_before;
             if !dumped && code.code() == 0 && (due | self.first_look) & (1 << i) == 0 {
-                self.placed[i] = (0, now);
+                self.set_placed(i, 0, now);
             }
             if !dumped {
                 self.report_due &= !(1 << i);
@@ -116,7 +125,7 @@ impl PhysBoard {
             self.report_due_before &= !(1 << i);
         }
         if code.piece().is_some() {
-            self.placed[i] = (code.code(), now);
+            self.set_placed(i, code.code(), now);
         }
         let sq = index.to_square(self.orientation);
         self.put(sq, code);
@@ -137,15 +146,22 @@ impl PhysBoard {
     /// changed the square or not (a square reported emptied while it stood empty was set
     /// down on and lifted: one change reported of two).
     pub fn note_report(&mut self, index: DgtSquare, seq: u32) {
-        let kept = &mut self.reports[usize::from(index.index())];
-        kept.copy_within(..REPORTS_KEPT - 1, 1);
-        kept[0] = seq;
+        self.report_seqs[self.next_report] = seq;
+        self.report_squares[self.next_report] = index.index();
+        self.next_report = (self.next_report + 1) % REPORTS_KEPT;
     }
 
-    /// How many changes the board reported on a game square after the `seq`th message, up
-    /// to the number kept.
-    pub fn reports_since(&self, sq: Square, seq: u32) -> usize {
-        self.reports[self.index(sq)].iter().take_while(|&&s| s > seq).count()
+    /// How many changes the board reported on a game square after the `seq`th message;
+    /// `None` when more reports came since than are kept.
+    pub fn reports_since(&self, sq: Square, seq: u32) -> Option<usize> {
+        let oldest = self.report_seqs[self.next_report];
+        // The ring dropped only reports older than the oldest it keeps.
+        if oldest == 0 || oldest <= seq.saturating_add(1) {
+            let index = u8::try_from(self.index(sq)).unwrap_or(u8::MAX);
+            let on_square = self.report_seqs.iter().zip(&self.report_squares);
+            return Some(on_square.filter(|&(&s, &i)| s > seq && i == index).count());
+        }
+        None
     }
 
     /// Replaces everything with a dump read at `now`; returns true when it changed anything.
@@ -207,7 +223,7 @@ impl PhysBoard {
     /// The piece the board last reported set down on a game square, when that was at
     /// `since` or later (it may have been lifted again since).
     pub fn placed_after(&self, sq: Square, since: u64) -> Option<shakmaty::Piece> {
-        let (code, at) = self.placed[self.index(sq)];
+        let (code, at) = self.placed(self.index(sq));
         if at < since {
             return None;
         }
@@ -217,13 +233,13 @@ impl PhysBoard {
     /// The game squares the board reported emptied, at `since` or later, while it showed
     /// them empty already: each had a piece set down on it whose report was lost.
     pub fn lost_landings_after(&self, since: u64) -> Bitboard {
-        self.squares_where(|i| matches!(self.placed[i], (0, at) if at > 0 && at >= since))
+        self.squares_where(|i| matches!(self.placed(i), (0, at) if at > 0 && at >= since))
     }
 
     /// True when the report just read at `now` on `index` was a lost landing (see
     /// [`Self::lost_landings_after`]): one square's check instead of the board's.
     pub fn landing_lost_at(&self, index: DgtSquare, now: u64) -> bool {
-        self.placed[usize::from(index.index())] == (0, now) && now > 0
+        self.placed(usize::from(index.index())) == (0, now) && now > 0
     }
 
     /// The game squares whose last change came at `since` or later.
@@ -233,7 +249,17 @@ impl PhysBoard {
 
     /// The game squares the board reported a piece set down on at `since` or later.
     pub fn placed_since(&self, since: u64) -> Bitboard {
-        self.squares_where(|i| matches!(self.placed[i], (code, at) if code != 0 && at >= since))
+        self.squares_where(|i| matches!(self.placed(i), (code, at) if code != 0 && at >= since))
+    }
+
+    /// The last piece code a board index was reported receiving, and when.
+    fn placed(&self, i: usize) -> (u8, u64) {
+        (self.placed_codes[i], self.placed_ms[i])
+    }
+
+    fn set_placed(&mut self, i: usize, code: u8, at: u64) {
+        self.placed_codes[i] = code;
+        self.placed_ms[i] = at;
     }
 
     /// The game squares whose board index `holds`.

@@ -340,7 +340,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         for sq in shakmaty::Square::ALL {
             let made = usize::from(changes[usize::from(sq)]);
             if made > 0 {
-                let unreported = made.saturating_sub(self.phys.reports_since(sq, since));
+                // More reports than kept since: no line is told apart by them.
+                let Some(reported) = self.phys.reports_since(sq, since) else { return 0 };
+                let unreported = made.saturating_sub(reported);
                 lost = lost.saturating_add(u8::try_from(unreported).unwrap_or(u8::MAX));
             }
         }
