@@ -884,6 +884,8 @@ function droppedNames(round, boards) {
 async function savePairings(ev) {
   ev.preventDefault();
   const answer = $('pairings-answer');
+  // At once: the last save's answer must not stand while this one is checked and sent.
+  setText(answer, '…');
   const round = Number($('pairings-round').value);
   const p = readPairings();
   if (p.error) {
@@ -896,7 +898,6 @@ async function savePairings(ev) {
     showAnswer(answer, { ok: false, text: `not saved: it would drop ${dropped.join('; ')}` });
     return;
   }
-  setText(answer, '…');
   const r = await api('POST', 'pairings', { round, boards: p.boards });
   showAnswer(answer, r, `Pairings of round ${round} saved (${p.boards.length} boards).`);
   if (r.ok) {
