@@ -331,8 +331,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn reports_lost(&self, kept: &[shakmaty::Move], line: &[shakmaty::Move]) -> u8 {
         let mut changes = [0u8; 64];
         for &m in kept.iter().chain(line) {
-            for (sq, n) in ply_changes_by_square(m) {
-                changes[usize::from(sq)] = changes[usize::from(sq)].saturating_add(n);
+            for sq in search::touched(m) {
+                changes[usize::from(sq)] = changes[usize::from(sq)].saturating_add(1);
+            }
+            // A capture on the landing square: the piece taken off, then the capturer set
+            // down (en passant takes from a square of its own, which `touched` holds).
+            if let shakmaty::Move::Normal { to, capture: Some(_), .. } = m {
+                changes[usize::from(to)] = changes[usize::from(to)].saturating_add(1);
             }
         }
         let since = self.last_confirmed_seen.seq;
@@ -624,31 +629,6 @@ pub(super) fn landing(m: shakmaty::Move) -> shakmaty::Square {
         shakmaty::Move::Castle { king, rook } => search::castle_targets(king, rook).0,
         other => other.to(),
     }
-}
-
-/// The squares a ply changes and how many changes it makes on each (a capture: the piece
-/// taken off, the capturer set down).
-fn ply_changes_by_square(m: shakmaty::Move) -> heapless::Vec<(shakmaty::Square, u8), 4> {
-    use shakmaty::Move;
-    let mut changes = heapless::Vec::new();
-    let squares: [Option<(shakmaty::Square, u8)>; 4] = match m {
-        Move::Normal { from, to, capture, .. } => {
-            [Some((from, 1)), Some((to, 1 + u8::from(capture.is_some()))), None, None]
-        }
-        Move::EnPassant { from, to } => {
-            let taken = shakmaty::Square::from_coords(to.file(), from.rank());
-            [Some((from, 1)), Some((to, 1)), Some((taken, 1)), None]
-        }
-        Move::Castle { king, rook } => {
-            let (king_to, rook_to) = search::castle_targets(king, rook);
-            [Some((king, 1)), Some((rook, 1)), Some((king_to, 1)), Some((rook_to, 1))]
-        }
-        Move::Put { to, .. } => [Some((to, 1)), None, None, None],
-    };
-    for (sq, n) in squares.into_iter().flatten() {
-        let _ = changes.push((sq, n));
-    }
-    changes
 }
 
 /// Plies played from the game's start to `pos` (by its move counter and side to move).
