@@ -208,6 +208,10 @@ pub(crate) enum Rejection {
     /// It gives up plies that stood, beyond a slide that paused and went on (the last of
     /// them, for a line no longer than it).
     GivesUpStoodPly,
+    /// A ply's reported changes all came before its mover pressed for the ply before it:
+    /// the line has a player make two moves on one press (see
+    /// `Tracker::ahead_of_presses`).
+    AheadOfPresses,
     /// Another line explains the board as well, where the evidence needs one line alone.
     Tied,
 }
@@ -282,23 +286,32 @@ pub(crate) struct Search<'a> {
     pub touched: Option<Bitboard>,
     /// Positions the search may visit before it gives up.
     pub budget: u32,
+    /// Squares the board reported a piece on in passing (set down, or a landing whose
+    /// report was lost): a piece may go out to one and back (see [`undoes_own_last`]).
+    pub stops: Bitboard,
 }
 
 impl<'a> Search<'a> {
     /// Lines to exactly `board`.
     pub fn to(board: &'a Board) -> Search<'a> {
-        Search { ends: Ends::At(board), touched: None, budget: u32::MAX }
+        Search { ends: Ends::At(board), touched: None, budget: u32::MAX, stops: Bitboard::EMPTY }
     }
 
     /// Lines to `board` with some of the next mover's pieces lifted.
     pub fn under_reply(board: &'a Board) -> Search<'a> {
-        Search { ends: Ends::UnderReply(board), touched: None, budget: u32::MAX }
+        Search { ends: Ends::UnderReply(board), touched: None, budget: u32::MAX, stops: Bitboard::EMPTY }
     }
 
     /// Only over `touched` squares, within `budget` positions ([`BUDGET`] on a host; see
     /// [`Config::catch_up_budget`](crate::Config::catch_up_budget)).
     pub fn over(self, touched: Bitboard, budget: u32) -> Search<'a> {
         Search { touched: Some(touched), budget, ..self }
+    }
+
+    /// Lines may take a piece out to one of `stops` and straight back: the board showed it
+    /// there, so the pair is a move and its retreat, not the other side moving twice.
+    pub fn with_stops(self, stops: Bitboard) -> Search<'a> {
+        Search { stops, ..self }
     }
 
     /// The lines of the first length in `lengths` that has any line `judge` accepts (it
@@ -501,7 +514,7 @@ impl Walk<'_, '_> {
         if self.search.touched.is_some_and(|t| !touched(m).is_subset(t)) {
             return Err(Rejection::Untraced);
         }
-        if undoes_own_last(path, m) {
+        if undoes_own_last(path, m) && !self.search.stops.contains(m.from().unwrap_or(m.to())) {
             return Err(Rejection::OutAndBack);
         }
         Ok(())

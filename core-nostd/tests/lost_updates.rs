@@ -717,3 +717,73 @@ fn rook_via_d1_unseen_to_d5_around_kg2(s: &mut common::Sim) {
     s.press(1, 0);
     s.wait(3000);
 }
+
+/// At one read time: ...f5-f4 (its lift lost), e3-e4 (both lost), ...Nd5-c7 (its landing
+/// lost), e4-e5 (its landing lost), ...Nc7-d5 (its landing lost), each pressed. The knight
+/// out and straight back is a move and its retreat: c7's lift was reported with no knight
+/// reported there, so it went there. Without it, the one line through c7 puts ...Nc7 first,
+/// against the order the board reported f4 and d5 (dropped-s1-g014 under bursts).
+#[test]
+fn a_piece_reported_on_a_square_in_passing_may_have_gone_there_and_straight_back() {
+    let mut s = from_fen_clocked("k7/8/8/3n1p2/8/4P3/8/K7 b - - 0 40", 600);
+    s.wait(1000);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    let pawn = s.board.piece_at(Square::F5);
+    s.put_unreported(Square::F5, None);
+    s.put(Square::F4, pawn);
+    s.press(5, 0);
+    let white = s.board.piece_at(Square::E3);
+    s.put_unreported(Square::E3, None);
+    s.put_unreported(Square::E4, white);
+    s.press(3, 0);
+    let knight = s.board.piece_at(Square::D5);
+    s.put(Square::D5, None);
+    s.put_unreported(Square::C7, knight);
+    s.press(4, 0);
+    s.put(Square::E4, None);
+    s.put_unreported(Square::E5, white);
+    s.press(2, 0);
+    s.put(Square::C7, None);
+    s.put_unreported(Square::D5, knight);
+    s.press(6, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["f5f4", "e3e4", "d5c7", "e4e5", "c7d5"], "{:?}", s.move_log());
+}
+
+/// At one read time: ...Ra8-b8, Qb7-c6 (its lift lost), ...Rb8-c8 (its landing lost), a
+/// dump of that board, Rd1-c1 with both reports lost, ...Rc8xc7, each pressed. Qb7-a8
+/// ...Rc8 Qa8-c6 ...Rxc7 reaches the board the reports show with as many presses, but c6's
+/// landing came before White pressed for the move before it: White's next move made before
+/// its press. That line is no line; a dump shows the rook on c1 (dropped-s1-g008 under
+/// bursts).
+#[test]
+fn a_line_with_a_move_reported_before_its_players_press_for_the_move_before_is_no_line() {
+    let mut s = from_fen_clocked("r2q1rk1/1QRn1pbp/1p2p1p1/3pP3/3P1B2/5NP1/PP3PKP/3R4 b - - 2 22", 600);
+    s.wait(1000);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    let rook = s.board.piece_at(Square::A8);
+    s.put(Square::A8, None);
+    s.put(Square::B8, rook);
+    s.press(2, 0);
+    let queen = s.board.piece_at(Square::B7);
+    s.put_unreported(Square::B7, None);
+    s.put(Square::C6, queen);
+    s.press(5, 0);
+    s.put(Square::B8, None);
+    s.put_unreported(Square::C8, rook);
+    s.press(3, 0);
+    s.dump();
+    let white_rook = s.board.piece_at(Square::D1);
+    s.put_unreported(Square::D1, None);
+    s.put_unreported(Square::C1, white_rook);
+    s.press(4, 0);
+    s.put(Square::C7, None);
+    s.put(Square::C8, None);
+    s.put(Square::C7, rook);
+    s.press(2, 0);
+    s.wait_without_dumps(500);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["a8b8", "b7c6", "b8c8", "d1c1", "c8c7"], "{:?}", s.move_log());
+}

@@ -434,11 +434,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
             1..=LONGEST
         };
         let judge = |path: &[Move]| self.judge_from_confirmed(path, touched);
-        let found = Search::to(target).over(touched, self.config.catch_up_budget).shortest(
-            &self.confirmed_pos,
-            lengths,
-            &judge,
-        )?;
+        let found = Search::to(target)
+            .over(touched, self.config.catch_up_budget)
+            .with_stops(self.stops())
+            .shortest(&self.confirmed_pos, lengths, &judge)?;
         Some(Candidate { basis: Basis::CatchUp, keep: 0, line: found.line, tied: found.tied })
     }
 
@@ -448,6 +447,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
     fn judge_from_confirmed(&self, path: &[Move], touched: Bitboard) -> Result<Score, Rejection> {
         if !self.explains_reports(&[], path, touched) {
             return Err(Rejection::UnexplainedReport);
+        }
+        if self.ahead_of_presses(path) {
+            return Err(Rejection::AheadOfPresses);
         }
         Ok(self.seen_and_order(&self.confirmed_pos, path, &|b| self.seen_board(b)))
     }
@@ -482,11 +484,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return false;
         }
         let current = judge(&line).ok();
-        let Some(found) = Search::to(&target).over(touched, self.config.catch_up_budget).of_length(
-            &self.confirmed_pos,
-            prov,
-            &judge,
-        ) else {
+        let Some(found) = Search::to(&target)
+            .over(touched, self.config.catch_up_budget)
+            .with_stops(self.stops())
+            .of_length(&self.confirmed_pos, prov, &judge)
+        else {
             return false;
         };
         // The order the hands went first: a position seen in passing may have been read
@@ -554,6 +556,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 mover == piece.color && puts_or_passes(m, piece.role, sq)
             })
         })
+    }
+
+    /// The squares the board showed a piece on since the last confirmed ply and shows empty
+    /// now: a piece set down there, or a landing whose report was lost. A piece may have gone
+    /// out to one and back (see [`Search::with_stops`]).
+    fn stops(&self) -> Bitboard {
+        let since = self.last_confirmed_seen.ms;
+        self.phys.lost_landings_after(since) | (self.phys.placed_since(since) & !self.phys.board.occupied())
     }
 
     /// The first `kept` provisional plies.

@@ -414,6 +414,42 @@ impl<const PLIES: usize> Tracker<PLIES> {
         pairs
     }
 
+    /// True when a ply of `path` (from the last confirmed ply) was reported before its
+    /// mover pressed for the ply before it: all its reported changes came before that
+    /// press in the board's stream. A player's next move begins after their press; a line
+    /// read so (Qb7-a8, Rb8-c8, Qa8-c6 where c6's landing came before White's first press)
+    /// has a reply invented in place of a move whose reports were all lost, and waits for a
+    /// dump to show the move.
+    pub(super) fn ahead_of_presses(&self, path: &[shakmaty::Move]) -> bool {
+        let mut turn = self.confirmed_pos.turn();
+        let mut counts = heapless::Vec::<u32, PENDING_PRESSES>::new();
+        for p in self.waiting_presses() {
+            if p.press.by != turn || counts.push(p.count).is_err() {
+                break;
+            }
+            turn = !turn;
+        }
+        // Presses read before the ply that ended them (its report came in a later burst)
+        // leave fewer waiting than plies: the counts then say nothing of which ply is whose.
+        if counts.len() + 1 < path.len() {
+            return false;
+        }
+        path.iter().enumerate().skip(2).any(|(i, &m)| {
+            let later = path[i + 1..].iter().fold(Bitboard::EMPTY, |b, &n| b | search::touched(n));
+            let Some(&own_press) = counts.get(i - 2) else { return false };
+            // Reports since the last confirmed ply appeared: an older change of the square
+            // is not this ply's (its reports lost).
+            let since = self.last_confirmed_seen.ms;
+            let mut reported = self
+                .ply_changes(m, later)
+                .into_iter()
+                .flatten()
+                .filter(|c| !c.dumped && c.ms >= since)
+                .peekable();
+            reported.peek().is_some() && reported.all(|c| c.presses < own_press)
+        })
+    }
+
     /// The board's last changes on a ply's landing and lift squares, while they still show
     /// the ply and no `later` ply changed them (see `plies_in_reported_order`).
     fn ply_changes(&self, m: shakmaty::Move, later: Bitboard) -> [Option<Change>; 2] {
