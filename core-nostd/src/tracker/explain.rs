@@ -528,7 +528,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// board reported since it showed that ply (else [`Rejection::UnexplainedReport`]):
     /// - every piece reported set down on a square of `placed_on`: a ply of that piece
     ///   landing there or sliding through it, or the piece put back where it stood (a rook
-    ///   reported on b8 and lifted again is Ra8-b8 then Rb8-c8, not Ra8-c8);
+    ///   reported on b8 and lifted again is Ra8-b8 then Rb8-c8, not Ra8-c8); a piece
+    ///   reported on a square it has left again, while a piece of its kind was reported set
+    ///   down again where one stood at the last confirmed ply, may have been taken back in
+    ///   hand (h7-h5, back to h7, then h7-h6, read in one burst);
     /// - every square reported emptied while it stood empty (a landing whose report was
     ///   lost): a ply setting a piece down there or passing through it (Rd4-d1, its landing
     ///   lost, Kg2, Rd1-d5 reaches the board Rd4-d5 Kg2 does in fewer plies, but only it
@@ -547,6 +550,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
         placed.into_iter().all(|sq| {
             let Some(piece) = self.phys.placed_after(sq, since) else { return true };
             if self.confirmed_pos.board().piece_at(sq) == Some(piece) {
+                return true;
+            }
+            let put_back = || {
+                let homes = self.confirmed_pos.board().by_piece(piece) & self.phys.placed_since(since);
+                homes.into_iter().any(|home| self.phys.placed_after(home, since) == Some(piece))
+            };
+            if self.phys.board.piece_at(sq).is_none() && put_back() {
                 return true;
             }
             let mut pos = self.confirmed_pos.clone();
