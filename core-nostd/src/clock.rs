@@ -47,6 +47,10 @@ pub(crate) struct Press {
     pub reading: ClockTimes,
     /// Seconds added to the presser's display by the press (`None` when not observed).
     pub jump: Option<i64>,
+    /// The presser pressed before, since their last ply, for plies the board never showed
+    /// (a repetition played over with its reports lost): the ply this press confirms may
+    /// not be the one it ended, so its time is no ply's `%clk`.
+    pub one_of_several: bool,
 }
 
 /// Clock state of one board.
@@ -404,7 +408,7 @@ impl Clocks {
             }
         }
         self.presses += 1;
-        Some(Press { by, side: flip.side, reading: flip.reading, jump: flip.jump })
+        Some(Press { by, side: flip.side, reading: flip.reading, jump: flip.jump, one_of_several: false })
     }
 
     /// The presses made while the clock ran before the game was found (see

@@ -787,3 +787,30 @@ fn a_line_with_a_move_reported_before_its_players_press_for_the_move_before_is_n
     s.wait(3000);
     assert_eq!(s.confirmed_events(), ["a8b8", "b7c6", "b8c8", "d1c1", "c8c7"], "{:?}", s.move_log());
 }
+
+/// A repetition played over with every report lost (Ke2 Ke7 Ke1 Ke8: four presses, the
+/// board as it was), then Ke1-e2 reported and pressed. The board shows one ply for five
+/// presses: which of White's three presses ended it is not known, so it gets no `%clk`
+/// rather than the last press's (a chain's board, worldcup#199/6 in the two-round test).
+#[test]
+fn a_ply_pressed_for_after_presses_for_plies_never_shown_gets_no_clk() {
+    let mut s = from_fen_clocked("4k3/8/8/8/8/8/8/4K3 w - - 0 40", 600);
+    s.wait(1000);
+    for (from, to, secs) in [
+        (Square::E1, Square::E2, 3),
+        (Square::E8, Square::E7, 2),
+        (Square::E2, Square::E1, 4),
+        (Square::E7, Square::E8, 2),
+    ] {
+        let king = s.board.piece_at(from);
+        s.put_unreported(from, None);
+        s.put_unreported(to, king);
+        s.press(secs, 0);
+        s.wait_without_dumps(300);
+    }
+    s.slide(Square::E1, Square::E2);
+    s.press(5, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["e1e2"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [None], "{:?}", s.move_log());
+}

@@ -21,6 +21,7 @@
 use shakmaty::{Bitboard, Chess, Color, Move, Position, Role, attacks};
 
 use super::{GameState, MAX_PROVISIONAL, PendingPress, Stamp, Tracker};
+use crate::clock::Press;
 use crate::event::EventSink;
 use crate::search::board_diff;
 
@@ -165,7 +166,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 self.pending_press.remove(k);
                 // Earlier presses still waiting are for the earlier plies: each first.
                 k = self.confirm_earlier_presses(k, upto, now, sink);
-                self.confirm_through(upto, Some(&press), now, sink);
+                let one_of_several = self.pressed_before_for_no_ply(press.by, k);
+                self.confirm_through(upto, Some(&Press { one_of_several, ..press }), now, sink);
                 continue;
             }
             if ready {

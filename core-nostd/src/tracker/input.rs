@@ -6,7 +6,7 @@ use shakmaty::{Bitboard, Color, Position};
 
 use super::{GameState, MAX_PROVISIONAL, Stamp, Tracker, remember};
 use crate::board::placement_hash;
-use crate::clock::Flip;
+use crate::clock::{Flip, Press};
 use crate::event::{EndReason, Event, EventSink, GameResult};
 
 impl<const PLIES: usize> Tracker<PLIES> {
@@ -236,7 +236,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
             && self.press_is_conclusive(upto, now_ms)
             && self.line_verified(upto, self.stamp(now_ms), now_ms, sink)
         {
-            self.confirm_through(upto, Some(&press), now_ms, sink);
+            let one_of_several = self.pressed_before_for_no_ply(press.by, self.pending_press.len());
+            self.confirm_through(upto, Some(&Press { one_of_several, ..press }), now_ms, sink);
             return;
         }
         self.add_pending_press(press, now_ms);

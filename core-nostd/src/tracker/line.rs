@@ -156,6 +156,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 None => self.clocks.side_of(&self.config, color),
             };
             let (clk, emt) = match (press, reading) {
+                (Some(p), _) if press_ply == Some(i) && p.one_of_several => {
+                    self.clocks.unknown(color);
+                    (None, None)
+                }
                 (Some(p), _) if press_ply == Some(i) => {
                     let clk = p.reading.side(side).time.total_seconds();
                     (Some(clk), self.clocks.account(&self.config, color, move_number, clk, p.jump))

@@ -72,6 +72,7 @@
 //! | presses made before any of their plies showed take them in turn | presses: `presses_in_turn` | `clocks::presses_made_long_before_their_plies_showed_take_them_in_order` |
 //! | else by when the board showed the presser's plies | presses: `ply_by_time` | `ghosts::a_press_is_not_for_a_ply_shown_seconds_after_it`, `lost_updates::a_ply_reported_after_a_press_is_not_that_presss_ply`, `ghosts::plies_read_once_the_hands_are_done_keep_the_presses_made_before` |
 //! | the opponent's presses still waiting when a press comes are overtaken | presses: `drop_overtaken_presses` | `clocks::a_late_press_after_a_forgotten_one_does_not_turn_the_displays_round` |
+//! | a ply its mover pressed for more than once since their last ply, with presses the board showed no ply for, gets no `%clk`: which press ended it is not known | presses: `pressed_before_for_no_ply`, `Press::one_of_several` | `lost_updates::a_ply_pressed_for_after_presses_for_plies_never_shown_gets_no_clk` |
 //! | a press confirms at once when the ply cannot be a passing state | finality: pressed, conclusive | `press_latency::pawn_push_confirms_in_the_feed_call_of_the_press`, `press_latency::queen_move_that_could_go_further_confirms_in_the_feed_call_of_the_press` |
 //! | a ply that may slide on waits for a dump or a slide's rest | finality: pressed, `may_slide_on` | `ghosts::press_while_the_piece_still_slides_confirms_where_it_stops`, `ghosts::press_during_a_rook_slide_waits_for_the_board`, `adversarial::castling_rook_first_pressed_before_the_king_is_reported_is_castling` |
 //! | a pressed ply whose piece stayed where it landed stands | finality: pressed, `pressed_ply_stands` | `adversarial::kings_in_centre_king_step_next_to_the_centre_is_pressed_then_gesture` |
@@ -725,7 +726,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.confirm_through(upto - 1, None, now_ms, sink);
         }
         if self.state == GameState::Active && upto == self.confirmed + 1 {
-            let press = Press { by, side, reading, jump: None };
+            let press = Press { by, side, reading, jump: None, one_of_several: false };
             self.confirm_through(upto, Some(&press), now_ms, sink);
         }
         true

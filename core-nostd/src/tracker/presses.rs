@@ -303,6 +303,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
         (first.press.by == by).then(|| self.pending_press.remove(0).press)
     }
 
+    /// True when one of the first `before` waiting presses is `by`'s and the board showed
+    /// no ply for it: `by` pressed more than once since their last ply (plies the board
+    /// never reported, a repetition played over), so which press ended the ply a later
+    /// press of theirs confirms is not known.
+    pub(super) fn pressed_before_for_no_ply(&self, by: Color, before: usize) -> bool {
+        (0..before.min(self.pending_press.len()))
+            .any(|j| self.pending_press[j].press.by == by && self.ply_of(j).is_none())
+    }
+
     /// Forgets the opponent's presses still waiting for a ply when `by` presses: the lever
     /// alternates, so such a press ended a ply of the opponent's before the one `by` is
     /// ending now. When the opponent's last confirmed ply was confirmed without its press
