@@ -386,14 +386,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
         }
         let mut pairs = 0u8;
-        let mut turn = self.confirmed_pos.turn();
-        let mut counts = heapless::Vec::<u32, PENDING_PRESSES>::new();
-        for p in self.waiting_presses() {
-            if p.press.by != turn || counts.push(p.count).is_err() {
-                break;
-            }
-            turn = !turn;
-        }
+        let counts = self.press_counts_in_turn();
         for (i, a) in changes.iter().enumerate() {
             let reported = a.iter().flatten().filter(|c| !c.dumped);
             let next_press = counts.get(first + i + 1).copied();
@@ -414,6 +407,21 @@ impl<const PLIES: usize> Tracker<PLIES> {
         pairs
     }
 
+    /// The stream counts of the presses waiting since the last confirmed ply, each player's
+    /// in turn from the side to move there (the `k`-th ends the `k`-th ply after it), up to
+    /// the first out of turn.
+    fn press_counts_in_turn(&self) -> heapless::Vec<u32, PENDING_PRESSES> {
+        let mut turn = self.confirmed_pos.turn();
+        let mut counts = heapless::Vec::new();
+        for p in self.waiting_presses() {
+            if p.press.by != turn || counts.push(p.count).is_err() {
+                break;
+            }
+            turn = !turn;
+        }
+        counts
+    }
+
     /// True when a ply of `path` (from the last confirmed ply) was reported before its
     /// mover pressed for the ply before it: all its reported changes came before that
     /// press in the board's stream. A player's next move begins after their press; a line
@@ -421,14 +429,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// has a reply invented in place of a move whose reports were all lost, and waits for a
     /// dump to show the move.
     pub(super) fn ahead_of_presses(&self, path: &[shakmaty::Move]) -> bool {
-        let mut turn = self.confirmed_pos.turn();
-        let mut counts = heapless::Vec::<u32, PENDING_PRESSES>::new();
-        for p in self.waiting_presses() {
-            if p.press.by != turn || counts.push(p.count).is_err() {
-                break;
-            }
-            turn = !turn;
-        }
+        let counts = self.press_counts_in_turn();
         // Presses read before the ply that ended them (its report came in a later burst)
         // leave fewer waiting than plies: the counts then say nothing of which ply is whose.
         if counts.len() + 1 < path.len() {
