@@ -121,7 +121,8 @@ fn material_allows(pos: &Chess, target: &Board, depth: u8) -> bool {
 /// takeback. The search does not offer such lines; the tracker's takeback search and its
 /// mismatch report deal with those boards instead. A piece that went out to capture and
 /// came back (`Nxe5 d6 Nf3` in the Petroff) leaves the captured piece missing: that is a
-/// line like any other.
+/// line like any other. So is one the board reported on the square it went to (see
+/// [`Search::with_stops`]): ...Nd5-c7 e5 ...Nc7-d5, c7's lift reported.
 pub(crate) fn undoes_own_last(path: &[Move], m: Move) -> bool {
     let Some(&prev) = path.len().checked_sub(2).and_then(|i| path.get(i)) else { return false };
     match (prev, m) {
@@ -274,8 +275,9 @@ pub(crate) enum Ends<'a> {
 /// position stands to the board as [`Ends`] says, by iterative deepening over the lengths
 /// asked, scored by the caller. Branches that cannot reach the board in the plies left are
 /// cut (each ply changes at most four squares, and captures at most one piece of the side
-/// not moving); a piece out and back without a capture is never a line (see
-/// [`undoes_own_last`]).
+/// not moving); a piece out and back without a capture is no line (see
+/// [`undoes_own_last`]), unless it went to one of the squares the board showed a piece on
+/// in passing ([`Search::with_stops`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Search<'a> {
     /// What the lines reach.
