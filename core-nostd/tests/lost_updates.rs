@@ -213,10 +213,7 @@ fn a_position_brought_back_after_the_side_to_move_pressed_is_no_takeback() {
 /// the knight's landing came before Black's press and the pawn's after White's.
 #[test]
 fn plies_read_in_one_piece_keep_the_order_the_presses_between_them_show() {
-    let mut s = from_fen_clocked("4k3/1p6/8/3n4/8/8/5B2/4K3 b - - 0 40", 300);
-    s.wait(1000);
-    s.step_ms = 0;
-    s.press_step_ms = 0;
+    let mut s = read_at_one_time("4k3/1p6/8/3n4/8/8/5B2/4K3 b - - 0 40", 300);
     let knight = s.board.piece_at(Square::D5);
     s.put_unreported(Square::D5, None);
     s.put(Square::F6, knight);
@@ -416,6 +413,16 @@ fn from_fen_clocked(fen: &str, secs: u32) -> common::Sim {
     common::from_fen(fen, dgt_core::Config::default(), Some(secs)).0
 }
 
+/// [`from_fen_clocked`], the board still for a second, then every change and press after
+/// read at one time (a link that held the bytes back lets them out in one burst).
+fn read_at_one_time(fen: &str, secs: u32) -> common::Sim {
+    let mut s = from_fen_clocked(fen, secs);
+    s.wait(1000);
+    s.step_ms = 0;
+    s.press_step_ms = 0;
+    s
+}
+
 /// White plays e4 (shown); Black Be7 with the bishop's lift from f8 lost, so the board
 /// shows a bishop too many; both press; then White takes on d5 and the dump comes only
 /// after that (a relay busy for a moment reads it all at once). The search finds Be7 and
@@ -486,10 +493,7 @@ fn a_square_reported_emptied_while_it_stood_empty_had_a_piece_set_down_on_it() {
 /// (dropped-s1-g012 under bursts).
 #[test]
 fn of_orders_reaching_one_board_the_one_needing_fewer_reports_lost_is_taken() {
-    let mut s = from_fen_clocked("6k1/5p2/8/4P3/8/8/8/6K1 b - - 0 40", 600);
-    s.wait(1000);
-    s.step_ms = 0;
-    s.press_step_ms = 0;
+    let mut s = read_at_one_time("6k1/5p2/8/4P3/8/8/8/6K1 b - - 0 40", 600);
     let black = s.board.piece_at(Square::F7);
     s.put(Square::F7, None);
     s.put_unreported(Square::F6, black);
@@ -510,10 +514,7 @@ fn of_orders_reaching_one_board_the_one_needing_fewer_reports_lost_is_taken() {
 /// bursts).
 #[test]
 fn a_ply_reported_after_the_opponent_pressed_for_the_reply_is_the_later_one() {
-    let mut s = from_fen_clocked("8/r5k1/4Q1p1/3p3p/2bP3P/8/5PPK/8 w - - 3 37", 600);
-    s.wait(1000);
-    s.step_ms = 0;
-    s.press_step_ms = 0;
+    let mut s = read_at_one_time("8/r5k1/4Q1p1/3p3p/2bP3P/8/5PPK/8 w - - 3 37", 600);
     let pawn = s.board.piece_at(Square::F2);
     s.put_unreported(Square::F2, None);
     s.put_unreported(Square::F3, pawn);
@@ -538,10 +539,7 @@ fn a_ply_reported_after_the_opponent_pressed_for_the_reply_is_the_later_one() {
 #[test]
 fn a_board_a_dump_showed_tells_apart_orders_reaching_one_board() {
     let mut s =
-        from_fen_clocked("r2qr1k1/4bpp1/p1npbn1p/1pp1p3/3PP3/2P2NNP/PPB2PP1/R1BQR1K1 b - - 0 15", 600);
-    s.wait(1000);
-    s.step_ms = 0;
-    s.press_step_ms = 0;
+        read_at_one_time("r2qr1k1/4bpp1/p1npbn1p/1pp1p3/3PP3/2P2NNP/PPB2PP1/R1BQR1K1 b - - 0 15", 600);
     s.lift(Square::D4);
     let black_pawn = s.board.piece_at(Square::C5);
     s.put_unreported(Square::C5, None);
@@ -572,10 +570,7 @@ fn a_board_a_dump_showed_tells_apart_orders_reaching_one_board() {
 /// presses' order in the stream says so, though they share a read time): Rb8 Qc6 Rc8, not
 /// Rc8 Qc6.
 fn rook_moved_on_after_the_reply(reply_landing_reported: bool, rook_landing_reported: bool) {
-    let mut s = from_fen_clocked("r5k1/1Q6/8/8/8/8/8/6K1 b - - 0 40", 600);
-    s.wait(1000);
-    s.step_ms = 0;
-    s.press_step_ms = 0;
+    let mut s = read_at_one_time("r5k1/1Q6/8/8/8/8/8/6K1 b - - 0 40", 600);
     s.slide(Square::A8, Square::B8);
     s.press(2, 0);
     let queen = s.board.piece_at(Square::B7);
@@ -621,14 +616,7 @@ fn a_pressed_ply_is_not_given_up_for_a_one_ply_reading_from_before_it() {
 /// read again from the board (a known stall, not a wrong move).
 #[test]
 fn a_capture_the_board_still_shows_the_captured_piece_of_is_not_confirmed() {
-    let (mut s, _) = common::from_fen(
-        "5r2/3br3/3p2pk/p1pP1nNp/PnP1NP2/5R2/7K/6RB w - - 0 49",
-        dgt_core::Config::default(),
-        Some(300),
-    );
-    s.wait(1000);
-    s.step_ms = 0;
-    s.press_step_ms = 0;
+    let mut s = read_at_one_time("5r2/3br3/3p2pk/p1pP1nNp/PnP1NP2/5R2/7K/6RB w - - 0 49", 300);
     s.lift(Square::F3);
     s.put_unreported(Square::F2, piece(W, Role::Rook));
     s.press(2, 0);
@@ -684,10 +672,7 @@ fn a_square_a_dump_emptied_plies_ago_reported_emptied_again_had_a_piece_set_down
 /// 8, lost its last move).
 #[test]
 fn a_pressed_ply_stands_at_a_result_signal_however_briefly_the_board_showed_it() {
-    let mut s = from_fen_clocked("8/8/8/8/6K1/8/5r2/2k5 b - - 0 60", 600);
-    s.wait(1000);
-    s.step_ms = 0;
-    s.press_step_ms = 0;
+    let mut s = read_at_one_time("8/8/8/8/6K1/8/5r2/2k5 b - - 0 60", 600);
     s.slide(Square::F2, Square::E2);
     s.press(2, 0);
     s.slide(Square::G4, Square::F5);
@@ -725,10 +710,7 @@ fn rook_via_d1_unseen_to_d5_around_kg2(s: &mut common::Sim) {
 /// against the order the board reported f4 and d5 (dropped-s1-g014 under bursts).
 #[test]
 fn a_piece_reported_on_a_square_in_passing_may_have_gone_there_and_straight_back() {
-    let mut s = from_fen_clocked("k7/8/8/3n1p2/8/4P3/8/K7 b - - 0 40", 600);
-    s.wait(1000);
-    s.step_ms = 0;
-    s.press_step_ms = 0;
+    let mut s = read_at_one_time("k7/8/8/3n1p2/8/4P3/8/K7 b - - 0 40", 600);
     let pawn = s.board.piece_at(Square::F5);
     s.put_unreported(Square::F5, None);
     s.put(Square::F4, pawn);
@@ -759,10 +741,7 @@ fn a_piece_reported_on_a_square_in_passing_may_have_gone_there_and_straight_back
 /// bursts).
 #[test]
 fn a_line_with_a_move_reported_before_its_players_press_for_the_move_before_is_no_line() {
-    let mut s = from_fen_clocked("r2q1rk1/1QRn1pbp/1p2p1p1/3pP3/3P1B2/5NP1/PP3PKP/3R4 b - - 2 22", 600);
-    s.wait(1000);
-    s.step_ms = 0;
-    s.press_step_ms = 0;
+    let mut s = read_at_one_time("r2q1rk1/1QRn1pbp/1p2p1p1/3pP3/3P1B2/5NP1/PP3PKP/3R4 b - - 2 22", 600);
     let rook = s.board.piece_at(Square::A8);
     s.put(Square::A8, None);
     s.put(Square::B8, rook);

@@ -434,11 +434,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
             1..=LONGEST
         };
         let judge = |path: &[Move]| self.judge_from_confirmed(path, touched);
-        let found = Search::to(target)
-            .over(touched, self.config.catch_up_budget)
-            .with_stops(self.stops())
-            .shortest(&self.confirmed_pos, lengths, &judge)?;
+        let found =
+            self.search_from_confirmed(target, touched).shortest(&self.confirmed_pos, lengths, &judge)?;
         Some(Candidate { basis: Basis::CatchUp, keep: 0, line: found.line, tied: found.tied })
+    }
+
+    /// The search of a catch-up and a re-read: lines from the last confirmed ply to `target`
+    /// over `touched` squares, within the catch-up budget, a piece out and straight back
+    /// only to a square the board showed a piece on meanwhile (see [`Self::stops`]).
+    fn search_from_confirmed<'b>(&self, target: &'b Board, touched: Bitboard) -> Search<'b> {
+        Search::to(target).over(touched, self.config.catch_up_budget).with_stops(self.stops())
     }
 
     /// How well `path`, from the last confirmed ply over `touched` squares, explains what the
@@ -484,10 +489,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return false;
         }
         let current = judge(&line).ok();
-        let Some(found) = Search::to(&target)
-            .over(touched, self.config.catch_up_budget)
-            .with_stops(self.stops())
-            .of_length(&self.confirmed_pos, prov, &judge)
+        let Some(found) =
+            self.search_from_confirmed(&target, touched).of_length(&self.confirmed_pos, prov, &judge)
         else {
             return false;
         };
@@ -539,7 +542,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn explains_reports(&self, kept: &[Move], path: &[Move], placed_on: Bitboard) -> bool {
         let since = self.last_confirmed_seen.ms;
         let lost = self.phys.lost_landings_after(since);
-        let placed = self.phys.placed_since(since) & placed_on;
+        let placed_any = self.phys.placed_since(since);
+        let placed = placed_any & placed_on;
         if lost.is_empty() && placed.is_empty() {
             return true;
         }
@@ -553,7 +557,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 return true;
             }
             let put_back = || {
-                let homes = self.confirmed_pos.board().by_piece(piece) & self.phys.placed_since(since);
+                let homes = self.confirmed_pos.board().by_piece(piece) & placed_any;
                 homes.into_iter().any(|home| self.phys.placed_after(home, since) == Some(piece))
             };
             if self.phys.board.piece_at(sq).is_none() && put_back() {

@@ -378,13 +378,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// one reported before the press of the ply before it is earlier. `first` is the place
     /// of `path`'s first ply after the last confirmed one.
     pub(super) fn plies_in_reported_order(&self, path: &[shakmaty::Move], first: usize) -> u8 {
-        let mut changes = heapless::Vec::<[Option<Change>; 2], { search::LONGEST }>::new();
-        for (i, &m) in path.iter().enumerate() {
-            let later = path[i + 1..].iter().fold(Bitboard::EMPTY, |b, &n| b | search::touched(n));
-            if changes.push(self.ply_changes(m, later)).is_err() {
-                break;
-            }
-        }
+        let changes = self.path_changes(path);
         let mut pairs = 0u8;
         let counts = self.press_counts_in_turn();
         for (i, a) in changes.iter().enumerate() {
@@ -435,20 +429,30 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if counts.len() + 1 < path.len() {
             return false;
         }
-        path.iter().enumerate().skip(2).any(|(i, &m)| {
-            let later = path[i + 1..].iter().fold(Bitboard::EMPTY, |b, &n| b | search::touched(n));
+        // Reports since the last confirmed ply appeared: an older change of the square is
+        // not this ply's (its reports lost).
+        let since = self.last_confirmed_seen.ms;
+        self.path_changes(path).iter().enumerate().skip(2).any(|(i, changes)| {
             let Some(&own_press) = counts.get(i - 2) else { return false };
-            // Reports since the last confirmed ply appeared: an older change of the square
-            // is not this ply's (its reports lost).
-            let since = self.last_confirmed_seen.ms;
-            let mut reported = self
-                .ply_changes(m, later)
-                .into_iter()
-                .flatten()
-                .filter(|c| !c.dumped && c.ms >= since)
-                .peekable();
+            let mut reported = changes.iter().flatten().filter(|c| !c.dumped && c.ms >= since).peekable();
             reported.peek().is_some() && reported.all(|c| c.presses < own_press)
         })
+    }
+
+    /// Each ply's changes along `path` (see [`Self::ply_changes`]): squares a later ply of
+    /// the path changed again say nothing of it.
+    fn path_changes(
+        &self,
+        path: &[shakmaty::Move],
+    ) -> heapless::Vec<[Option<Change>; 2], { search::LONGEST }> {
+        let mut changes = heapless::Vec::new();
+        for (i, &m) in path.iter().enumerate() {
+            let later = path[i + 1..].iter().fold(Bitboard::EMPTY, |b, &n| b | search::touched(n));
+            if changes.push(self.ply_changes(m, later)).is_err() {
+                break;
+            }
+        }
+        changes
     }
 
     /// The board's last changes on a ply's landing and lift squares, while they still show
