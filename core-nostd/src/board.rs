@@ -31,12 +31,14 @@ pub(crate) struct PhysBoard {
     /// small.)
     placed_codes: [u8; 64],
     placed_ms: [u64; 64],
-    /// The last field updates read, a ring: each one's stream number (0: none) and board
-    /// index, `next_report` the oldest. How many changes the board reported on a square
-    /// since a moment weighs lines by the reports they need lost (see
-    /// [`Self::reports_since`]).
+    /// The last field updates read, a ring: each one's stream number (0: none), board index
+    /// and piece code, `next_report` the oldest. How many changes the board reported on a
+    /// square since a moment weighs lines by the reports they need lost (see
+    /// [`Self::reports_since`]); every piece reported set down since a moment, not only the
+    /// last on each square, is a ply's trace (see [`Self::placements_since`]).
     report_seqs: [u32; REPORTS_KEPT],
     report_squares: [u8; REPORTS_KEPT],
+    report_codes: [u8; REPORTS_KEPT],
     next_report: usize,
     /// Clock presses seen so far, and how many each square had seen when it last changed:
     /// reports read in one piece (a relay that was busy) all carry one time, but a press
@@ -70,6 +72,7 @@ impl PhysBoard {
             placed_ms: [0; 64],
             report_seqs: [0; REPORTS_KEPT],
             report_squares: [0; REPORTS_KEPT],
+            report_codes: [0; REPORTS_KEPT],
             next_report: 0,
             presses: 0,
             changed_presses: [0; 64],
@@ -145,10 +148,29 @@ impl PhysBoard {
     /// Counts a field update on `index`, the `seq`th message of the stream, whether it
     /// changed the square or not (a square reported emptied while it stood empty was set
     /// down on and lifted: one change reported of two).
-    pub fn note_report(&mut self, index: DgtSquare, seq: u32) {
+    pub fn note_report(&mut self, index: DgtSquare, code: PieceCode, seq: u32) {
         self.report_seqs[self.next_report] = seq;
         self.report_squares[self.next_report] = index.index();
+        self.report_codes[self.next_report] = code.code();
         self.next_report = (self.next_report + 1) % REPORTS_KEPT;
+    }
+
+    /// Every piece the board reported set down on a game square after the `seq`th message,
+    /// with the square; `None` when more reports came since than are kept. A square
+    /// reported twice (a pawn taking on d5, then a pawn retaking there) holds two traces,
+    /// where [`Self::placed_after`] keeps the last.
+    pub fn placements_since(&self, seq: u32) -> Option<impl Iterator<Item = (Square, shakmaty::Piece)> + '_> {
+        let oldest = self.report_seqs[self.next_report];
+        if oldest != 0 && oldest > seq.saturating_add(1) {
+            return None;
+        }
+        // Newest first, back to the first report at or before `seq`: the few since a ply.
+        let newest_first =
+            (1..=REPORTS_KEPT).map(move |back| (self.next_report + REPORTS_KEPT - back) % REPORTS_KEPT);
+        Some(newest_first.take_while(move |&k| self.report_seqs[k] > seq).filter_map(|k| {
+            let piece = PieceCode::from_nibble(self.report_codes[k]).piece()?;
+            Some((DgtSquare::new(self.report_squares[k])?.to_square(self.orientation), piece))
+        }))
     }
 
     /// How many changes the board reported on a game square after the `seq`th message;

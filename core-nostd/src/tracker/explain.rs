@@ -19,7 +19,7 @@
 //! | [`Basis::Deeper`] | a board unexplained for the mismatch time | lines as deep as the tracker goes, only when one alone explains it |
 //! | [`Basis::CatchUp`] | a dump nothing nearer explains | lines from the last confirmed ply over the squares the board changed, as long as the presses say |
 
-use shakmaty::{Bitboard, Board, Move, Position, Role, Square, attacks};
+use shakmaty::{Bitboard, Board, Move, Piece, Position, Role, Square, attacks};
 
 use super::matching::UnderWay;
 use super::{GameState, MAX_PROVISIONAL, Tracker};
@@ -167,10 +167,18 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 && under_way.is_none()
                 && usize::from(self.config.search_depth) < search::MAX_DEPTH =>
             {
-                self.best_line_within(target, pressed, search::MAX_DEPTH).and_then(|(keep, line, tied)| {
-                    admit(Candidate { basis: Basis::Deeper, keep, line, tied }, |c| c.tied, Rejection::Tied)
+                // As deep as this, lines are many: each must explain every piece the board
+                // reported set down, as a catch-up's must.
+                self.best_line_within(target, pressed, search::MAX_DEPTH, Bitboard::FULL).and_then(
+                    |(keep, line, tied)| {
+                        admit(
+                            Candidate { basis: Basis::Deeper, keep, line, tied },
+                            |c| c.tied,
+                            Rejection::Tied,
+                        )
                         .ok()
-                })
+                    },
+                )
             }
             found => found,
         };
@@ -241,15 +249,18 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// plies. The flag is true when another, different line scored the same: the board
     /// alone cannot say which was played.
     pub(super) fn best_line(&self, target: &Board, keep: usize) -> Option<(usize, search::Line, bool)> {
-        self.best_line_within(target, keep, usize::from(self.config.search_depth.max(1)))
+        self.best_line_within(target, keep, usize::from(self.config.search_depth.max(1)), Bitboard::EMPTY)
     }
 
-    /// [`Self::best_line`] searching up to `depth` plies from each base.
+    /// [`Self::best_line`] searching up to `depth` plies from each base, every piece reported
+    /// set down on `placed_on` since the last confirmed ply a trace the line must explain
+    /// (see [`Self::explains_reports`]).
     fn best_line_within(
         &self,
         target: &Board,
         keep: usize,
         depth: usize,
+        placed_on: Bitboard,
     ) -> Option<(usize, search::Line, bool)> {
         let prov = self.records.len() - self.confirmed;
         // (base, line from it, plies in all, score, tied)
@@ -263,7 +274,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             let Some(pos) = self.position_at(self.confirmed + k) else { break };
             let kept = self.kept_plies(k);
             let judge = |path: &[Move]| {
-                if !self.explains_reports(&kept, path, Bitboard::EMPTY) {
+                if !self.explains_reports(&kept, path, placed_on) {
                     return Err(Rejection::UnexplainedReport);
                 }
                 Ok(self.seen_and_order(&pos, path, &|b| self.seen_board(b)))
@@ -544,15 +555,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let lost = self.phys.lost_landings_after(since);
         let placed_any = self.phys.placed_since(since);
         let placed = placed_any & placed_on;
-        if lost.is_empty() && placed.is_empty() {
+        if lost.is_empty() && placed_on.is_empty() {
             return true;
         }
         let line = || kept.iter().chain(path).copied();
         if !lost.is_subset(line().fold(Bitboard::EMPTY, |b, m| b | traces(m))) {
             return false;
         }
-        placed.into_iter().all(|sq| {
-            let Some(piece) = self.phys.placed_after(sq, since) else { return true };
+        let explained = |sq: Square, piece: Piece| {
             if self.confirmed_pos.board().piece_at(sq) == Some(piece) {
                 return true;
             }
@@ -560,7 +570,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 let homes = self.confirmed_pos.board().by_piece(piece) & placed_any;
                 homes.into_iter().any(|home| self.phys.placed_after(home, since) == Some(piece))
             };
-            if self.phys.board.piece_at(sq).is_none() && put_back() {
+            if self.phys.board.piece_at(sq) != Some(piece) && put_back() {
                 return true;
             }
             let mut pos = self.confirmed_pos.clone();
@@ -569,7 +579,22 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 pos.play_unchecked(m);
                 mover == piece.color && puts_or_passes(m, piece.role, sq)
             })
-        })
+        };
+        let last_explained = placed.into_iter().all(|sq| {
+            let Some(piece) = self.phys.placed_after(sq, since) else { return true };
+            explained(sq, piece)
+        });
+        // A square reported set down on twice (a pawn taking on d5, then one retaking):
+        // the earlier piece is a trace too, though the board shows the later.
+        let Some(mut placements) = self.phys.placements_since(self.last_confirmed_seen.seq) else {
+            return last_explained;
+        };
+        last_explained
+            && placements.all(|(sq, piece)| {
+                !placed_on.contains(sq)
+                    || self.phys.placed_after(sq, since) == Some(piece)
+                    || explained(sq, piece)
+            })
     }
 
     /// The squares the board showed a piece on since the last confirmed ply and shows empty

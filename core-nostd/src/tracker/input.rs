@@ -99,7 +99,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.explain_board(now_ms, sink);
         }
         self.note_shown(now_ms);
-        self.phys.note_report(update.square, self.seq);
+        self.phys.note_report(update.square, update.piece(), self.seq);
         if self.phys.set(update.square, update.piece(), now_ms) {
             self.dump_leaves = None;
             if self.at_tip {
