@@ -793,3 +793,30 @@ fn a_ply_pressed_for_after_presses_for_plies_never_shown_gets_no_clk() {
     assert_eq!(s.confirmed_events(), ["e1e2"], "{:?}", s.move_log());
     assert_eq!(s.confirmed_clks(), [None], "{:?}", s.move_log());
 }
+
+/// Black presses with the board showing no move (Rd8-d2's reports lost, the dump the press
+/// asked for read before the rook was seen on d2: a chain's log); a dump then shows the
+/// rook on d2, and White's flag falls at once. White's clock ran from Black's press, so
+/// Rd2 was made before it: the move stands, with that press's time (it was retracted for
+/// the flag, the press taken for none).
+#[test]
+fn a_ply_shown_after_its_press_stands_when_the_opponents_flag_falls() {
+    let mut s = from_fen_clocked("3r2k1/5ppp/8/8/8/8/5PPP/6K1 b - - 0 30", 300);
+    s.wait(1_000);
+    s.press(4, 0);
+    s.wait(1_500);
+    let rook = s.board.piece_at(Square::D8);
+    s.put_unreported(Square::D8, None);
+    s.put_unreported(Square::D2, rook);
+    s.dump();
+    s.wait(20);
+    if let Some(c) = &mut s.clock {
+        c.white = 0;
+        c.white_flag = true;
+    }
+    s.send_clock();
+    s.wait(1_000);
+    assert_eq!(s.confirmed_events(), ["d8d2"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [Some(296)], "{:?}", s.move_log());
+    assert_eq!(s.tracker.result(), Some((dgt_core::GameResult::BlackWins, dgt_core::EndReason::FlagFall)));
+}

@@ -172,8 +172,24 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 return;
             }
             self.confirm_waiting_pressed(now_ms, sink);
-            self.retract_to(self.confirmed, sink);
             let winner = !loser;
+            // A press of the winner's still waiting, the winner's ply next in the line: the
+            // loser's clock ran from that press, so the ply was made before it, though the
+            // board showed it later (its reports lost, a dump asked after the press showing
+            // it).
+            let since = self.last_confirmed_seen.seq;
+            if self.state == GameState::Active
+                && self.records.len() > self.confirmed
+                && self.mover_of(self.confirmed + 1) == winner
+                && let Some(k) = self.pending_press.iter().position(|p| p.press.by == winner && p.seq > since)
+            {
+                let press = self.pending_press.remove(k).press;
+                self.confirm_through(self.confirmed + 1, Some(&press), now_ms, sink);
+            }
+            if self.state != GameState::Active {
+                return;
+            }
+            self.retract_to(self.confirmed, sink);
             let result = if self.confirmed_pos.has_insufficient_material(winner) {
                 GameResult::Draw
             } else {
