@@ -1038,11 +1038,7 @@ fn kings_in_the_centre_before_the_flag_falls_are_the_result() {
     s.slide(Square::F3, Square::E4);
     s.slide(Square::C5, Square::D5);
     s.wait(1_000);
-    if let Some(c) = &mut s.clock {
-        c.white = 0;
-        c.white_flag = true;
-    }
-    s.send_clock();
+    s.flag_falls(Color::White);
     s.wait(2_000);
     s.send_clock();
     assert_eq!(s.tracker.result(), Some((GameResult::WhiteWins, EndReason::KingsInCentre)));

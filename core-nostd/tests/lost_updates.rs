@@ -810,11 +810,7 @@ fn a_ply_shown_after_its_press_stands_when_the_opponents_flag_falls() {
     s.put_unreported(Square::D2, rook);
     s.dump();
     s.wait(20);
-    if let Some(c) = &mut s.clock {
-        c.white = 0;
-        c.white_flag = true;
-    }
-    s.send_clock();
+    s.flag_falls(W);
     s.wait(1_000);
     assert_eq!(s.confirmed_events(), ["d8d2"], "{:?}", s.move_log());
     assert_eq!(s.confirmed_clks(), [Some(296)], "{:?}", s.move_log());

@@ -126,11 +126,7 @@ fn a_pressed_move_still_settling_when_the_flag_falls_counts() {
     let (mut s, pos) = from_fen("3qk3/8/8/8/8/8/8/4K3 b - - 0 40", Config::default(), Some(300));
     s.play_uci(&pos, "d8d4");
     s.press(2, 0);
-    if let Some(c) = s.clock.as_mut() {
-        c.white = 0;
-        c.white_flag = true;
-    }
-    s.send_clock();
+    s.flag_falls(Color::White);
     s.wait(500);
     assert_eq!(s.confirmed_ucis(), ["d8d4"]);
     assert_eq!(s.result(), Some(GameResult::BlackWins));

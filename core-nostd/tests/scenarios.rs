@@ -500,11 +500,7 @@ fn magic_piece_result() {
 fn flag_fall_on_the_clock() {
     let mut s = clocked(Orientation::Normal, ClockSide::Left);
     play_pressed(&mut s, &Chess::default(), &["e2e4"]);
-    if let Some(c) = &mut s.clock {
-        c.black = 0;
-        c.black_flag = true;
-    }
-    s.send_clock();
+    s.flag_falls(Color::Black);
     assert_eq!(s.tracker.result(), Some((GameResult::WhiteWins, EndReason::FlagFall)));
 }
 

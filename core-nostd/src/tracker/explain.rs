@@ -169,16 +169,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
             {
                 // As deep as this, lines are many: each must explain every piece the board
                 // reported set down, as a catch-up's must.
-                self.best_line_within(target, pressed, search::MAX_DEPTH, Bitboard::FULL).and_then(
-                    |(keep, line, tied)| {
-                        admit(
-                            Candidate { basis: Basis::Deeper, keep, line, tied },
-                            |c| c.tied,
-                            Rejection::Tied,
-                        )
-                        .ok()
-                    },
-                )
+                let deeper = self.best_line_within(target, pressed, search::MAX_DEPTH, Bitboard::FULL);
+                deeper.and_then(|(keep, line, tied)| {
+                    let c = Candidate { basis: Basis::Deeper, keep, line, tied };
+                    admit(c, |c| c.tied, Rejection::Tied).ok()
+                })
             }
             found => found,
         };

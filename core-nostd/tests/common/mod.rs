@@ -240,6 +240,20 @@ impl Sim {
         }
     }
 
+    /// `color`'s time runs out: their display shows 0 with the flag, sent at once.
+    pub fn flag_falls(&mut self, color: Color) {
+        if let Some(c) = &mut self.clock {
+            if color == Color::White {
+                c.white = 0;
+                c.white_flag = true;
+            } else {
+                c.black = 0;
+                c.black_flag = true;
+            }
+        }
+        self.send_clock();
+    }
+
     /// Starts the clock with White's time running.
     pub fn start_clock(&mut self) {
         if let Some(c) = &mut self.clock {
