@@ -173,19 +173,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
             self.confirm_waiting_pressed(now_ms, sink);
             let winner = !loser;
-            // A press of the winner's still waiting, the winner's ply next in the line: the
-            // loser's clock ran from that press, so the ply was made before it, though the
-            // board showed it later (its reports lost, a dump asked after the press showing
-            // it).
-            let waiting = self.waiting_presses().find(|p| p.press.by == winner).map(|p| p.seq);
-            if self.state == GameState::Active
-                && self.records.len() > self.confirmed
-                && self.mover_of(self.confirmed + 1) == winner
-                && let Some(k) = self.pending_press.iter().position(|p| Some(p.seq) == waiting)
-            {
-                let press = self.pending_press.remove(k).press;
-                self.confirm_through(self.confirmed + 1, Some(&press), now_ms, sink);
-            }
+            self.confirm_next_ply_with_waiting_press(winner, now_ms, sink);
             if self.state != GameState::Active {
                 return;
             }

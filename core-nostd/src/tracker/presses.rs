@@ -252,10 +252,13 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// The presses that came since the last confirmed ply appeared: each says a ply after it
     /// is over.
     pub(super) fn waiting_presses(&self) -> impl Iterator<Item = &PendingPress> + '_ {
-        // By the stream's order: a press read in the same burst as the ply, after it, came
-        // after it.
-        let since = self.last_confirmed_seen.seq;
-        self.pending_press.iter().filter(move |p| p.seq > since)
+        self.pending_press.iter().filter(|p| self.came_since_confirmed(p))
+    }
+
+    /// True when `p` came after the last confirmed ply appeared, by the stream's order: a
+    /// press read in the same burst as the ply, after it, came after it.
+    fn came_since_confirmed(&self, p: &PendingPress) -> bool {
+        p.seq > self.last_confirmed_seen.seq
     }
 
     /// How many presses came since the last confirmed ply appeared: each ended a ply.
@@ -291,6 +294,32 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn pressed_since_tip(&self) -> bool {
         let turn = self.tip.turn();
         self.waiting_presses().any(|p| p.press.by == turn)
+    }
+
+    /// At a flag's fall, confirms the next ply with the first press still waiting when both
+    /// are the winner's (`by`): the loser's clock ran from that press, so the ply was made
+    /// before it, however late the board showed it (its reports lost, a dump asked after
+    /// the press showing it). The presses' own plies are confirmed first
+    /// ([`Self::confirm_waiting_pressed`]); this takes the one the board showed too late
+    /// for [`Self::ply_of`] to give it.
+    pub(super) fn confirm_next_ply_with_waiting_press<S: EventSink + ?Sized>(
+        &mut self,
+        by: Color,
+        now: u64,
+        sink: &mut S,
+    ) {
+        if self.state != GameState::Active
+            || self.records.len() <= self.confirmed
+            || self.mover_of(self.confirmed + 1) != by
+        {
+            return;
+        }
+        if let Some(k) =
+            self.pending_press.iter().position(|p| self.came_since_confirmed(p) && p.press.by == by)
+        {
+            let press = self.pending_press.remove(k).press;
+            self.confirm_through(self.confirmed + 1, Some(&press), now, sink);
+        }
     }
 
     /// The oldest press still waiting, taken from the list, when it is by `by`: the lever
