@@ -209,10 +209,10 @@ pub(crate) enum Rejection {
     /// It gives up plies that stood, beyond a slide that paused and went on (the last of
     /// them, for a line no longer than it).
     GivesUpStoodPly,
-    /// A ply's reported changes all came before its mover pressed for the ply before it:
-    /// the line has a player make two moves on one press (see
-    /// `Tracker::ahead_of_presses`).
-    AheadOfPresses,
+    /// A ply's reported changes all came before its mover pressed for the ply before it (a
+    /// player making two moves on one press), or all after the press that ended it (see
+    /// `Tracker::out_of_press_turn`).
+    OutOfPressTurn,
     /// Another line explains the board as well, where the evidence needs one line alone.
     Tied,
 }

@@ -767,6 +767,37 @@ fn a_line_with_a_move_reported_before_its_players_press_for_the_move_before_is_n
     assert_eq!(s.confirmed_events(), ["a8b8", "b7c6", "b8c8", "d1c1", "c8c7"], "{:?}", s.move_log());
 }
 
+/// At one read time: ...Nf6 with both its reports lost, Bg2 and ...Bf5 reported, each
+/// pressed, Nf3's lift; then a dump (the knight on f6), Nh4's landing and White's press.
+/// ...Bf5 Bg2 ...Nf6 Nh4 reaches the board with as many presses, through the board the
+/// reports showed, but Bf5's reports came after White pressed for Bg2, so after the press
+/// that would have ended it: a move made after its press. That line is no line; the moves
+/// are read in the order played (dropped-s1-g010 under bursts).
+#[test]
+fn a_line_with_a_move_reported_after_the_press_that_ended_it_is_no_line() {
+    let mut s = read_at_one_time("r1bqkbnr/ppp1pppp/1n6/3p4/3P4/2N2NP1/PPP1PP1P/R1BQKB1R b KQkq - 2 4", 600);
+    let knight = s.board.piece_at(Square::G8);
+    s.put_unreported(Square::G8, None);
+    s.put_unreported(Square::F6, knight);
+    s.press(3, 0);
+    let bishop = s.board.piece_at(Square::F1);
+    s.put(Square::F1, None);
+    s.put(Square::G2, bishop);
+    s.press(2, 0);
+    let black_bishop = s.board.piece_at(Square::C8);
+    s.put(Square::C8, None);
+    s.put(Square::F5, black_bishop);
+    s.press(4, 0);
+    let white_knight = s.board.piece_at(Square::F3);
+    s.put(Square::F3, None);
+    s.dump();
+    s.put(Square::H4, white_knight);
+    s.press(2, 0);
+    s.wait_without_dumps(500);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["g8f6", "f1g2", "c8f5", "f3h4"], "{:?}", s.move_log());
+}
+
 /// A repetition played over with every report lost (Ke2 Ke7 Ke1 Ke8: four presses, the
 /// board as it was), then Ke1-e2 reported and pressed. The board shows one ply for five
 /// presses: which of White's three presses ended it is not known, so it gets no `%clk`

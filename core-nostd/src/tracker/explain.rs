@@ -459,8 +459,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if !self.explains_reports(&[], path, touched) {
             return Err(Rejection::UnexplainedReport);
         }
-        if self.ahead_of_presses(path) {
-            return Err(Rejection::AheadOfPresses);
+        if self.out_of_press_turn(path) {
+            return Err(Rejection::OutOfPressTurn);
         }
         Ok(self.seen_and_order(&self.confirmed_pos, path, &|b| self.seen_board(b)))
     }

@@ -416,26 +416,35 @@ impl<const PLIES: usize> Tracker<PLIES> {
         counts
     }
 
-    /// True when a ply of `path` (from the last confirmed ply) was reported before its
-    /// mover pressed for the ply before it: all its reported changes came before that
-    /// press in the board's stream. A player's next move begins after their press; a line
-    /// read so (Qb7-a8, Rb8-c8, Qa8-c6 where c6's landing came before White's first press)
-    /// has a reply invented in place of a move whose reports were all lost, and waits for a
-    /// dump to show the move.
-    pub(super) fn ahead_of_presses(&self, path: &[shakmaty::Move]) -> bool {
+    /// True when a ply of `path` (from the last confirmed ply) was reported out of its
+    /// presses' turn: all its reported changes came before its mover pressed for the ply
+    /// before it, or all came after the press that ended it (the `k`-th waiting press, in
+    /// turn, ends the `k`-th ply). A player's next move begins after their press and ends
+    /// with the next one. A line read so has a ply invented in place of one whose reports
+    /// were all lost (Qb7-a8, Rb8-c8, Qa8-c6 where c6's landing came before White's first
+    /// press), or a ply put early in a repetition its reports came after (Kg2-g3 made after
+    /// eight presses, read as the fifth ply), and waits for a dump or a better line.
+    pub(super) fn out_of_press_turn(&self, path: &[shakmaty::Move]) -> bool {
         let counts = self.press_counts_in_turn();
         // Presses read before the ply that ended them (its report came in a later burst)
-        // leave fewer waiting than plies: the counts then say nothing of which ply is whose.
-        if counts.len() + 1 < path.len() {
-            return false;
-        }
+        // leave fewer waiting than plies: the counts then say nothing of which ply began
+        // after whose press.
+        let counted = counts.len() + 1 >= path.len();
         // Reports since the last confirmed ply appeared: an older change of the square is
         // not this ply's (its reports lost).
         let since = self.last_confirmed_seen.ms;
-        self.path_changes(path).iter().enumerate().skip(2).any(|(i, changes)| {
-            let Some(&own_press) = counts.get(i - 2) else { return false };
-            let mut reported = changes.iter().flatten().filter(|c| !c.dumped && c.ms >= since).peekable();
-            reported.peek().is_some() && reported.all(|c| c.presses < own_press)
+        self.path_changes(path).iter().enumerate().any(|(i, changes)| {
+            let reported = || changes.iter().flatten().filter(|c| !c.dumped && c.ms >= since);
+            if reported().next().is_none() {
+                return false;
+            }
+            let previous = i.checked_sub(2).filter(|_| counted).and_then(|k| counts.get(k));
+            let ahead = previous.is_some_and(|&p| reported().all(|c| c.presses < p));
+            // A press read in one message with another (two presses between two polls) is
+            // counted with it: which of the two came after a change is not known.
+            let own = counts.get(i).filter(|&&own| counts.iter().filter(|&&c| c == own).count() == 1);
+            let behind = own.is_some_and(|&own| reported().all(|c| c.presses >= own));
+            ahead || behind
         })
     }
 
