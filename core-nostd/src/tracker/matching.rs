@@ -424,6 +424,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// were all lost (Qb7-a8, Rb8-c8, Qa8-c6 where c6's landing came before White's first
     /// press), or a ply put early in a repetition its reports came after (Kg2-g3 made after
     /// eight presses, read as the fifth ply), and waits for a dump or a better line.
+    /// Judged only in the searches from the last confirmed ply (a catch-up, a re-read): a
+    /// board whose scan lags the clock reports plies after their presses (three presses
+    /// before one scan shows their plies), and the search from the provisional plies must
+    /// still follow such a board.
     pub(super) fn out_of_press_turn(&self, path: &[shakmaty::Move]) -> bool {
         let counts = self.press_counts_in_turn();
         // Presses read before the ply that ended them (its report came in a later burst)
