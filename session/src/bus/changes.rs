@@ -278,7 +278,8 @@ impl BusPoller {
     /// position") when the log is in doubt, when the session asks again while nothing
     /// changed (it cannot explain the board), and to check the ply a press ends, at most
     /// every [`super::BusTiming::doubt_dump_ms`]; otherwise it is the board as its log has
-    /// it. A dump read from the board that differs from the log puts the log right.
+    /// it. A read due while a backlog is let out is made too, its dump sent behind the
+    /// backlog. A dump read from the board that differs from the log puts the log right.
     pub(super) fn answer_requests(&mut self, now: u64, address: u16) {
         let (doubt_ms, press_gap) = (self.timing.doubt_dump_ms, self.timing.press_gap_ms);
         let Some(b) = self.boards.get_mut(&address) else { return };
@@ -294,22 +295,30 @@ impl BusPoller {
         if !b.dump_asked || b.want_dump {
             return;
         }
+        let may_read = b.last_real_dump.is_none_or(|t| now >= t + doubt_ms);
+        let doubted = may_read && (!b.changed_since_dump || b.pressed_since_read);
         if let Some(line) = b.line.as_mut()
             && line.later.back().is_some_and(|h| h.at > now + press_gap)
             && line.send_shown_now()
         {
             // A backlog is being let out (more than a press's gap held back): the session is
-            // answered at once with the board as it has seen it so far (it binds the presses it has to the plies it shows), not
-            // behind the backlog, nor with the board ahead of it.
+            // answered at once with the board as it has seen it so far (it binds the presses
+            // it has to the plies it shows), not behind the backlog, nor with the board ahead
+            // of it. A read that is due is made all the same, and goes out behind the
+            // backlog: at a fast pace nearly every press comes with more behind it, and a
+            // change the log missed would otherwise never be read (the session cannot
+            // explain the board, and each answer repeats the log).
             b.dump_asked = false;
+            if b.doubt || doubted {
+                b.want_dump = true;
+                self.add_to_turn(address, BusCommandKind::SendBoard);
+            }
             return;
         }
         // Read from the board (at most every `doubt_ms`): when the session asks again with
         // nothing changed (it cannot explain the board: a change the log missed), and when a
         // press came since the last read (the session checks the ply it confirms against
         // the board; a change the log missed would otherwise stand as another move).
-        let may_read = b.last_real_dump.is_none_or(|t| now >= t + doubt_ms);
-        let doubted = may_read && (!b.changed_since_dump || b.pressed_since_read);
         match b.model {
             Some(raw) if !(b.doubt || doubted) => {
                 b.dump_asked = false;
