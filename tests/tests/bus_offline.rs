@@ -69,9 +69,8 @@ fn two_round_jobs() -> Vec<Job> {
 
 /// Each board's second game set up and its clock set and started between two readings of
 /// it: every game exact under seeds 1 and 2 (the first reading of a next game's clock,
-/// running before any press, was taken for White's first press in both). Not exact yet: a
-/// repetition ending at a result the board showed loses its last ply and times the one
-/// before it by a later press at seed 1 (see README); no wrong move.
+/// running before any press, was taken for White's first press in both). Not exact yet: at
+/// seed 1 one ply's `%clk` is 2 s off (see README); no wrong move.
 #[test]
 #[ignore = "not exact yet (see README); about a minute in a debug build"]
 fn twelve_chained_boards_offline_play_two_rounds_exactly() {
@@ -212,17 +211,26 @@ fn failures_with(seed: u64, opts: ChainOptions, what: &str) -> Vec<String> {
 /// right). The session's dump request after a press, and a request repeated with nothing
 /// changed, are read from the board, which puts the log right; so is a request answered
 /// while the plies after a press are let out (before, every such answer repeated the log,
-/// and a board stuck on the lost change stayed so to the game's end: 44 of 288 games not
-/// exact over seeds 1-24, 5 now, see README). Asserts every game exact at seed 1, or at
-/// each seed of `DGT_BUS_SEEDS=FROM-TO`.
+/// and a board stuck on the lost change stayed so to the game's end). A press waits for its
+/// ply while the board is unexplained (it expired first, and the search for the plies the
+/// dump shows asked for too few). Over seeds 1-24, 44 of 288 games were not exact, 2 now
+/// (see README). Asserts every game exact at seeds 1 and 21 (at 1 a board stayed stuck
+/// without the first, at 21 without the second), or at each seed of
+/// `DGT_BUS_SEEDS=FROM-TO`.
 #[test]
 fn twelve_chained_boards_offline_recover_from_changes_their_logs_missed() {
     trace_if_asked();
-    let (from, to) = seeds_from_env((1, 1));
+    let seeds: Vec<u64> = match std::env::var("DGT_BUS_SEEDS") {
+        Ok(_) => {
+            let (from, to) = seeds_from_env((1, 1));
+            (from..=to).collect()
+        }
+        Err(_) => vec![1, 21],
+    };
     let jobs = chain_jobs_with(Profile::DroppedUpdates);
     let show = std::env::var("DGT_BUS_SHOW").is_ok();
     let mut failures = Vec::new();
-    for seed in from..=to {
+    for seed in seeds {
         let outcomes = replay_chain(&jobs, 12, &ChainOptions { seed, ..ChainOptions::default() });
         for o in outcomes.iter().filter(|o| !o.why.is_empty()) {
             failures.push(format!("seed {seed} {} (board {}): {}", o.label, o.address, o.why.join("; ")));

@@ -101,9 +101,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
     pub(super) fn confirm_pressed<S: EventSink + ?Sized>(&mut self, now: u64, immediate: bool, sink: &mut S) {
         // While plies of an unknown order wait (see `first_hidden`), nothing after them is
         // confirmed, and the presses wait with them (each is its ply's `%clk`): their time
-        // to find a ply runs from when the order is settled.
+        // to find a ply runs from when the order is settled. So while no line explains the
+        // board (a change the board never reported): the presses are then what says how
+        // many plies the line a dump shows must have, and their time runs from when the
+        // board is explained again.
         let window = u64::from(self.config.timing.press_window_ms);
-        if self.first_hidden().is_some() {
+        if self.first_hidden().is_some() || self.unexplained_since.is_some() {
             for p in self.pending_press.iter_mut() {
                 p.expires = p.expires.max(now + window);
             }
