@@ -213,8 +213,8 @@ fn failures_with(seed: u64, opts: ChainOptions, what: &str) -> Vec<String> {
 /// while the plies after a press are let out (before, every such answer repeated the log,
 /// and a board stuck on the lost change stayed so to the game's end). A press waits for its
 /// ply while the board is unexplained (it expired first, and the search for the plies the
-/// dump shows asked for too few). Over seeds 1-24, 44 of 288 games were not exact, 2 now
-/// (see README). Asserts every game exact at seeds 1 and 21 (at 1 a board stayed stuck
+/// dump shows asked for too few). Over seeds 1-24, 44 of 288 games were not exact, none
+/// now. Asserts every game exact at seeds 1 and 21 (at 1 a board stayed stuck
 /// without the first, at 21 without the second), or at each seed of
 /// `DGT_BUS_SEEDS=FROM-TO`.
 #[test]

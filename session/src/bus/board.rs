@@ -34,6 +34,9 @@ pub(super) struct Board {
     pub(super) last_changes: Vec<u8>,
     /// A real dump (`SEND_BRD`) is to be read in its next turn.
     pub(super) want_dump: bool,
+    /// The real dump to be read checks the log only: its session was answered already (a
+    /// backlog was let out), so it goes out only when it shows a change the log missed.
+    pub(super) check_read: bool,
     /// Its session asked for a dump (`42`): answered after the next changes are read, from
     /// [`Board::model`] unless in doubt (see [`super::BusPoller`]`::answer_dump`).
     pub(super) dump_asked: bool,
@@ -103,6 +106,7 @@ impl Board {
             repeat: false,
             last_changes: Vec::new(),
             want_dump: false,
+            check_read: false,
             dump_asked: false,
             log_asked: false,
             model: None,

@@ -279,7 +279,7 @@ impl BusPoller {
     /// changed (it cannot explain the board), and to check the ply a press ends, at most
     /// every [`super::BusTiming::doubt_dump_ms`]; otherwise it is the board as its log has
     /// it. A read due while a backlog is let out is made too, its dump sent behind the
-    /// backlog. A dump read from the board that differs from the log puts the log right.
+    /// backlog when it shows a change the log missed. A dump read from the board that differs from the log puts the log right.
     pub(super) fn answer_requests(&mut self, now: u64, address: u16) {
         let (doubt_ms, press_gap) = (self.timing.doubt_dump_ms, self.timing.press_gap_ms);
         let Some(b) = self.boards.get_mut(&address) else { return };
@@ -304,13 +304,14 @@ impl BusPoller {
             // A backlog is being let out (more than a press's gap held back): the session is
             // answered at once with the board as it has seen it so far (it binds the presses
             // it has to the plies it shows), not behind the backlog, nor with the board ahead
-            // of it. A read that is due is made all the same, and goes out behind the
-            // backlog: at a fast pace nearly every press comes with more behind it, and a
+            // of it. A read that is due is made all the same, and what it shows that the
+            // log missed goes out behind the backlog: at a fast pace nearly every press comes with more behind it, and a
             // change the log missed would otherwise never be read (the session cannot
             // explain the board, and each answer repeats the log).
             b.dump_asked = false;
             if b.doubt || doubted {
                 b.want_dump = true;
+                b.check_read = true;
                 self.add_to_turn(address, BusCommandKind::SendBoard);
             }
             return;
@@ -478,7 +479,9 @@ impl BusPoller {
         crate::log::trace!(address, raw = ?d.raw, "dump");
         let Some(b) = self.boards.get_mut(&address) else { return };
         b.want_dump = false;
-        b.dump_asked = false;
+        let asked = core::mem::take(&mut b.dump_asked);
+        // Sent when asked for, and to put the session right (a change the log missed).
+        let needed = asked || !core::mem::take(&mut b.check_read) || b.model != Some(d.raw);
         if !b.anchored {
             // The log starts here: as a power-up listing of this dump.
             b.record(EeEvent::PowerUp);
@@ -497,12 +500,14 @@ impl BusPoller {
             b.forward(now, gaps, &deferred, base);
         }
         match (b.deferred.is_empty(), taken, b.model) {
-            (true, true, _) => b.send_dump(d),
+            (true, true, _) if needed => b.send_dump(d),
+            (true, true, _) => {}
             // The session gets the board as the log has it, consistent with the changes it
             // has; a change the log missed comes to it with the next changes.
             (true, false, Some(raw)) => b.send_dump(BoardDump { raw }),
             // Still waiting for the clock: the dump (the model) follows them.
-            _ => b.dump_asked = true,
+            _ if needed => b.dump_asked = true,
+            _ => {}
         }
         b.want_clock = true;
         self.add_to_turn(address, BusCommandKind::SendClock);
