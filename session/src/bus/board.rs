@@ -170,7 +170,7 @@ impl Board {
     /// A dump read from the board at `now`: the board from here on (the next changes go on
     /// from it). One that differs from the log shows a change the log missed, or a hand at
     /// work as it was read, as a single board's dump would.
-    pub(super) fn real_dump(&mut self, now: u64, raw: [u8; 64]) -> bool {
+    pub(super) fn real_dump(&mut self, now: u64, raw: [u8; 64]) {
         self.pressed_since_read = false;
         self.last_real_dump = Some(now);
         if self.model.is_some_and(|m| m != raw) {
@@ -178,7 +178,6 @@ impl Board {
         }
         self.model = Some(raw);
         self.doubt = false;
-        true
     }
 
     /// Starts the log afresh with `events` (a `SEND_FROM_START` answer: from the start tag

@@ -279,7 +279,8 @@ impl BusPoller {
     /// changed (it cannot explain the board), and to check the ply a press ends, at most
     /// every [`super::BusTiming::doubt_dump_ms`]; otherwise it is the board as its log has
     /// it. A read due while a backlog is let out is made too, its dump sent behind the
-    /// backlog when it shows a change the log missed. A dump read from the board that differs from the log puts the log right.
+    /// backlog when it shows a change the log missed. A dump read from the board that
+    /// differs from the log puts the log right.
     pub(super) fn answer_requests(&mut self, now: u64, address: u16) {
         let (doubt_ms, press_gap) = (self.timing.doubt_dump_ms, self.timing.press_gap_ms);
         let Some(b) = self.boards.get_mut(&address) else { return };
@@ -305,9 +306,9 @@ impl BusPoller {
             // answered at once with the board as it has seen it so far (it binds the presses
             // it has to the plies it shows), not behind the backlog, nor with the board ahead
             // of it. A read that is due is made all the same, and what it shows that the
-            // log missed goes out behind the backlog: at a fast pace nearly every press comes with more behind it, and a
-            // change the log missed would otherwise never be read (the session cannot
-            // explain the board, and each answer repeats the log).
+            // log missed goes out behind the backlog: at a fast pace nearly every press
+            // comes with more behind it, and a change the log missed would otherwise never
+            // be read (the session cannot explain the board, and each answer repeats it).
             b.dump_asked = false;
             if b.doubt || doubted {
                 b.want_dump = true;
@@ -492,22 +493,18 @@ impl BusPoller {
                 }
             }
         }
-        let taken = b.real_dump(now, d.raw);
+        b.real_dump(now, d.raw);
         if !b.deferred.is_empty() {
             // The dump shows the board after them: they go first, on the last reading.
             let deferred = core::mem::take(&mut b.deferred);
             let base = b.last_times;
             b.forward(now, gaps, &deferred, base);
         }
-        match (b.deferred.is_empty(), taken, b.model) {
-            (true, true, _) if needed => b.send_dump(d),
-            (true, true, _) => {}
-            // The session gets the board as the log has it, consistent with the changes it
-            // has; a change the log missed comes to it with the next changes.
-            (true, false, Some(raw)) => b.send_dump(BoardDump { raw }),
+        match (needed, b.deferred.is_empty()) {
+            (true, true) => b.send_dump(d),
             // Still waiting for the clock: the dump (the model) follows them.
-            _ if needed => b.dump_asked = true,
-            _ => {}
+            (true, false) => b.dump_asked = true,
+            (false, _) => {}
         }
         b.want_clock = true;
         self.add_to_turn(address, BusCommandKind::SendClock);

@@ -75,8 +75,9 @@
 //! session asks again with nothing changed (it cannot explain the board), and to check the
 //! ply a press ends, each at most once a second, also while a backlog is let out (its
 //! dump then goes out behind the backlog, only when it shows a change the log missed);
-//! what that read shows is the board from then on. A board that shows a game's start position gets a start tag at once
-//! (`SET_START_GAME`: the tag and a listing of every piece go into its log); one found with a
+//! what that read shows is the board from then on. A board that shows a game's start
+//! position gets a start tag at once (`SET_START_GAME`: the tag and a listing of every
+//! piece go into its log); one found with a
 //! game under way, one a cycle. A board whose first changes do not begin with a listing (a
 //! relay read it before and stopped) is asked for its log from the tag
 //! (`SEND_FROM_START`), which becomes the poller's log: a restarted session reconciles its
