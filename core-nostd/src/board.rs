@@ -258,6 +258,19 @@ impl PhysBoard {
         self.squares_where(|i| matches!(self.placed(i), (0, at) if at > 0 && at >= since))
     }
 
+    /// A confirmed ply set a piece down on or slid one through `squares`, and the board
+    /// showed it at `seen_ms`: the landings lost on them reported by then were its (a rook
+    /// slid e1-e3 over e2, the scan reporting e2 emptied after e3), not traces a line after
+    /// it must explain.
+    pub fn landings_explained(&mut self, squares: Bitboard, seen_ms: u64) {
+        for sq in squares {
+            let i = self.index(sq);
+            if matches!(self.placed(i), (0, at) if at <= seen_ms) {
+                self.placed_ms[i] = 0;
+            }
+        }
+    }
+
     /// True when the report just read at `now` on `index` was a lost landing (see
     /// [`Self::lost_landings_after`]): one square's check instead of the board's.
     pub fn landing_lost_at(&self, index: DgtSquare, now: u64) -> bool {

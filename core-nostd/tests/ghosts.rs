@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Sim, piece};
+use common::{Sim, from_fen, piece};
 use dgt_core::{Config, Event};
 use dgt_protocol::{ClockSide, Orientation};
 use shakmaty::{Chess, Color, Role, Square};
@@ -474,4 +474,93 @@ fn plies_read_once_the_hands_are_done_keep_the_presses_made_before() {
     let played = ["e2e4", "c7c6", "d2d4", "d7d5", "e4d5", "c6d5", "f1d3"];
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
     assert!(s.confirmed_clks().iter().all(Option::is_some), "{:?}", s.move_log());
+}
+
+/// Without a clock, fast: ...Qxg5 hxg5 Rfe8, then White takes the rook on e7 with the rook
+/// from e1, the victim lifted first and the rook slid up the file, a dump reading it on e4
+/// ahead of the reports. That board is also ...Re4 Rxe4 Rfe8 (every square explained); the
+/// slide going on makes it ...Re4 Rxe4 Re8 Re7, and ...Rxe7 then reaches the board
+/// ...Rfe8 Rxe7 Rxe7 reaches in two plies fewer. Nothing but the board fixes the count: the
+/// fewest plies are what was played.
+#[test]
+fn a_rook_slid_to_take_a_piece_lifted_first_is_one_move_however_it_was_read_on_the_way() {
+    let fen = "2b2rk1/pp2r2p/2p2qp1/3p1pQ1/3P3P/2PB1P2/PP4P1/4RRK1 b - - 1 20";
+    let (mut s, _) = from_fen(fen, Config::default(), None);
+    s.step_ms = 0;
+    let (rook, queen) = (|c| piece(c, Role::Rook), |c| piece(c, Role::Queen));
+    s.wait(3000);
+    // Each change as the board's scan reported it, at its time in milliseconds.
+    let mut at = |s: &mut Sim, t: u64| s.wait(t.saturating_sub(s.now % 100_000));
+    let t0 = s.now - s.now % 100_000 + 100_000;
+    s.wait(t0 - s.now);
+    let mut step = |s: &mut Sim, t: u64, changes: &[(Square, Option<shakmaty::Piece>)]| {
+        at(s, t);
+        for &(sq, p) in changes {
+            s.put(sq, p);
+        }
+    };
+    step(&mut s, 600, &[(Square::F6, None)]);
+    step(&mut s, 1000, &[(Square::G5, queen(B))]);
+    step(&mut s, 1600, &[(Square::H4, None)]);
+    step(&mut s, 2000, &[(Square::G5, None)]);
+    step(&mut s, 2400, &[(Square::G5, piece(W, Role::Pawn))]);
+    step(&mut s, 2800, &[(Square::F8, None)]);
+    step(&mut s, 3000, &[(Square::E8, rook(B))]);
+    at(&mut s, 3500);
+    s.put_unreported(Square::E7, None);
+    s.dump();
+    step(&mut s, 3600, &[(Square::E7, None)]);
+    step(&mut s, 4000, &[(Square::E1, None)]);
+    step(&mut s, 4400, &[(Square::E2, rook(W))]);
+    step(&mut s, 4600, &[(Square::E3, rook(W)), (Square::E2, None)]);
+    // The board ahead of its reports: a dump shows the rook on e4, then e4 and e3 report.
+    at(&mut s, 4900);
+    s.put_unreported(Square::E3, None);
+    s.put_unreported(Square::E4, rook(W));
+    s.dump();
+    step(&mut s, 5000, &[(Square::E4, rook(W)), (Square::E3, None)]);
+    step(&mut s, 5200, &[(Square::E5, rook(W)), (Square::E4, None)]);
+    step(&mut s, 5600, &[(Square::E6, rook(W)), (Square::E5, None)]);
+    step(&mut s, 5800, &[(Square::E7, rook(W)), (Square::E6, None)]);
+    step(&mut s, 6200, &[(Square::E7, None)]);
+    step(&mut s, 6400, &[(Square::E8, None)]);
+    step(&mut s, 6800, &[(Square::E7, rook(B))]);
+    s.wait(5000);
+    assert_eq!(s.confirmed_events(), ["f6g5", "h4g5", "f8e8", "e1e7", "e8e7"], "{:?}", s.move_log());
+}
+
+/// Without a clock: ...Rh5 stands a second and a half, the rook goes back to h8 (the move
+/// taken back in hand, a dump reading h5 empty ahead of its report) and stands there, then
+/// ...Rf8. Rh5 was never played.
+#[test]
+fn a_move_taken_back_in_hand_without_a_clock_gives_way_to_the_one_played() {
+    let fen = "7r/kN6/pp2p2q/8/P2PBn2/5PQ1/1P4P1/4R1K1 b - - 0 47";
+    let (mut s, pos) = from_fen(fen, Config::default(), None);
+    s.play_uci(&pos, "h6f6");
+    s.wait(3000);
+    s.step_ms = 0;
+    let rook = |c| piece(c, Role::Rook);
+    let t0 = s.now - s.now % 100_000 + 100_000;
+    s.wait(t0 - s.now);
+    let at = |s: &mut Sim, t: u64| s.wait(t.saturating_sub(s.now - t0));
+    let step = |s: &mut Sim, t: u64, changes: &[(Square, Option<shakmaty::Piece>)]| {
+        at(s, t);
+        for &(sq, p) in changes {
+            s.put(sq, p);
+        }
+    };
+    step(&mut s, 1600, &[(Square::E1, None)]);
+    // The rook's landing on e2 on its way to e3 unreported.
+    step(&mut s, 2200, &[(Square::E3, rook(W)), (Square::E2, None)]);
+    step(&mut s, 3200, &[(Square::H8, None)]);
+    step(&mut s, 3400, &[(Square::H5, rook(B))]);
+    at(&mut s, 4890);
+    s.put_unreported(Square::H5, None);
+    step(&mut s, 5000, &[(Square::H5, None)]);
+    step(&mut s, 5200, &[(Square::H8, rook(B))]);
+    step(&mut s, 9600, &[(Square::H8, None)]);
+    step(&mut s, 9800, &[(Square::F8, rook(B))]);
+    s.wait(5000);
+    eprintln!("{:?}", s.move_log());
+    assert_eq!(s.confirmed_events(), ["h6f6", "e1e3", "h8f8"], "{:?}", s.move_log());
 }

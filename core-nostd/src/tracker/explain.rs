@@ -495,15 +495,20 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return false;
         }
         let current = judge(&line).ok();
-        let Some(found) =
-            self.search_from_confirmed(&target, touched).of_length(&self.confirmed_pos, prov, &judge)
+        let search = self.search_from_confirmed(&target, touched);
+        let Some(found) = self
+            .shorter_line(&search, &line, now, &judge)
+            .or_else(|| search.of_length(&self.confirmed_pos, prov, &judge))
         else {
             return false;
         };
         // The order the hands went first: a position seen in passing may have been read
         // with a square gone stale (a report lost), the reports' order was not.
         let rank = |s: Score| (s.order, s.seen, s.landings);
-        if current.is_some_and(|s| rank(s) >= rank(found.score)) || found.line.as_slice() == line.as_slice() {
+        let shorter = found.line.len() < prov;
+        if !shorter && current.is_some_and(|s| rank(s) >= rank(found.score))
+            || found.line.as_slice() == line.as_slice()
+        {
             return false;
         }
         let same = line.iter().zip(&found.line).take_while(|(a, b)| a == b).count();
@@ -531,6 +536,31 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         self.on_match(sink);
         true
+    }
+
+    /// The re-read's line of fewer plies than `line` (as many of each side's less), when
+    /// nothing fixes how many plies were played: no running clock and no press waiting for
+    /// a ply of the line. The fewest plies explain a board (the one score's first part after
+    /// what a line rests on): a hand sliding a rook up the file to take a piece already
+    /// lifted, read at a square on the way, is a line of two plies more than the capture
+    /// and reaches the same board once the rook is set down. Lines keeping the plies that
+    /// stood only; one tied with another is taken with its plies hidden.
+    fn shorter_line<J: Fn(&[Move]) -> Result<Score, Rejection>>(
+        &self,
+        search: &Search<'_>,
+        line: &[Move],
+        now: u64,
+        judge: &J,
+    ) -> Option<search::Found> {
+        if line.len() < 3 || self.clock_running(now) || !self.pending_press.is_empty() {
+            return None;
+        }
+        let stood = self.stood_plies().min(line.len());
+        (line.len() % 2..line.len()).step_by(2).filter(|&n| n >= stood.max(1)).find_map(|n| {
+            search
+                .of_length(&self.confirmed_pos, n, judge)
+                .filter(|f| f.line.get(..stood) == line.get(..stood))
+        })
     }
 
     /// True when the plies `kept` then `path` (from the last confirmed ply) explain what the
@@ -654,7 +684,7 @@ fn admit(
 
 /// The squares ply `m` sets a piece down on or slides one through (a hand touching the
 /// squares on its way), whatever the piece.
-fn traces(m: Move) -> Bitboard {
+pub(super) fn traces(m: Move) -> Bitboard {
     match m {
         Move::Normal { from, to, .. } => attacks::between(from, to).with(to),
         Move::EnPassant { to, .. } => Bitboard::from_square(to),

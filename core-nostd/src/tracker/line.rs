@@ -3,6 +3,7 @@
 
 use shakmaty::{Chess, Color, Move, Position, san::SanPlus};
 
+use super::explain::traces;
 use super::record::{PlyRecord, to16};
 use super::{MAX_PROVISIONAL, PlyMeta, Tracker};
 use crate::board::placement_hash;
@@ -222,6 +223,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
                 }),
             };
             self.confirmed_pos.play_unchecked(m);
+            self.phys.landings_explained(traces(m), seen.ms);
             self.confirmed += 1;
             if !self.meta.is_empty() {
                 self.meta.remove(0);
