@@ -6,7 +6,7 @@ mod common;
 use common::{Sim, from_fen, piece};
 use dgt_core::{Config, Event};
 use dgt_protocol::{ClockSide, Orientation};
-use shakmaty::{Chess, Color, Role, Square};
+use shakmaty::{Chess, Color, Piece, Role, Square};
 
 const W: Color = Color::White;
 const B: Color = Color::Black;
@@ -490,15 +490,9 @@ fn a_rook_slid_to_take_a_piece_lifted_first_is_one_move_however_it_was_read_on_t
     let (rook, queen) = (|c| piece(c, Role::Rook), |c| piece(c, Role::Queen));
     s.wait(3000);
     // Each change as the board's scan reported it, at its time in milliseconds.
-    let mut at = |s: &mut Sim, t: u64| s.wait(t.saturating_sub(s.now % 100_000));
-    let t0 = s.now - s.now % 100_000 + 100_000;
-    s.wait(t0 - s.now);
-    let mut step = |s: &mut Sim, t: u64, changes: &[(Square, Option<shakmaty::Piece>)]| {
-        at(s, t);
-        for &(sq, p) in changes {
-            s.put(sq, p);
-        }
-    };
+    let t0 = s.now;
+    let at = |s: &mut Sim, t: u64| wait_until(s, t0 + t);
+    let step = |s: &mut Sim, t: u64, changes: &[(Square, Option<Piece>)]| scan_at(s, t0 + t, changes);
     step(&mut s, 600, &[(Square::F6, None)]);
     step(&mut s, 1000, &[(Square::G5, queen(B))]);
     step(&mut s, 1600, &[(Square::H4, None)]);
@@ -540,15 +534,9 @@ fn a_move_taken_back_in_hand_without_a_clock_gives_way_to_the_one_played() {
     s.wait(3000);
     s.step_ms = 0;
     let rook = |c| piece(c, Role::Rook);
-    let t0 = s.now - s.now % 100_000 + 100_000;
-    s.wait(t0 - s.now);
-    let at = |s: &mut Sim, t: u64| s.wait(t.saturating_sub(s.now - t0));
-    let step = |s: &mut Sim, t: u64, changes: &[(Square, Option<shakmaty::Piece>)]| {
-        at(s, t);
-        for &(sq, p) in changes {
-            s.put(sq, p);
-        }
-    };
+    let t0 = s.now;
+    let at = |s: &mut Sim, t: u64| wait_until(s, t0 + t);
+    let step = |s: &mut Sim, t: u64, changes: &[(Square, Option<Piece>)]| scan_at(s, t0 + t, changes);
     step(&mut s, 1600, &[(Square::E1, None)]);
     // The rook's landing on e2 on its way to e3 unreported.
     step(&mut s, 2200, &[(Square::E3, rook(W)), (Square::E2, None)]);
@@ -563,4 +551,17 @@ fn a_move_taken_back_in_hand_without_a_clock_gives_way_to_the_one_played() {
     s.wait(5000);
     eprintln!("{:?}", s.move_log());
     assert_eq!(s.confirmed_events(), ["h6f6", "e1e3", "h8f8"], "{:?}", s.move_log());
+}
+
+/// Lets time pass until `t`.
+fn wait_until(s: &mut Sim, t: u64) {
+    s.wait(t.saturating_sub(s.now));
+}
+
+/// At `t`, the board's scan reports `changes`, all at that moment.
+fn scan_at(s: &mut Sim, t: u64, changes: &[(Square, Option<Piece>)]) {
+    wait_until(s, t);
+    for &(sq, p) in changes {
+        s.put(sq, p);
+    }
 }

@@ -469,10 +469,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// are confirmed, once a dump shows the board at its end: the search that took them ran
     /// on what the board had said by then, and what it said since (a dump of a position on
     /// the way, reports of the next move, presses) can tell another order reaching the same
-    /// board better. Lines of as many plies from the last confirmed ply, over the squares
-    /// the line and the board changed, judged as a catch-up's: when one scores better than
-    /// the line, it replaces the line (or, tied with another, its plies are of an unknown
-    /// order). A transient the board showed in the middle (a piece put back on its square
+    /// board better. Lines of fewer plies when nothing fixes the count (see
+    /// [`Self::shorter_line`]), else of as many, from the last confirmed ply, over the
+    /// squares the line and the board changed, judged as a catch-up's: a shorter line, or
+    /// one that scores better than the line, replaces the line (or, tied with another, its
+    /// plies are of an unknown order). A transient the board showed in the middle (a piece put back on its square
     /// for a moment) can make a catch-up find only orders nobody played; the plies that
     /// follow then tell. Returns true when the line changed.
     pub(super) fn reread_joint_order<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
