@@ -141,7 +141,11 @@ impl BoardSession {
         if from_ply - 1 + moves.len() > PLIES {
             return Err(AdminError::TooLong);
         }
-        let mut plies: Vec<ResumePly> = g.plies[..from_ply - 1].to_vec();
+        // One allocation of the line's exact length: growing a copy of a long game's plies
+        // would hold the old and a doubled buffer at once, more than a relay box's heap may
+        // have in one piece.
+        let mut plies: Vec<ResumePly> = Vec::with_capacity(from_ply - 1 + moves.len());
+        plies.extend_from_slice(&g.plies[..from_ply - 1]);
         for text in moves {
             let uci = UciMove::from_ascii(text.as_bytes()).map_err(|_| AdminError::NotUci(text.clone()))?;
             plies.push(ResumePly { uci, clk: None, emt: None });
