@@ -266,7 +266,7 @@ impl PhysBoard {
         for sq in squares {
             let i = self.index(sq);
             if matches!(self.placed(i), (0, at) if at <= seen_ms) {
-                self.placed_ms[i] = 0;
+                self.set_placed(i, 0, 0);
             }
         }
     }

@@ -523,9 +523,10 @@ fn a_rook_slid_to_take_a_piece_lifted_first_is_one_move_however_it_was_read_on_t
     assert_eq!(s.confirmed_events(), ["f6g5", "h4g5", "f8e8", "e1e7", "e8e7"], "{:?}", s.move_log());
 }
 
-/// Without a clock: ...Rh5 stands a second and a half, the rook goes back to h8 (the move
-/// taken back in hand, a dump reading h5 empty ahead of its report) and stands there, then
-/// ...Rf8. Rh5 was never played.
+/// Without a clock: Re1-e3, its landing on e2 unreported and e2 reported emptied after e3
+/// in the same read (the scan's order); then ...Rh5 stands a second and a half, the rook
+/// goes back to h8 (the move taken back in hand) and stands there, then ...Rf8. Rh5 was
+/// never played, and e2 was Re3's landing, not one a later line must explain.
 #[test]
 fn a_move_taken_back_in_hand_without_a_clock_gives_way_to_the_one_played() {
     let fen = "7r/kN6/pp2p2q/8/P2PBn2/5PQ1/1P4P1/4R1K1 b - - 0 47";

@@ -473,9 +473,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// [`Self::shorter_line`]), else of as many, from the last confirmed ply, over the
     /// squares the line and the board changed, judged as a catch-up's: a shorter line, or
     /// one that scores better than the line, replaces the line (or, tied with another, its
-    /// plies are of an unknown order). A transient the board showed in the middle (a piece put back on its square
-    /// for a moment) can make a catch-up find only orders nobody played; the plies that
-    /// follow then tell. Returns true when the line changed.
+    /// plies are of an unknown order). A transient the board showed in the middle (a piece
+    /// put back on its square for a moment) can make a catch-up find only orders nobody
+    /// played; the plies that follow then tell. Returns true when the line changed.
     pub(super) fn reread_joint_order<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) -> bool {
         let prov = self.records.len() - self.confirmed;
         if !(2..=search::LONGEST).contains(&prov) || self.first_hidden().is_some() {
@@ -507,9 +507,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // with a square gone stale (a report lost), the reports' order was not.
         let rank = |s: Score| (s.order, s.seen, s.landings);
         let shorter = found.line.len() < prov;
-        if !shorter && current.is_some_and(|s| rank(s) >= rank(found.score))
-            || found.line.as_slice() == line.as_slice()
-        {
+        let no_better = !shorter && current.is_some_and(|s| rank(s) >= rank(found.score));
+        if no_better || found.line.as_slice() == line.as_slice() {
             return false;
         }
         let same = line.iter().zip(&found.line).take_while(|(a, b)| a == b).count();
@@ -539,13 +538,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
         true
     }
 
-    /// The re-read's line of fewer plies than `line` (as many of each side's less), when
-    /// nothing fixes how many plies were played: no running clock and no press waiting for
-    /// a ply of the line. The fewest plies explain a board (the one score's first part after
-    /// what a line rests on): a hand sliding a rook up the file to take a piece already
-    /// lifted, read at a square on the way, is a line of two plies more than the capture
-    /// and reaches the same board once the rook is set down. Lines keeping the plies that
-    /// stood only; one tied with another is taken with its plies hidden.
+    /// The re-read's shortest line with fewer plies than `line` and the same side to move
+    /// (two, four... plies fewer), when nothing fixes how many plies were played: no
+    /// running clock and no press waiting. The fewest plies explain a board (the one
+    /// score's first part after what a line rests on): a hand sliding a rook up the file to
+    /// take a piece already lifted, read at a square on the way, is a line of two plies
+    /// more than the capture and reaches the same board once the rook is set down. Only
+    /// lines keeping the plies that stood; one tied with another is taken with its plies
+    /// hidden.
     fn shorter_line<J: Fn(&[Move]) -> Result<Score, Rejection>>(
         &self,
         search: &Search<'_>,
