@@ -847,3 +847,31 @@ fn a_ply_shown_after_its_press_stands_when_the_opponents_flag_falls() {
     assert_eq!(s.confirmed_clks(), [Some(296)], "{:?}", s.move_log());
     assert_eq!(s.tracker.result(), Some((dgt_core::GameResult::BlackWins, dgt_core::EndReason::FlagFall)));
 }
+
+/// 1. e4 e5, then Qd1-f3 ...Nb8-c6 Qf3-h5 over a link that held the board's output back
+/// (dropped-s1-g010 at 500 ms bursts: Rh3-e3 ...Nd5 Re3-a3), with the queen's landings and
+/// the knight's lift lost: the board reported d1 emptied, c6 set down and f3 emptied, with
+/// the three presses between, and the dump it was asked for came after all of them. That
+/// dump shows what Qd1-h5 ...Nc6 shows too, a ply fewer; but three presses ended three
+/// plies, and f3's report (emptied while it stood empty) is the queen's landing there. The
+/// queen went by f3; the first ply is never Qh5.
+#[test]
+fn presses_that_came_before_a_late_dump_count_the_plies_it_shows() {
+    let mut s = clocked(Orientation::Normal, ClockSide::Left);
+    play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
+    s.step_ms = 20;
+    s.lift(Square::D1);
+    s.put_unreported(Square::F3, piece(W, Role::Queen));
+    s.press(1, 0);
+    s.wait_without_dumps(100);
+    s.put_unreported(Square::B8, None);
+    s.put(Square::C6, piece(B, Role::Knight));
+    s.press(1, 0);
+    s.wait_without_dumps(100);
+    s.lift(Square::F3);
+    s.put_unreported(Square::H5, piece(W, Role::Queen));
+    s.press(1, 0);
+    s.wait_without_dumps(300);
+    s.wait(1500);
+    assert_eq!(s.confirmed_events(), ["e2e4", "e7e5", "d1f3", "b8c6", "f3h5"], "{:?}", s.move_log());
+}

@@ -103,6 +103,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
                     self.alert_hidden_order(sink);
                 }
                 self.on_match(sink);
+                if !hidden {
+                    self.reread_for_waiting_presses(now, sink);
+                }
                 return;
             }
             Choice::Takeback(j) => {

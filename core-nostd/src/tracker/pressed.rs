@@ -51,10 +51,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         // A piece the longer line lands on a square and takes on again must have been seen
-        // there: something changed on that square since the last confirmed ply appeared.
-        // Without a trace on the board, the extra press alone does not make a ply (it may
-        // be a press the clock's side bookkeeping misplaced).
+        // there: something changed on that square since the last confirmed ply appeared,
+        // or the board reported it (emptied while it stood empty: a landing whose report was
+        // lost). Without a trace on the board, the extra press alone does not make a ply (it
+        // may be a press the clock's side bookkeeping misplaced).
         let since = self.last_confirmed_seen.ms;
+        let reported = |sq| self.phys.reports_since(sq, self.last_confirmed_seen.seq) != Some(0);
         let mut mover = self.confirmed_pos.turn();
         let untraced = found.line.iter().any(|m| {
             let color = mover;
@@ -62,7 +64,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             match *m {
                 Move::Normal { role, to, promotion, .. } => {
                     let landed = Piece { color, role: promotion.unwrap_or(role) };
-                    target.piece_at(to) != Some(landed) && self.phys.changed_ms(to) <= since
+                    target.piece_at(to) != Some(landed) && self.phys.changed_ms(to) <= since && !reported(to)
                 }
                 _ => false,
             }
@@ -74,6 +76,15 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.retract_to(self.confirmed, sink);
         self.extend_shown(&found.line, now, shown, false, sink);
         self.on_match(sink);
+    }
+
+    /// [`Self::reread_for_press`] for the presses that came before the board showed their
+    /// plies (a link that held the reports back, a dump that came late): the line a search
+    /// just found ends with the last presser to move, so that press has no ply on it.
+    pub(super) fn reread_for_waiting_presses<S: EventSink + ?Sized>(&mut self, now: u64, sink: &mut S) {
+        if let Some(by) = self.waiting_presses().last().map(|p| p.press.by) {
+            self.reread_for_press(by, now, sink);
+        }
     }
 
     /// Before the board changes, when it has stood for a scan: remembers it if two or more
