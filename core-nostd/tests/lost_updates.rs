@@ -875,3 +875,35 @@ fn presses_that_came_before_a_late_dump_count_the_plies_it_shows() {
     s.wait(1500);
     assert_eq!(s.confirmed_events(), ["e2e4", "e7e5", "d1f3", "b8c6", "f3h5"], "{:?}", s.move_log());
 }
+
+/// Rc1-c7 ...Ra8-b8 Qb7xa7 ...Rb8-a8 Qa7-b7 ...Ra8-b8 with a press after each, read at one
+/// time with a dump only after it all (dropped-s1-g008 at 500 ms bursts): c1's lift and the
+/// queen's landing on a7 and lift from it were lost. Black's rook went out to a8 and back to
+/// b8, where it stands: b8 was reported set down on twice, so a rook going a8-b8-a8 is a line
+/// though the square is not empty now. Without that, no line explains the dump and the game
+/// waits (in the harness it waited until a dump four plies later was caught up with in an
+/// order nobody played: Qxa7 Rb8 Qb7 Ra8 Rc7).
+#[test]
+fn a_piece_set_down_twice_on_the_square_it_stands_on_went_there_twice() {
+    let mut s = read_at_one_time("r5k1/pQ3ppp/8/8/8/8/5PPP/2R3K1 w - - 0 30", 300);
+    s.put_unreported(Square::C1, None);
+    s.put(Square::C7, piece(W, Role::Rook));
+    s.press(2, 0);
+    s.slide(Square::A8, Square::B8);
+    s.press(2, 0);
+    s.lift(Square::A7);
+    s.lift(Square::B7);
+    s.put_unreported(Square::A7, piece(W, Role::Queen));
+    s.press(2, 0);
+    s.slide(Square::B8, Square::A8);
+    s.press(2, 0);
+    s.put_unreported(Square::A7, None);
+    s.put(Square::B7, piece(W, Role::Queen));
+    s.press(2, 0);
+    s.slide(Square::A8, Square::B8);
+    s.press(2, 0);
+    s.wait_without_dumps(200);
+    s.wait(3000);
+    let played = ["c1c7", "a8b8", "b7a7", "b8a8", "a7b7", "a8b8"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+}

@@ -627,11 +627,27 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// The squares the board showed a piece on since the last confirmed ply and shows empty
-    /// now: a piece set down there, or a landing whose report was lost. A piece may have gone
-    /// out to one and back (see [`Search::with_stops`]).
+    /// now (a piece set down there, or a landing whose report was lost), and, while presses
+    /// wait to count the plies, those it reported pieces set down on twice or more (a rook
+    /// a8-b8, b8-a8, a8-b8: b8 ends occupied, but a piece came there twice; without presses
+    /// a piece set down twice where it stands is as likely a move taken back in hand). A
+    /// piece may have gone out to one and back (see [`Search::with_stops`]).
     fn stops(&self) -> Bitboard {
         let since = self.last_confirmed_seen.ms;
-        self.phys.lost_landings_after(since) | (self.phys.placed_since(since) & !self.phys.board.occupied())
+        let (mut once, mut again) = (Bitboard::EMPTY, Bitboard::EMPTY);
+        let counted = self.waiting_press_count() > 0;
+        if let Some(placements) = self.phys.placements_since(self.last_confirmed_seen.seq).filter(|_| counted)
+        {
+            for (sq, _) in placements {
+                if once.contains(sq) {
+                    again.add(sq);
+                }
+                once.add(sq);
+            }
+        }
+        self.phys.lost_landings_after(since)
+            | (self.phys.placed_since(since) & !self.phys.board.occupied())
+            | again
     }
 
     /// The first `kept` provisional plies.
