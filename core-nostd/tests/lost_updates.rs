@@ -848,7 +848,7 @@ fn a_ply_shown_after_its_press_stands_when_the_opponents_flag_falls() {
     assert_eq!(s.tracker.result(), Some((dgt_core::GameResult::BlackWins, dgt_core::EndReason::FlagFall)));
 }
 
-/// 1. e4 e5, then Qd1-f3 ...Nb8-c6 Qf3-h5 over a link that held the board's output back
+/// After 1. e4 e5, Qd1-f3 ...Nb8-c6 Qf3-h5 over a link that held the board's output back
 /// (dropped-s1-g010 at 500 ms bursts: Rh3-e3 ...Nd5 Re3-a3), with the queen's landings and
 /// the knight's lift lost: the board reported d1 emptied, c6 set down and f3 emptied, with
 /// the three presses between, and the dump it was asked for came after all of them. That
