@@ -907,3 +907,51 @@ fn a_piece_set_down_twice_on_the_square_it_stands_on_went_there_twice() {
     let played = ["c1c7", "a8b8", "b7a7", "b8a8", "a7b7", "a8b8"];
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
 }
+
+/// Rb3-b7 ...Ke6 Rb6 ...Ke5 Rb7 ...Kf6 Rb6+ with a press after each, over a link that
+/// held the board's output back (dropped-s1-g016 at 500 ms bursts): b3's and the rook's
+/// later lifts and e6's landing lost, each dump read with the next move's reports. The board
+/// ends where Rb3-b7 ...Kf6 Rb6+ would leave it, three plies; but seven presses ended seven
+/// plies, and the re-read before the line is confirmed takes the line of as many plies as
+/// were pressed for. Read as three, the four plies between were lost and every ply after
+/// went to the wrong player.
+#[test]
+fn a_line_the_presses_count_more_plies_for_is_read_at_that_length() {
+    let mut s = read_at_one_time("8/5ppp/8/r3k3/6P1/pR6/P5KP/8 w - - 3 41", 300);
+    let w_rook = piece(W, Role::Rook);
+    let b_king = piece(B, Role::King);
+    s.put_unreported(Square::B3, None);
+    s.put(Square::B7, w_rook);
+    s.press(2, 0);
+    s.lift(Square::E5);
+    s.put_unreported(Square::E6, b_king);
+    s.press(2, 0);
+    s.wait_without_dumps(300);
+    // Each dump shows the board from before the reports read with it.
+    s.dump();
+    s.put_unreported(Square::B7, None);
+    s.put(Square::B6, w_rook);
+    s.press(2, 0);
+    s.lift(Square::E6);
+    s.put(Square::E5, b_king);
+    s.press(2, 0);
+    s.wait_without_dumps(100);
+    s.dump();
+    s.wait_without_dumps(180);
+    s.dump();
+    s.put_unreported(Square::B6, None);
+    s.put(Square::B7, w_rook);
+    s.press(2, 0);
+    s.slide(Square::E5, Square::F6);
+    s.press(2, 0);
+    s.wait_without_dumps(150);
+    s.dump();
+    s.slide(Square::B7, Square::B6);
+    s.press(2, 0);
+    s.wait(3000);
+    let played = ["b3b7", "e5e6", "b7b6", "e6e5", "b6b7", "e5f6", "b7b6"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+    // Each ply has its own press's time.
+    let clks = [298, 298, 296, 296, 294, 294, 292].map(Some);
+    assert_eq!(s.confirmed_clks(), clks, "{:?}", s.move_log());
+}

@@ -501,7 +501,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let current = judge(&line).ok();
         let search = self.search_from_confirmed(&target, touched);
         let Some(found) = self
-            .shorter_line(&search, &line, now, &judge)
+            .pressed_line(&search, &line, now, &judge)
+            .or_else(|| self.shorter_line(&search, &line, now, &judge))
             .or_else(|| search.of_length(&self.confirmed_pos, prov, &judge))
         else {
             return false;
@@ -509,8 +510,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // The order the hands went first: a position seen in passing may have been read
         // with a square gone stale (a report lost), the reports' order was not.
         let rank = |s: Score| (s.order, s.seen, s.landings);
-        let shorter = found.line.len() < prov;
-        let no_better = !shorter && current.is_some_and(|s| rank(s) >= rank(found.score));
+        let counted = found.line.len() != prov;
+        let no_better = !counted && current.is_some_and(|s| rank(s) >= rank(found.score));
         if no_better || found.line.as_slice() == line.as_slice() {
             return false;
         }
@@ -528,7 +529,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.extend_shown(&found.line[same..], now, shown.min(now), found.tied, sink);
         self.date_found_plies(self.confirmed + same, now);
         for k in rebind {
-            if let Some((b, _)) = self.pending_press[k].bound
+            if counted {
+                // A line of another length: the presses, which counted it, take its plies
+                // in turn, not the places the board showed at them.
+                self.pending_press[k].bound = None;
+            } else if let Some((b, _)) = self.pending_press[k].bound
                 && b <= self.records.len()
             {
                 self.pending_press[k].bound = Some(self.ply_key(b));
@@ -539,6 +544,36 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         self.on_match(sink);
         true
+    }
+
+    /// The re-read's line of as many plies as the presses waiting since the last confirmed
+    /// ply say (or one more: the last move not pressed yet), when they are more than
+    /// `line`'s and the clock runs: each press ended a ply. A piece that went out and back
+    /// with the reports of its moves lost (a rook b3-b7-b6-b7-b6 while the king went e5-e6-
+    /// e5-f6) reaches the board that one move of it reaches, in four plies fewer than were
+    /// pressed for. Only lines keeping the plies that stood; one tied with another is taken
+    /// with its plies hidden.
+    fn pressed_line<J: Fn(&[Move]) -> Result<Score, Rejection>>(
+        &self,
+        search: &Search<'_>,
+        line: &[Move],
+        now: u64,
+        judge: &J,
+    ) -> Option<search::Found> {
+        // More presses than the list holds: the count is lost.
+        if !self.clock_running(now) || self.pending_press.is_full() {
+            return None;
+        }
+        let presses = self.waiting_press_count();
+        if presses <= line.len() {
+            return None;
+        }
+        let stood = self.stood_plies().min(line.len());
+        (presses..=(presses + 1).min(search::LONGEST)).find_map(|n| {
+            search
+                .of_length(&self.confirmed_pos, n, judge)
+                .filter(|f| f.line.get(..stood) == line.get(..stood))
+        })
     }
 
     /// The re-read's shortest line with fewer plies than `line` and the same side to move
