@@ -510,8 +510,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // The order the hands went first: a position seen in passing may have been read
         // with a square gone stale (a report lost), the reports' order was not.
         let rank = |s: Score| (s.order, s.seen, s.landings);
-        let counted = found.line.len() != prov;
-        let no_better = !counted && current.is_some_and(|s| rank(s) >= rank(found.score));
+        let other_length = found.line.len() != prov;
+        let no_better = !other_length && current.is_some_and(|s| rank(s) >= rank(found.score));
         if no_better || found.line.as_slice() == line.as_slice() {
             return false;
         }
@@ -529,9 +529,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         self.extend_shown(&found.line[same..], now, shown.min(now), found.tied, sink);
         self.date_found_plies(self.confirmed + same, now);
         for k in rebind {
-            if counted {
-                // A line of another length: the presses, which counted it, take its plies
-                // in turn, not the places the board showed at them.
+            if other_length {
+                // A line of another length: the presses take its plies in turn, not the
+                // places the board showed at them.
                 self.pending_press[k].bound = None;
             } else if let Some((b, _)) = self.pending_press[k].bound
                 && b <= self.records.len()
@@ -549,8 +549,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// The re-read's line of as many plies as the presses waiting since the last confirmed
     /// ply say (or one more: the last move not pressed yet), when they are more than
     /// `line`'s and the clock runs: each press ended a ply. A piece that went out and back
-    /// with the reports of its moves lost (a rook b3-b7-b6-b7-b6 while the king went e5-e6-
-    /// e5-f6) reaches the board that one move of it reaches, in four plies fewer than were
+    /// with the reports of its moves lost (a rook b3-b7-b6-b7-b6 while the king went
+    /// e5-e6-e5-f6) reaches the board that one move of it reaches, in four plies fewer than were
     /// pressed for. Only lines keeping the plies that stood; one tied with another is taken
     /// with its plies hidden.
     fn pressed_line<J: Fn(&[Move]) -> Result<Score, Rejection>>(
