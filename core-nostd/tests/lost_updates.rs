@@ -955,3 +955,24 @@ fn a_line_the_presses_count_more_plies_for_is_read_at_that_length() {
     let clks = [298, 298, 296, 296, 294, 294, 292].map(Some);
     assert_eq!(s.confirmed_clks(), clks, "{:?}", s.move_log());
 }
+
+/// Black moves ...Rf8-d8 and leaves it for a while, takes it back to f8, then takes the
+/// rook on g8 (lifted first) and presses once (mixed-s2-g035 at 500 ms bursts; g034 the
+/// same with a bishop). Keeping ...Rd8, which stood, the board is reached only by five
+/// plies (Rd8 Rf8 Re8 Rg8 Rxg8) for one press: the running clock says one ply was played,
+/// and the ply that stood was taken back in hand.
+#[test]
+fn a_ply_that_stood_unpressed_and_was_taken_back_is_not_kept_against_the_presses() {
+    let mut s = from_fen_clocked("2k2rR1/p3p3/1p6/2p5/5n2/2P1N3/PP3P2/2KR4 b - - 0 28", 300);
+    s.wait(1000);
+    s.slide(Square::F8, Square::D8);
+    s.wait(600);
+    s.slide(Square::D8, Square::F8);
+    s.lift(Square::G8);
+    s.wait_without_dumps(300);
+    s.slide(Square::F8, Square::G8);
+    s.press(3, 0);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["f8g8"], "{:?}", s.move_log());
+    assert_eq!(s.confirmed_clks(), [Some(297)], "{:?}", s.move_log());
+}

@@ -220,6 +220,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let stood = self.stood_plies();
         if stood > keep
             && let Some((keep, line, tied)) = self.best_line(target, stood)
+            && !self.more_plies_than_pressed(keep + line.len())
         {
             return Some(Candidate { basis: Basis::Stood, keep, line, tied });
         }
@@ -304,6 +305,17 @@ impl<const PLIES: usize> Tracker<PLIES> {
             }
         }
         best.map(|(k, line, _, _, tied)| (k, line, tied))
+    }
+
+    /// True when a line of `plies` plies since the last confirmed one needs more than the
+    /// running clock says were played: one for each press waiting, and the move under way
+    /// not pressed yet. A ply that stood but nobody pressed for, then taken back in hand
+    /// and another move played (...Rf8-d8, back to f8, ...Rxg8, one press), is kept only
+    /// by a line of moves nobody pressed for (Rd8 Rf8 Re8 Rg8 Rxg8).
+    fn more_plies_than_pressed(&self, plies: usize) -> bool {
+        self.clock_running(self.evaluated_ms)
+            && !self.pending_press.is_full()
+            && plies > self.waiting_press_count() + 1
     }
 
     /// True when two lines (provisional plies up to a base, then a path) are the same plies.
