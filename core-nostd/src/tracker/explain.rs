@@ -313,9 +313,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// and another move played (...Rf8-d8, back to f8, ...Rxg8, one press), is kept only
     /// by a line of moves nobody pressed for (Rd8 Rf8 Re8 Rg8 Rxg8).
     fn more_plies_than_pressed(&self, plies: usize) -> bool {
-        self.clock_running(self.evaluated_ms)
-            && !self.pending_press.is_full()
-            && plies > self.waiting_press_count() + 1
+        self.presses_counting(self.evaluated_ms).is_some_and(|presses| plies > presses + 1)
+    }
+
+    /// The presses waiting since the last confirmed ply, when they count the plies played:
+    /// the clock runs and the list held every press (`None` otherwise: no clock, or more
+    /// presses than the list holds, the count lost).
+    fn presses_counting(&self, now: u64) -> Option<usize> {
+        (self.clock_running(now) && !self.pending_press.is_full()).then(|| self.waiting_press_count())
     }
 
     /// True when two lines (provisional plies up to a base, then a path) are the same plies.
@@ -572,16 +577,21 @@ impl<const PLIES: usize> Tracker<PLIES> {
         now: u64,
         judge: &J,
     ) -> Option<search::Found> {
-        // More presses than the list holds: the count is lost.
-        if !self.clock_running(now) || self.pending_press.is_full() {
-            return None;
-        }
-        let presses = self.waiting_press_count();
-        if presses <= line.len() {
-            return None;
-        }
+        let presses = self.presses_counting(now).filter(|&presses| presses > line.len())?;
+        self.first_keeping_stood(search, line, presses..=(presses + 1).min(search::LONGEST), judge)
+    }
+
+    /// The first of `lengths` the re-read's search finds a line of that keeps the plies of
+    /// `line` that stood.
+    fn first_keeping_stood<J: Fn(&[Move]) -> Result<Score, Rejection>>(
+        &self,
+        search: &Search<'_>,
+        line: &[Move],
+        mut lengths: impl Iterator<Item = usize>,
+        judge: &J,
+    ) -> Option<search::Found> {
         let stood = self.stood_plies().min(line.len());
-        (presses..=(presses + 1).min(search::LONGEST)).find_map(|n| {
+        lengths.find_map(|n| {
             search
                 .of_length(&self.confirmed_pos, n, judge)
                 .filter(|f| f.line.get(..stood) == line.get(..stood))
@@ -607,11 +617,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return None;
         }
         let stood = self.stood_plies().min(line.len());
-        (line.len() % 2..line.len()).step_by(2).filter(|&n| n >= stood.max(1)).find_map(|n| {
-            search
-                .of_length(&self.confirmed_pos, n, judge)
-                .filter(|f| f.line.get(..stood) == line.get(..stood))
-        })
+        let lengths = (line.len() % 2..line.len()).step_by(2).filter(move |&n| n >= stood.max(1));
+        self.first_keeping_stood(search, line, lengths, judge)
     }
 
     /// True when the plies `kept` then `path` (from the last confirmed ply) explain what the
@@ -682,8 +689,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
     fn stops(&self) -> Bitboard {
         let since = self.last_confirmed_seen.ms;
         let (mut once, mut again) = (Bitboard::EMPTY, Bitboard::EMPTY);
-        let counted = self.waiting_press_count() > 0;
-        if let Some(placements) = self.phys.placements_since(self.last_confirmed_seen.seq).filter(|_| counted)
+        if self.waiting_press_count() > 0
+            && let Some(placements) = self.phys.placements_since(self.last_confirmed_seen.seq)
         {
             for (sq, _) in placements {
                 if once.contains(sq) {
