@@ -7,6 +7,10 @@ use shakmaty::{Bitboard, Board, Role, Square};
 /// number more (a ply is two to four).
 const REPORTS_KEPT: usize = 64;
 
+/// Pieces a dump showed set down, the last kept: a dump that corrects a square is rare
+/// (a report lost or late), and the few since the last confirmed ply are what counts.
+const SHOWN_KEPT: usize = 8;
+
 /// The board model built from dumps and field updates.
 #[derive(Clone, Debug)]
 pub(crate) struct PhysBoard {
@@ -40,6 +44,14 @@ pub(crate) struct PhysBoard {
     report_squares: [u8; REPORTS_KEPT],
     report_codes: [u8; REPORTS_KEPT],
     next_report: usize,
+    /// The last pieces a dump showed set down on a square the reports had left otherwise,
+    /// a ring: each one's board index, piece code and time, `next_shown` the oldest. A
+    /// piece the board shows no longer there stood there in passing (see
+    /// [`Self::shown_in_passing`]), as one reported set down and lifted did.
+    shown_squares: [u8; SHOWN_KEPT],
+    shown_codes: [u8; SHOWN_KEPT],
+    shown_ms: [u64; SHOWN_KEPT],
+    next_shown: usize,
     /// Clock presses seen so far, and how many each square had seen when it last changed:
     /// reports read in one piece (a relay that was busy) all carry one time, but a press
     /// between two of them still says which came first.
@@ -74,6 +86,10 @@ impl PhysBoard {
             report_squares: [0; REPORTS_KEPT],
             report_codes: [0; REPORTS_KEPT],
             next_report: 0,
+            shown_squares: [0; SHOWN_KEPT],
+            shown_codes: [0; SHOWN_KEPT],
+            shown_ms: [0; SHOWN_KEPT],
+            next_shown: 0,
             presses: 0,
             changed_presses: [0; 64],
             dumped: 0,
@@ -122,6 +138,9 @@ impl PhysBoard {
         if dumped {
             self.dumped |= 1 << i;
             self.report_due |= 1 << i;
+            if code.piece().is_some() {
+                self.note_shown(i, code.code(), now);
+            }
         } else {
             self.dumped &= !(1 << i);
             self.report_due &= !(1 << i);
@@ -153,6 +172,31 @@ impl PhysBoard {
         self.report_squares[self.next_report] = index.index();
         self.report_codes[self.next_report] = code.code();
         self.next_report = (self.next_report + 1) % REPORTS_KEPT;
+    }
+
+    /// Notes a piece a dump showed set down on board index `i` at `now`.
+    fn note_shown(&mut self, i: usize, code: u8, now: u64) {
+        self.shown_squares[self.next_shown] = u8::try_from(i).unwrap_or(u8::MAX);
+        self.shown_codes[self.next_shown] = code;
+        self.shown_ms[self.next_shown] = now;
+        self.next_shown = (self.next_shown + 1) % SHOWN_KEPT;
+    }
+
+    /// The game squares a dump read at `since` or later showed a piece set down on that
+    /// the board no longer shows there: the piece stood there in passing, its landing's
+    /// report lost (a knight's landing on d5 lost, a dump showing it there, then the knight
+    /// going back and the king coming to d5).
+    pub fn shown_in_passing(&self, since: u64) -> Bitboard {
+        let mut squares = Bitboard::EMPTY;
+        for k in 0..SHOWN_KEPT {
+            if self.shown_ms[k] >= since.max(1)
+                && let Some(sq) = DgtSquare::new(self.shown_squares[k])
+                && self.raw[usize::from(sq.index())] != self.shown_codes[k]
+            {
+                squares.add(sq.to_square(self.orientation));
+            }
+        }
+        squares
     }
 
     /// Every piece the board reported set down on a game square after the `seq`th message,

@@ -976,3 +976,55 @@ fn a_ply_that_stood_unpressed_and_was_taken_back_is_not_kept_against_the_presses
     assert_eq!(s.confirmed_events(), ["f8g8"], "{:?}", s.move_log());
     assert_eq!(s.confirmed_clks(), [Some(297)], "{:?}", s.move_log());
 }
+
+/// ...Nf4-d5 Re3-a3 ...Nd5-f4 Ra3xa6+ ...Ke6-d5 Ra6-a5+, the last four pressed in pairs
+/// read in one clock reading, all read in bursts (mixed-s1-g010 at 500 ms bursts, seed 9):
+/// the knight's landing on d5 was lost and only a dump showed it there, before the king came
+/// to d5. A piece a dump showed that the board no longer shows there stood there in passing,
+/// as one reported set down and lifted did: the knight may have gone out to d5 and straight
+/// back. Without that, the re-read before the plies were confirmed found only lines sending
+/// the knight elsewhere (...Nh3, over the square the rook had left) and published them.
+#[test]
+fn a_piece_a_dump_showed_where_another_stands_now_stood_there_in_passing() {
+    let mut s = read_at_one_time("8/8/p3k3/5p1p/2p1nn2/7R/P6P/2R2K2 w - - 0 43", 300);
+    let w_rook = piece(W, Role::Rook);
+    let b_knight = piece(B, Role::Knight);
+    let b_king = piece(B, Role::King);
+    s.put(Square::E3, w_rook);
+    s.lift(Square::H3);
+    s.press(2, 0);
+    s.wait_without_dumps(300);
+    s.lift(Square::F4);
+    s.put_unreported(Square::D5, b_knight);
+    s.press(2, 0);
+    s.lift(Square::E3);
+    s.put(Square::A3, w_rook);
+    s.press(2, 0);
+    s.wait_without_dumps(370);
+    // Each dump shows the board from before the reports read with it.
+    s.dump();
+    s.lift(Square::D5);
+    s.put(Square::F4, b_knight);
+    s.lift(Square::A6);
+    s.lift(Square::A3);
+    s.put(Square::A6, w_rook);
+    s.press_pair_in_one_reading(2, 0);
+    s.lift(Square::E6);
+    s.put(Square::D5, b_king);
+    s.lift(Square::A6);
+    s.put(Square::A5, w_rook);
+    s.press_pair_in_one_reading(2, 0);
+    s.wait_without_dumps(370);
+    // Each dump shows the board from before the reports read with it.
+    s.dump();
+    s.lift(Square::D5);
+    s.put(Square::D4, b_king);
+    s.press(2, 0);
+    s.put(Square::F5, w_rook);
+    s.lift(Square::A5);
+    s.press(2, 0);
+    s.wait_without_dumps(300);
+    s.wait(3000);
+    let played = ["h3e3", "f4d5", "e3a3", "d5f4", "a3a6", "e6d5", "a6a5", "d5d4", "a5f5"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+}

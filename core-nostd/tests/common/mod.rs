@@ -283,6 +283,27 @@ impl Sim {
         self.send_clock();
     }
 
+    /// The running player presses, then the other, both before the clock is read (a
+    /// premoved pair): one reading, the lever back where it was, the first mover's display
+    /// `secs_used` less and each plus `inc`; without an increment the second's display ran
+    /// across a second.
+    pub fn press_pair_in_one_reading(&mut self, secs_used: u32, inc: u32) {
+        if let Some(c) = &mut self.clock {
+            let first = c.running.unwrap_or(c.high);
+            let (a, b) = if first == Color::White {
+                (&mut c.white, &mut c.black)
+            } else {
+                (&mut c.black, &mut c.white)
+            };
+            *a = a.saturating_sub(secs_used) + inc;
+            *b = (*b + inc).saturating_sub(u32::from(inc == 0));
+            c.running = Some(first);
+            c.high = first;
+        }
+        self.now += self.press_step_ms;
+        self.send_clock();
+    }
+
     /// Plays a move cleanly: "from" empty, then "to" (castling: king then rook; e.p.: the
     /// captured pawn last).
     pub fn play(&mut self, m: Move, turn: Color) {
