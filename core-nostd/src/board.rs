@@ -302,6 +302,15 @@ impl PhysBoard {
         self.squares_where(|i| matches!(self.placed(i), (0, at) if at > 0 && at >= since))
     }
 
+    /// When the board reported each landing whose report was lost (see
+    /// [`Self::lost_landings_after`]), at `since` or later.
+    pub fn lost_landing_times_after(&self, since: u64) -> impl Iterator<Item = u64> + '_ {
+        (0..64).filter_map(move |i| match self.placed(i) {
+            (0, at) if at > 0 && at >= since => Some(at),
+            _ => None,
+        })
+    }
+
     /// A confirmed ply set a piece down on or slid one through `squares`, and the board
     /// showed it at `seen_ms`: the landings lost on them reported by then were its (a rook
     /// slid e1-e3 over e2, the scan reporting e2 emptied after e3), not traces a line after

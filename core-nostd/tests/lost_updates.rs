@@ -1028,3 +1028,38 @@ fn a_piece_a_dump_showed_where_another_stands_now_stood_there_in_passing() {
     let played = ["h3e3", "f4d5", "e3a3", "d5f4", "a3a6", "e6d5", "a6a5", "d5d4", "a5f5"];
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
 }
+
+/// Qe6-e7+ ...Kg7-g8 Qe7-d6 ...Kg8-g7 g4-g5 with a press after each, read in bursts
+/// (mixed-s1-g012 at 500 ms bursts, seed 21): the queen's landing on e7 was lost, and e7's
+/// lift for Qd6 came after both presses. Read before it, the board reached Qe6-g8+ ...Kxg8,
+/// and the dump taken with the queen in hand showed that board too. A landing whose report
+/// was lost on a square the line never touches holds the line until it is read again: else
+/// Qg8+ was published and the game stalled.
+#[test]
+fn a_lost_landing_the_line_never_touches_holds_its_plies() {
+    let mut s = read_at_one_time("8/6k1/4Q1p1/3p4/2bP2PP/4K3/8/5r2 w - - 1 43", 300);
+    let w_queen = piece(W, Role::Queen);
+    let b_king = piece(B, Role::King);
+    s.lift(Square::E6);
+    s.put_unreported(Square::E7, w_queen);
+    s.wait_without_dumps(480);
+    s.press(2, 0);
+    s.put(Square::G8, b_king);
+    s.lift(Square::G7);
+    s.press(2, 0);
+    s.lift(Square::E7);
+    s.wait_without_dumps(470);
+    // The dump shows the queen in hand.
+    s.dump();
+    s.put(Square::D6, w_queen);
+    s.press(2, 0);
+    s.lift(Square::G8);
+    s.put(Square::G7, b_king);
+    s.press(2, 0);
+    s.lift(Square::G4);
+    s.put(Square::G5, piece(W, Role::Pawn));
+    s.press(2, 0);
+    s.wait_without_dumps(100);
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["e6e7", "g7g8", "e7d6", "g8g7", "g4g5"], "{:?}", s.move_log());
+}

@@ -85,6 +85,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
         if self.clocks.last.is_some() {
             d.at(self.clocks.last_ms + u64::from(t.clock_stale_ms) + 1);
         }
+        // A lost landing the line does not explain holds the plies for the mismatch time.
+        if prov > 0 {
+            for at in self.phys.lost_landing_times_after(self.last_confirmed_seen.ms) {
+                d.at(at + u64::from(t.mismatch_ms));
+            }
+        }
         if let Some(since) = self.unexplained_since {
             d.at(since + u64::from(t.mismatch_ms));
             d.at(since + u64::from(t.settle_ms));

@@ -724,11 +724,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// The squares the line or the board changed since the last confirmed ply: where the
     /// provisional plies went, what the board reported since it left the tip or since that
     /// ply (a pawn set down on d5 and taken en passant leaves the square as it was, but a
-    /// line that never touches it does not explain the report), and where `target` differs
-    /// from the last confirmed position.
+    /// line that never touches it does not explain the report), the landings whose reports
+    /// were lost since (a square reported emptied while it stood empty changed nothing on
+    /// the board model), and where `target` differs from the last confirmed position.
     fn squares_changed_since_confirmed(&self, target: &Board) -> Bitboard {
+        let since = self.last_confirmed_seen.ms;
         let mut squares = self.touched_off_tip
-            | self.phys.changed_since(self.last_confirmed_seen.ms.max(1))
+            | self.phys.changed_since(since.max(1))
+            | self.phys.lost_landings_after(since)
             | board_diff(self.confirmed_pos.board(), target);
         let mut pos = self.confirmed_pos.clone();
         for rec in &self.records[self.confirmed..] {

@@ -20,10 +20,11 @@
 
 use shakmaty::{Bitboard, Chess, Color, Move, Position, Role, attacks};
 
+use super::explain::traces;
 use super::{GameState, MAX_PROVISIONAL, PendingPress, Stamp, Tracker};
 use crate::clock::Press;
 use crate::event::EventSink;
-use crate::search::board_diff;
+use crate::search::{board_diff, touched};
 
 impl<const PLIES: usize> Tracker<PLIES> {
     /// The one finality rule (see the module's table), after every message and at every
@@ -251,12 +252,36 @@ impl<const PLIES: usize> Tracker<PLIES> {
             self.dumped_since(since, now, sink);
             return false;
         }
+        if self.line_misses_lost_landing(now) {
+            // The line may be another than the one played: searched again as the board goes
+            // on (see `line_misses_lost_landing`).
+            return false;
+        }
         let n = upto.saturating_sub(self.confirmed).min(MAX_PROVISIONAL);
         if !self.meta[..n].iter().any(|m| m.joint) {
             return true;
         }
         // Once a dump shows the board, the order is read again with all that came since.
         self.dumped_since(since, now, sink) && !self.reread_joint_order(now, sink)
+    }
+
+    /// True when the board reported, within the mismatch time, a landing whose report was
+    /// lost (a square emptied while it stood empty, see `PhysBoard::lost_landings_after`)
+    /// on a square no provisional ply moved a piece from, to or through. The plies wait:
+    /// a line read before the report may be another order of hands than the one played
+    /// (Qe6-e7+, its landing lost, ...Kg8, the queen lifted from e7 for the next move:
+    /// read as Qe6-g8+ ...Kxg8, which a dump taken with the queen in hand shows too). A
+    /// landing no line explains for the mismatch time (a piece knocked down and taken off)
+    /// holds nothing longer.
+    pub(super) fn line_misses_lost_landing(&self, now: u64) -> bool {
+        let recent = now.saturating_sub(u64::from(self.config.timing.mismatch_ms)) + 1;
+        let lost = self.phys.lost_landings_after(self.last_confirmed_seen.ms.max(recent));
+        if lost.is_empty() {
+            return false;
+        }
+        let prov = self.records.len() - self.confirmed;
+        let line = self.kept_plies(prov);
+        !lost.is_subset(line.iter().fold(Bitboard::EMPTY, |b, &m| b | traces(m) | touched(m)))
     }
 
     /// True while the first provisional ply's mover has not pressed (their clock runs):
