@@ -19,7 +19,7 @@
 //! | [`Basis::Deeper`] | a board unexplained for the mismatch time | lines as deep as the tracker goes, only when one alone explains it |
 //! | [`Basis::CatchUp`] | a dump nothing nearer explains | lines from the last confirmed ply over the squares the board changed, as long as the presses say |
 
-use shakmaty::{Bitboard, Board, Move, Piece, Position, Role, Square, attacks};
+use shakmaty::{Bitboard, Board, Color, Move, Piece, Position, Role, Square, attacks};
 
 use super::matching::UnderWay;
 use super::{GameState, MAX_PROVISIONAL, Tracker};
@@ -536,16 +536,21 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let shown = self.shown_at(self.confirmed + same);
         // A press bound to a ply re-read keeps its place in the line: the board had shown
         // that many plies at the press, whatever their order.
-        let mut rebind = heapless::Vec::<usize, { super::PENDING_PRESSES }>::new();
-        for (k, p) in self.pending_press.iter().enumerate() {
+        // (By stream number and presser: extending the line may settle presses and remove
+        // them.)
+        let mut rebind = heapless::Vec::<(u32, Color), { super::PENDING_PRESSES }>::new();
+        for p in &self.pending_press {
             if self.still_bound(p.bound).is_some_and(|b| b > self.confirmed + same) {
-                let _ = rebind.push(k);
+                let _ = rebind.push((p.seq, p.press.by));
             }
         }
         self.retract_to(self.confirmed + same, sink);
         self.extend_shown(&found.line[same..], now, shown.min(now), found.tied, sink);
         self.date_found_plies(self.confirmed + same, now);
-        for k in rebind {
+        for (seq, by) in rebind {
+            let Some(k) = self.pending_press.iter().position(|p| p.seq == seq && p.press.by == by) else {
+                continue;
+            };
             if other_length {
                 // A line of another length: the presses take its plies in turn, not the
                 // places the board showed at them.
@@ -561,6 +566,19 @@ impl<const PLIES: usize> Tracker<PLIES> {
         }
         self.on_match(sink);
         true
+    }
+
+    /// True when the provisional line has a ply all of whose reports came before its mover
+    /// pressed for the ply before it (see [`Self::press_turn_missed`]): plies read together
+    /// so are not verified by a dump, though no other line explains the board yet. A piece
+    /// in hand shows the board a capture of it reaches (Be2xg4 put back, the bishop lifted
+    /// again for Bd3: Be2-g4 ...Nxg4 f4, where f2's lift came before White's first press).
+    /// Plies reported after their presses are not held: a board whose scan lags the clock
+    /// reports every ply so.
+    pub(super) fn line_out_of_press_turn(&self) -> bool {
+        let prov = self.records.len() - self.confirmed;
+        let line = self.kept_plies(prov);
+        self.press_turn_missed(&line, false)
     }
 
     /// The re-read's line of as many plies as the presses waiting since the last confirmed

@@ -262,7 +262,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return true;
         }
         // Once a dump shows the board, the order is read again with all that came since.
-        self.dumped_since(since, now, sink) && !self.reread_joint_order(now, sink)
+        self.dumped_since(since, now, sink)
+            && !self.reread_joint_order(now, sink)
+            && !self.line_out_of_press_turn()
     }
 
     /// True when the board reported, within the mismatch time, a landing whose report was

@@ -429,6 +429,12 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// before one scan shows their plies), and the search from the provisional plies must
     /// still follow such a board.
     pub(super) fn out_of_press_turn(&self, path: &[shakmaty::Move]) -> bool {
+        self.press_turn_missed(path, true)
+    }
+
+    /// [`Self::out_of_press_turn`], a ply reported after the press that ended it counted
+    /// only with `late_too` (a board whose scan lags the clock reports every ply so).
+    pub(super) fn press_turn_missed(&self, path: &[shakmaty::Move], late_too: bool) -> bool {
         let counts = self.press_counts_in_turn();
         // Presses read before the ply that ended them (its report came in a later burst)
         // leave fewer waiting than plies: the counts then say nothing of which ply began
@@ -447,7 +453,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             // A press read in one message with another (two presses between two polls) is
             // counted with it: which of the two came after a change is not known.
             let own = counts.get(i).filter(|&&own| counts.iter().filter(|&&c| c == own).count() == 1);
-            let behind = own.is_some_and(|&own| reported().all(|c| c.presses >= own));
+            let behind = late_too && own.is_some_and(|&own| reported().all(|c| c.presses >= own));
             ahead || behind
         })
     }
