@@ -701,11 +701,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// The squares the board showed a piece on since the last confirmed ply and shows empty
     /// now (a piece set down there, or a landing whose report was lost), those a dump
     /// showed a piece on that stands there no longer (a knight's landing on d5 lost, then
-    /// the knight back on f4 and the king on d5), and, while presses
-    /// wait to count the plies, those it reported pieces set down on twice or more (a rook
-    /// a8-b8, b8-a8, a8-b8: b8 ends occupied, but a piece came there twice; without presses
-    /// a piece set down twice where it stands is as likely a move taken back in hand). A
-    /// piece may have gone out to one and back (see [`Search::with_stops`]).
+    /// the knight back on f4 and the king on d5), and, while presses wait to count the
+    /// plies, those it reported pieces set down on twice or more (a rook a8-b8, b8-a8,
+    /// a8-b8: b8 ends occupied, but a piece came there twice; without presses a piece set
+    /// down twice where it stands is as likely a move taken back in hand). A piece may have
+    /// gone out to one and back (see [`Search::with_stops`]).
     fn stops(&self) -> Bitboard {
         let since = self.last_confirmed_seen.ms;
         let (mut once, mut again) = (Bitboard::EMPTY, Bitboard::EMPTY);

@@ -275,7 +275,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// read as Qe6-g8+ ...Kxg8, which a dump taken with the queen in hand shows too). A
     /// landing no line explains for the mismatch time (a piece knocked down and taken off)
     /// holds nothing longer.
-    pub(super) fn line_misses_lost_landing(&self, now: u64) -> bool {
+    fn line_misses_lost_landing(&self, now: u64) -> bool {
         let recent = now.saturating_sub(u64::from(self.config.timing.mismatch_ms)) + 1;
         let lost = self.phys.lost_landings_after(self.last_confirmed_seen.ms.max(recent));
         if lost.is_empty() {
