@@ -1102,3 +1102,40 @@ fn a_line_with_a_ply_reported_before_its_movers_previous_press_is_not_confirmed(
     s.wait(3000);
     assert_eq!(s.confirmed_events(), ["f2f4", "e5g4", "e2d3"], "{:?}", s.move_log());
 }
+
+/// Qc7-b7 ...Bg7-f8 Rc1-c7 ...Re8-e7 Rc7-c8, the game's last moves, with a press after
+/// each and the clock stopped after the last, read in bursts (dropped-s1-g008 at 500 ms
+/// bursts, seed 20261129): b7's and e7's landings lost. Rc1-c8 in one move reaches the same
+/// board in a ply fewer, but five presses ended five plies: the re-read before the plies
+/// are final takes a line of as many plies as were pressed for, though the clock no longer
+/// runs. Read as four, Black's plies were published in an order nobody played.
+#[test]
+fn presses_made_before_the_clock_stopped_still_count_the_plies() {
+    let mut s = read_at_one_time("3qr1k1/2Qn1pb1/1p2p1pp/3pP3/3P1B1P/5NP1/PP3PK1/2R5 w - - 3 27", 300);
+    let w_rook = piece(W, Role::Rook);
+    s.lift(Square::C7);
+    s.put_unreported(Square::B7, piece(W, Role::Queen));
+    s.press(2, 0);
+    s.slide(Square::G7, Square::F8);
+    s.press(2, 0);
+    s.lift(Square::C1);
+    s.put(Square::C7, w_rook);
+    s.press(2, 0);
+    s.wait_without_dumps(480);
+    // Each dump shows the board from before the reports read with it.
+    s.dump();
+    s.lift(Square::E8);
+    s.put_unreported(Square::E7, piece(B, Role::Rook));
+    s.press(2, 0);
+    s.lift(Square::C7);
+    s.put(Square::C8, w_rook);
+    s.press(2, 0);
+    s.wait_without_dumps(215);
+    s.dump();
+    if let Some(c) = s.clock.as_mut() {
+        c.running = None;
+    }
+    s.send_clock();
+    s.wait(3000);
+    assert_eq!(s.confirmed_events(), ["c7b7", "g7f8", "c1c7", "e8e7", "c7c8"], "{:?}", s.move_log());
+}

@@ -320,7 +320,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// the clock runs and the list held every press (`None` otherwise: no clock, or more
     /// presses than the list holds, the count lost).
     fn presses_counting(&self, now: u64) -> Option<usize> {
-        (self.clock_running(now) && !self.pending_press.is_full()).then(|| self.waiting_press_count())
+        self.clock_running(now).then(|| self.presses_made()).flatten()
+    }
+
+    /// The presses waiting since the last confirmed ply, each of which ended a ply when it
+    /// was made, whether or not the clock still runs (the last presses of a game, read
+    /// after the clock stopped); `None` when more came than the list holds.
+    fn presses_made(&self) -> Option<usize> {
+        (!self.pending_press.is_full()).then(|| self.waiting_press_count())
     }
 
     /// True when two lines (provisional plies up to a base, then a path) are the same plies.
@@ -518,7 +525,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let current = judge(&line).ok();
         let search = self.search_from_confirmed(&target, touched);
         let Some(found) = self
-            .pressed_line(&search, &line, now, &judge)
+            .pressed_line(&search, &line, &judge)
             .or_else(|| self.shorter_line(&search, &line, now, &judge))
             .or_else(|| search.of_length(&self.confirmed_pos, prov, &judge))
         else {
@@ -583,7 +590,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// The re-read's line of as many plies as the presses waiting since the last confirmed
     /// ply say (or one more: the last move not pressed yet), when they are more than
-    /// `line`'s and the clock runs: each press ended a ply. A piece that went out and back
+    /// `line`'s: each press ended a ply, though the clock may have stopped since (a game's
+    /// last presses read late). A piece that went out and back
     /// with the reports of its moves lost (a rook b3-b7-b6-b7-b6 while the king went
     /// e5-e6-e5-f6) reaches the board that one move of it reaches, in four plies fewer than were
     /// pressed for. Only lines keeping the plies that stood; one tied with another is taken
@@ -592,10 +600,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         &self,
         search: &Search<'_>,
         line: &[Move],
-        now: u64,
         judge: &J,
     ) -> Option<search::Found> {
-        let presses = self.presses_counting(now).filter(|&presses| presses > line.len())?;
+        let presses = self.presses_made().filter(|&presses| presses > line.len())?;
         self.first_keeping_stood(search, line, presses..=(presses + 1).min(search::LONGEST), judge)
     }
 
