@@ -591,11 +591,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// The re-read's line of as many plies as the presses waiting since the last confirmed
     /// ply say (or one more: the last move not pressed yet), when they are more than
     /// `line`'s: each press ended a ply, though the clock may have stopped since (a game's
-    /// last presses read late). A piece that went out and back
-    /// with the reports of its moves lost (a rook b3-b7-b6-b7-b6 while the king went
-    /// e5-e6-e5-f6) reaches the board that one move of it reaches, in four plies fewer than were
-    /// pressed for. Only lines keeping the plies that stood; one tied with another is taken
-    /// with its plies hidden.
+    /// last presses read late). A piece that went out and back with the reports of its
+    /// moves lost (a rook b3-b7-b6-b7-b6 while the king went e5-e6-e5-f6) reaches the board
+    /// that one move of it reaches, in four plies fewer than were pressed for. Only lines
+    /// keeping the plies that stood; one tied with another is taken with its plies hidden.
     fn pressed_line<J: Fn(&[Move]) -> Result<Score, Rejection>>(
         &self,
         search: &Search<'_>,
