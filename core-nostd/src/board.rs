@@ -299,16 +299,22 @@ impl PhysBoard {
     /// The game squares the board reported emptied, at `since` or later, while it showed
     /// them empty already: each had a piece set down on it whose report was lost.
     pub fn lost_landings_after(&self, since: u64) -> Bitboard {
-        self.squares_where(|i| matches!(self.placed(i), (0, at) if at > 0 && at >= since))
+        self.squares_where(|i| self.lost_landing_after(i, since).is_some())
     }
 
     /// When the board reported each landing whose report was lost (see
     /// [`Self::lost_landings_after`]), at `since` or later.
     pub fn lost_landing_times_after(&self, since: u64) -> impl Iterator<Item = u64> + '_ {
-        (0..64).filter_map(move |i| match self.placed(i) {
+        (0..64).filter_map(move |i| self.lost_landing_after(i, since))
+    }
+
+    /// When board index `i` was reported emptied while it stood empty, if that was at
+    /// `since` or later.
+    fn lost_landing_after(&self, i: usize, since: u64) -> Option<u64> {
+        match self.placed(i) {
             (0, at) if at > 0 && at >= since => Some(at),
             _ => None,
-        })
+        }
     }
 
     /// A confirmed ply set a piece down on or slid one through `squares`, and the board

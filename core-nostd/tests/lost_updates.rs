@@ -30,8 +30,7 @@ fn each_press_the_board_cannot_explain_is_settled_by_a_dump() {
     s.press(1, 0);
     s.wait(50);
     // 2. e5: e5's report lost.
-    s.lift(Square::E4);
-    s.put_unreported(Square::E5, piece(W, Role::Pawn));
+    s.slide_landing_unreported(Square::E4, Square::E5);
     s.wait(30);
     s.press(1, 0);
     s.wait(50);
@@ -359,9 +358,7 @@ fn a_board_read_six_plies_ahead_after_lost_reports_is_caught_up_with() {
     play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
     s.step_ms = 0;
     s.press_step_ms = 0;
-    let knight = s.board.piece_at(Square::G1);
-    s.lift(Square::G1);
-    s.put_unreported(Square::F3, knight);
+    s.slide_landing_unreported(Square::G1, Square::F3);
     s.press(1, 0);
     s.slide(Square::B8, Square::C6);
     s.press(1, 0);
@@ -617,8 +614,7 @@ fn a_pressed_ply_is_not_given_up_for_a_one_ply_reading_from_before_it() {
 #[test]
 fn a_capture_the_board_still_shows_the_captured_piece_of_is_not_confirmed() {
     let mut s = read_at_one_time("5r2/3br3/3p2pk/p1pP1nNp/PnP1NP2/5R2/7K/6RB w - - 0 49", 300);
-    s.lift(Square::F3);
-    s.put_unreported(Square::F2, piece(W, Role::Rook));
+    s.slide_landing_unreported(Square::F3, Square::F2);
     s.press(2, 0);
     s.lift(Square::B4);
     s.put(Square::D3, piece(B, Role::Knight));
@@ -860,16 +856,14 @@ fn presses_that_came_before_a_late_dump_count_the_plies_it_shows() {
     let mut s = clocked(Orientation::Normal, ClockSide::Left);
     play_pressed(&mut s, &Chess::default(), &["e2e4", "e7e5"]);
     s.step_ms = 20;
-    s.lift(Square::D1);
-    s.put_unreported(Square::F3, piece(W, Role::Queen));
+    s.slide_landing_unreported(Square::D1, Square::F3);
     s.press(1, 0);
     s.wait_without_dumps(100);
     s.put_unreported(Square::B8, None);
     s.put(Square::C6, piece(B, Role::Knight));
     s.press(1, 0);
     s.wait_without_dumps(100);
-    s.lift(Square::F3);
-    s.put_unreported(Square::H5, piece(W, Role::Queen));
+    s.slide_landing_unreported(Square::F3, Square::H5);
     s.press(1, 0);
     s.wait_without_dumps(300);
     s.wait(1500);
@@ -892,8 +886,7 @@ fn a_piece_set_down_twice_on_the_square_it_stands_on_went_there_twice() {
     s.slide(Square::A8, Square::B8);
     s.press(2, 0);
     s.lift(Square::A7);
-    s.lift(Square::B7);
-    s.put_unreported(Square::A7, piece(W, Role::Queen));
+    s.slide_landing_unreported(Square::B7, Square::A7);
     s.press(2, 0);
     s.slide(Square::B8, Square::A8);
     s.press(2, 0);
@@ -923,8 +916,7 @@ fn a_line_the_presses_count_more_plies_for_is_read_at_that_length() {
     s.put_unreported(Square::B3, None);
     s.put(Square::B7, w_rook);
     s.press(2, 0);
-    s.lift(Square::E5);
-    s.put_unreported(Square::E6, b_king);
+    s.slide_landing_unreported(Square::E5, Square::E6);
     s.press(2, 0);
     s.wait_without_dumps(300);
     // Each dump shows the board from before the reports read with it.
@@ -994,8 +986,7 @@ fn a_piece_a_dump_showed_where_another_stands_now_stood_there_in_passing() {
     s.lift(Square::H3);
     s.press(2, 0);
     s.wait_without_dumps(300);
-    s.lift(Square::F4);
-    s.put_unreported(Square::D5, b_knight);
+    s.slide_landing_unreported(Square::F4, Square::D5);
     s.press(2, 0);
     s.lift(Square::E3);
     s.put(Square::A3, w_rook);
@@ -1040,8 +1031,7 @@ fn a_lost_landing_the_line_never_touches_holds_its_plies() {
     let mut s = read_at_one_time("8/6k1/4Q1p1/3p4/2bP2PP/4K3/8/5r2 w - - 1 43", 300);
     let w_queen = piece(W, Role::Queen);
     let b_king = piece(B, Role::King);
-    s.lift(Square::E6);
-    s.put_unreported(Square::E7, w_queen);
+    s.slide_landing_unreported(Square::E6, Square::E7);
     s.wait_without_dumps(480);
     s.press(2, 0);
     s.put(Square::G8, b_king);
@@ -1075,8 +1065,7 @@ fn a_line_with_a_ply_reported_before_its_movers_previous_press_is_not_confirmed(
     let mut s = read_at_one_time("r2qr1k1/p2b1ppp/1p1p4/3Pn3/2PQ4/2P5/P3BPPP/R1B2RK1 w - - 0 16", 300);
     let w_bishop = piece(W, Role::Bishop);
     let b_knight = piece(B, Role::Knight);
-    s.lift(Square::F2);
-    s.put_unreported(Square::F4, piece(W, Role::Pawn));
+    s.slide_landing_unreported(Square::F2, Square::F4);
     s.press(2, 0);
     s.put(Square::G4, b_knight);
     s.lift(Square::E5);
@@ -1113,8 +1102,7 @@ fn a_line_with_a_ply_reported_before_its_movers_previous_press_is_not_confirmed(
 fn presses_made_before_the_clock_stopped_still_count_the_plies() {
     let mut s = read_at_one_time("3qr1k1/2Qn1pb1/1p2p1pp/3pP3/3P1B1P/5NP1/PP3PK1/2R5 w - - 3 27", 300);
     let w_rook = piece(W, Role::Rook);
-    s.lift(Square::C7);
-    s.put_unreported(Square::B7, piece(W, Role::Queen));
+    s.slide_landing_unreported(Square::C7, Square::B7);
     s.press(2, 0);
     s.slide(Square::G7, Square::F8);
     s.press(2, 0);
@@ -1124,8 +1112,7 @@ fn presses_made_before_the_clock_stopped_still_count_the_plies() {
     s.wait_without_dumps(480);
     // Each dump shows the board from before the reports read with it.
     s.dump();
-    s.lift(Square::E8);
-    s.put_unreported(Square::E7, piece(B, Role::Rook));
+    s.slide_landing_unreported(Square::E8, Square::E7);
     s.press(2, 0);
     s.lift(Square::C7);
     s.put(Square::C8, w_rook);

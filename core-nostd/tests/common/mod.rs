@@ -177,6 +177,12 @@ impl Sim {
         self.put(to, p);
     }
 
+    /// Moves a piece by hand, its lift reported and its landing's report lost.
+    pub fn slide_landing_unreported(&mut self, from: Square, to: Square) {
+        let p = self.lift(from);
+        self.put_unreported(to, p);
+    }
+
     /// Lets time pass: the tracker is ticked at the moments it asks for
     /// ([`Tracker::poll_at`]), and at least every 50 ms, when the host answers the dump
     /// requests made meanwhile.
