@@ -1126,3 +1126,37 @@ fn presses_made_before_the_clock_stopped_still_count_the_plies() {
     s.wait(3000);
     assert_eq!(s.confirmed_events(), ["c7b7", "g7f8", "c1c7", "e8e7", "c7c8"], "{:?}", s.move_log());
 }
+
+/// Nf1-d2 (its landing lost), White's press, ...Ng7-e8 and the premove Nh2-f3, both
+/// presses in one clock reading, then ...Qd8-f6, all read at one time (mixed-s1-g011, the
+/// relay frozen 600 ms). The pair of presses leaves the lever where it was; the reports
+/// after their reading came after both presses, so ...Qf6 is Black's second ply here and
+/// ...Ne8 the first. Counted by the lever alone, the pair was no press among the reports:
+/// ...Ne8 and ...Qf6 read as if in one turn, the two orders tied, and the plies were
+/// never confirmed (the game stalled for good at ply 59).
+#[test]
+fn reports_after_a_pair_of_presses_in_one_reading_came_after_both() {
+    let mut s = read_at_one_time("2bq1rk1/1r4np/3p2pQ/p1pPpp2/PnP1P2P/2R3P1/5P1N/3BRNK1 w - - 0 30", 300);
+    let b_knight = piece(B, Role::Knight);
+    let w_knight = piece(W, Role::Knight);
+    let b_queen = piece(B, Role::Queen);
+    s.slide_landing_unreported(Square::F1, Square::D2);
+    s.press(2, 0);
+    s.lift(Square::G7);
+    s.put(Square::E8, b_knight);
+    s.lift(Square::H2);
+    s.put(Square::F3, w_knight);
+    s.press_pair_in_one_reading(2, 0);
+    s.put(Square::F6, b_queen);
+    s.lift(Square::D8);
+    s.wait_without_dumps(5);
+    s.dump();
+    s.press(2, 0);
+    s.wait(300);
+    s.lift(Square::F3);
+    s.put(Square::G5, w_knight);
+    s.press(2, 0);
+    s.wait(3000);
+    let played = ["f1d2", "g7e8", "h2f3", "d8f6", "f3g5"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+}

@@ -130,10 +130,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
             return;
         }
         let high = times.high_side();
-        if let Some(was) = self.lever.replace(high)
-            && was != high
-            && times.status.running()
-        {
+        let lever_flipped = self.lever.replace(high).filter(|&was| was != high && times.status.running());
+        if let Some(was) = lever_flipped {
             self.last_press_ms[usize::from(was == ClockSide::Right)] = Some(now_ms);
             self.phys.note_press();
         }
@@ -142,6 +140,14 @@ impl<const PLIES: usize> Tracker<PLIES> {
         // A resumed game learns the clock's sides as a new one does: from its first readings.
         let plies = self.confirmed.saturating_sub(self.resumed_at);
         let flips = self.clocks.reading(&self.config, times, now_ms, in_game, to_move, plies);
+        if lever_flipped.is_none() && flips.list.len() == 2 {
+            // Two presses between two polls left the lever where it was (see
+            // `Clocks::reading`): both players pressed, and every report read after this
+            // reading came after both presses, as after a flip.
+            self.last_press_ms = [Some(now_ms); 2];
+            self.phys.note_press();
+            self.phys.note_press();
+        }
         let state = self.clocks.state(&self.config);
         if state != self.last_clock_state {
             self.last_clock_state = state;
