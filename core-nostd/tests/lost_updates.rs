@@ -1160,3 +1160,37 @@ fn reports_after_a_pair_of_presses_in_one_reading_came_after_both() {
     let played = ["f1d2", "g7e8", "h2f3", "d8f6", "f3g5"];
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
 }
+
+/// Qd1-e2 and Bg3-h4 with their landings lost, ...Nh5 and ...Qc7 between, then g2-g4 with
+/// the pawn reported set down on g3 on its way, all read at one time (mixed-s1-g002, the
+/// relay frozen 800 ms). g3's last report is the pawn's, after White pressed for Bh4: it
+/// says nothing of when the bishop left. Taken as the bishop's, Bh4 read as reported after
+/// its own press, the line played was rejected as out of its presses' turn, and no other
+/// explained the board: the game stalled for good.
+#[test]
+fn a_square_a_later_ply_slid_through_says_nothing_of_the_ply_that_left_it() {
+    let mut s = read_at_one_time("r1bq1rk1/pp3p1p/2nbpnp1/2pp4/3P4/2PBPNB1/PP1N1PPP/R2QK2R w KQ - 0 9", 300);
+    let b_knight = piece(B, Role::Knight);
+    let b_queen = piece(B, Role::Queen);
+    let w_pawn = piece(W, Role::Pawn);
+    s.slide_landing_unreported(Square::D1, Square::E2);
+    s.press(2, 0);
+    s.lift(Square::F6);
+    s.put(Square::H5, b_knight);
+    s.press(2, 0);
+    s.slide_landing_unreported(Square::G3, Square::H4);
+    s.press(2, 0);
+    s.lift(Square::D8);
+    s.put(Square::C7, b_queen);
+    s.press(2, 0);
+    s.lift(Square::G2);
+    s.put(Square::G3, w_pawn);
+    s.lift(Square::G3);
+    s.put(Square::G4, w_pawn);
+    s.press(2, 0);
+    s.wait_without_dumps(5);
+    s.dump();
+    s.wait(3000);
+    let played = ["d1e2", "f6h5", "g3h4", "d8c7", "g2g4"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+}

@@ -4,6 +4,7 @@
 use dgt_protocol::BoardDump;
 use shakmaty::{Bitboard, Board, Color, Position, Role, attacks};
 
+use super::explain::traces;
 use super::{GameState, MAX_PROVISIONAL, PENDING_PRESSES, Tracker, remember};
 use crate::board::{Change, placement_hash};
 use crate::event::{Event, EventSink};
@@ -466,7 +467,10 @@ impl<const PLIES: usize> Tracker<PLIES> {
     ) -> heapless::Vec<[Option<Change>; 2], { search::LONGEST }> {
         let mut changes = heapless::Vec::new();
         for (i, &m) in path.iter().enumerate() {
-            let later = path[i + 1..].iter().fold(Bitboard::EMPTY, |b, &n| b | search::touched(n));
+            // A later ply's hand may have set its piece down on a square it passed through
+            // (g2-g4 reported on g3): that square's reports say nothing of this ply either.
+            let later =
+                path[i + 1..].iter().fold(Bitboard::EMPTY, |b, &n| b | search::touched(n) | traces(n));
             if changes.push(self.ply_changes(m, later)).is_err() {
                 break;
             }
