@@ -1194,3 +1194,32 @@ fn a_square_a_later_ply_slid_through_says_nothing_of_the_ply_that_left_it() {
     let played = ["d1e2", "f6h5", "g3h4", "d8c7", "g2g4"];
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
 }
+
+/// Without a clock, nine plies shown one by one, none final yet; then Black castles king
+/// first (Ke8-g8, the rook still on h8) and a dump read at once with the king's reports (a
+/// relay frozen for a second, worldcup#105 in our sweep) shows the board just then.
+/// Ke8-f8-g8 with White's c2-c3-c4 in place of c2-c4 reaches that board in two plies more,
+/// each with two reports lost; taken, it gave up the plies the board had shown and
+/// published c3. The king set down where the castle puts it, its rook not moved yet, is a
+/// move under way.
+#[test]
+fn a_king_castling_first_read_before_its_rook_moves_is_a_move_under_way() {
+    let mut s = common::Sim::started(dgt_core::Config::default(), Orientation::Normal);
+    s.wait(1000);
+    let mut pos = Chess::default();
+    for uci in ["d2d4", "g8f6", "c2c4", "g7g6", "b1c3", "f8g7", "e2e4", "d7d6", "f1e2"] {
+        pos = s.play_uci(&pos, uci);
+        s.wait_without_dumps(300);
+    }
+    s.step_ms = 0;
+    s.lift(Square::E8);
+    s.put(Square::G8, piece(B, Role::King));
+    s.dump();
+    s.step_ms = 40;
+    s.wait_without_dumps(500);
+    s.lift(Square::H8);
+    s.put(Square::F8, piece(B, Role::Rook));
+    s.wait(3000);
+    let played = ["d2d4", "g8f6", "c2c4", "g7g6", "b1c3", "f8g7", "e2e4", "d7d6", "f1e2", "e8g8"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+}

@@ -289,6 +289,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
         else {
             return false;
         };
+        if piece.role == Role::King {
+            // Castling king first: the king set down where the castle puts it, its rook not
+            // moved yet (a board read then, its hand on the rook, is no line's end).
+            return piece.color == mover && self.castles_to(from, to);
+        }
         let victims = lifted & tip.by_color(!mover);
         piece.color == mover
             && tip.piece_at(from) == Some(piece)
@@ -297,6 +302,16 @@ impl<const PLIES: usize> Tracker<PLIES> {
             && attacks::attacks(from, piece, Bitboard::EMPTY).contains(to)
             && attacks::between(from, to).is_disjoint(tip.occupied())
             && victims.into_iter().all(|v| attacks::between(from, v).contains(to))
+    }
+
+    /// True when the side to move may castle with its king from `from` to `to`.
+    fn castles_to(&self, from: shakmaty::Square, to: shakmaty::Square) -> bool {
+        self.tip.legal_moves().iter().any(|m| match *m {
+            shakmaty::Move::Castle { king, rook } => {
+                king == from && search::castle_targets(king, rook).0 == to
+            }
+            _ => false,
+        })
     }
 
     /// The score of `line` from `from` by what the board showed: the positions on the way
