@@ -243,9 +243,11 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// on its own line from its square and not yet where it goes: paused in a slide on a
     /// square where it cannot stop (a queen slid through a square where it would leave its
     /// king in check), or short of a victim already taken off (a rook passing the square
-    /// before the one whose piece it takes). Every ply of the line is still on the board; a
-    /// line from an earlier base would give up plies the board shows, for plies nobody saw.
-    /// Pieces lifted after one ply from the tip count too (see `lifted_after_one_ply`).
+    /// before the one whose piece it takes); or the king of the side to move set down where
+    /// castling puts it, its rook not moved yet (castling king first). Every ply of the line
+    /// is still on the board; a line from an earlier base would give up plies the board
+    /// shows, for plies nobody saw. Pieces lifted after one ply from the tip count too (see
+    /// `lifted_after_one_ply`).
     pub(super) fn move_under_way(&self, target: &Board) -> Option<UnderWay> {
         let tip = self.tip.board();
         let d = board_diff(tip, target);
@@ -277,9 +279,9 @@ impl<const PLIES: usize> Tracker<PLIES> {
         })
     }
 
-    /// The sliding piece of the side to move on its way (see `move_under_way`); `d` and
-    /// `placed` are the squares `target` differs from the tip on, and those of them it
-    /// has a piece on.
+    /// The sliding piece or the castling king of the side to move on its way (see
+    /// `move_under_way`); `d` and `placed` are the squares `target` differs from the tip
+    /// on, and those of them it has a piece on.
     fn on_its_way(&self, target: &Board, d: Bitboard, placed: Bitboard) -> bool {
         let tip = self.tip.board();
         let Some(to) = placed.single_square() else { return false };
@@ -475,7 +477,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
     }
 
     /// Each ply's changes along `path` (see [`Self::ply_changes`]): squares a later ply of
-    /// the path changed again say nothing of it.
+    /// the path changed again, or passed through, say nothing of it.
     fn path_changes(
         &self,
         path: &[shakmaty::Move],
