@@ -308,11 +308,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
 
     /// True when the side to move may castle with its king from `from` to `to`.
     fn castles_to(&self, from: shakmaty::Square, to: shakmaty::Square) -> bool {
-        self.tip.legal_moves().iter().any(|m| match *m {
-            shakmaty::Move::Castle { king, rook } => {
-                king == from && search::castle_targets(king, rook).0 == to
-            }
-            _ => false,
+        shakmaty::CastlingSide::ALL.into_iter().any(|side| {
+            self.tip.castling_moves(side).iter().any(|&m| m.from() == Some(from) && landing(m) == to)
         })
     }
 
