@@ -1137,15 +1137,11 @@ fn presses_made_before_the_clock_stopped_still_count_the_plies() {
 #[test]
 fn reports_after_a_pair_of_presses_in_one_reading_came_after_both() {
     let mut s = read_at_one_time("2bq1rk1/1r4np/3p2pQ/p1pPpp2/PnP1P2P/2R3P1/5P1N/3BRNK1 w - - 0 30", 300);
-    let b_knight = piece(B, Role::Knight);
-    let w_knight = piece(W, Role::Knight);
     let b_queen = piece(B, Role::Queen);
     s.slide_landing_unreported(Square::F1, Square::D2);
     s.press(2, 0);
-    s.lift(Square::G7);
-    s.put(Square::E8, b_knight);
-    s.lift(Square::H2);
-    s.put(Square::F3, w_knight);
+    s.slide(Square::G7, Square::E8);
+    s.slide(Square::H2, Square::F3);
     s.press_pair_in_one_reading(2, 0);
     s.put(Square::F6, b_queen);
     s.lift(Square::D8);
@@ -1153,8 +1149,7 @@ fn reports_after_a_pair_of_presses_in_one_reading_came_after_both() {
     s.dump();
     s.press(2, 0);
     s.wait(300);
-    s.lift(Square::F3);
-    s.put(Square::G5, w_knight);
+    s.slide(Square::F3, Square::G5);
     s.press(2, 0);
     s.wait(3000);
     let played = ["f1d2", "g7e8", "h2f3", "d8f6", "f3g5"];
@@ -1170,23 +1165,16 @@ fn reports_after_a_pair_of_presses_in_one_reading_came_after_both() {
 #[test]
 fn a_square_a_later_ply_slid_through_says_nothing_of_the_ply_that_left_it() {
     let mut s = read_at_one_time("r1bq1rk1/pp3p1p/2nbpnp1/2pp4/3P4/2PBPNB1/PP1N1PPP/R2QK2R w KQ - 0 9", 300);
-    let b_knight = piece(B, Role::Knight);
-    let b_queen = piece(B, Role::Queen);
-    let w_pawn = piece(W, Role::Pawn);
     s.slide_landing_unreported(Square::D1, Square::E2);
     s.press(2, 0);
-    s.lift(Square::F6);
-    s.put(Square::H5, b_knight);
+    s.slide(Square::F6, Square::H5);
     s.press(2, 0);
     s.slide_landing_unreported(Square::G3, Square::H4);
     s.press(2, 0);
-    s.lift(Square::D8);
-    s.put(Square::C7, b_queen);
+    s.slide(Square::D8, Square::C7);
     s.press(2, 0);
-    s.lift(Square::G2);
-    s.put(Square::G3, w_pawn);
-    s.lift(Square::G3);
-    s.put(Square::G4, w_pawn);
+    s.slide(Square::G2, Square::G3);
+    s.slide(Square::G3, Square::G4);
     s.press(2, 0);
     s.wait_without_dumps(5);
     s.dump();
@@ -1212,13 +1200,11 @@ fn a_king_castling_first_read_before_its_rook_moves_is_a_move_under_way() {
         s.wait_without_dumps(300);
     }
     s.step_ms = 0;
-    s.lift(Square::E8);
-    s.put(Square::G8, piece(B, Role::King));
+    s.slide(Square::E8, Square::G8);
     s.dump();
     s.step_ms = 40;
     s.wait_without_dumps(500);
-    s.lift(Square::H8);
-    s.put(Square::F8, piece(B, Role::Rook));
+    s.slide(Square::H8, Square::F8);
     s.wait(3000);
     let played = ["d2d4", "g8f6", "c2c4", "g7g6", "b1c3", "f8g7", "e2e4", "d7d6", "f1e2", "e8g8"];
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
