@@ -1209,3 +1209,67 @@ fn a_king_castling_first_read_before_its_rook_moves_is_a_move_under_way() {
     let played = ["d2d4", "g8f6", "c2c4", "g7g6", "b1c3", "f8g7", "e2e4", "d7d6", "f1e2", "e8g8"];
     assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
 }
+
+/// A link that holds the board's bytes back, with reports lost (dropped-s1-g007 at 500 ms):
+/// ...Raxc8, Nxc5, ...Bxc5, Qxc5 and ...Rd3, each pressed, come in bursts, each but the
+/// first beginning with the dump asked for after the one before. Read first as ...Bxc5
+/// Qe3-d3 ...Rxd3 (Qxc5's reports all but e3's lost), the presses for ...Bxc5, Qd3 and
+/// ...Rxd3 were bound to those plies; the next dump shows the queen on c5 and the line is
+/// read again with Qxc5 and ...Rd3. Bound to plies no longer in the line, the presses still
+/// kept the plies from taking them in turn: Qxc5 and Ne1 got no `%clk`, and Qb5 a
+/// neighbour's.
+#[test]
+fn presses_bound_to_plies_read_again_take_the_new_plies_in_turn() {
+    let mut s =
+        read_at_one_time("r1Brq1k1/ppn1b1pp/2n2p2/2p1p3/2P1N3/1P2QNP1/PB1P1P1P/R4RK1 b - - 0 16", 3000);
+    let (white_knight, black_rook) = (piece(Color::White, Role::Knight), piece(Color::Black, Role::Rook));
+    // ...Raxc8 with both lifts lost, Black's press, Nxc5 with both lifts lost.
+    s.put_unreported(Square::C8, None);
+    s.put_unreported(Square::A8, None);
+    s.put(Square::C8, black_rook);
+    s.press(10, 0);
+    s.put_unreported(Square::C5, None);
+    s.put_unreported(Square::E4, None);
+    s.put(Square::C5, white_knight);
+    s.wait_without_dumps(220);
+    // The dump asked after that, White's press, ...Bxc5 with its landing lost.
+    s.dump();
+    s.press(20, 0);
+    s.put(Square::C5, None);
+    s.put(Square::E7, None);
+    s.put_unreported(Square::C5, piece(Color::Black, Role::Bishop));
+    s.wait_without_dumps(450);
+    // The dump asked after ...Bxc5's reports, Black's press, Qxc5 with all but e3's reports
+    // lost, White's press, ...Rd3, Black's press.
+    s.dump();
+    s.press(30, 0);
+    s.put_unreported(Square::C5, None);
+    s.put(Square::E3, None);
+    s.put_unreported(Square::C5, piece(Color::White, Role::Queen));
+    s.press(40, 0);
+    s.put(Square::D8, None);
+    s.put(Square::D3, black_rook);
+    s.press(50, 0);
+    s.wait_without_dumps(170);
+    // The dump asked after ...Rd3 shows the queen on c5; then Ne1, White's press.
+    s.dump();
+    s.put(Square::F3, None);
+    s.put(Square::E1, white_knight);
+    s.wait_without_dumps(200);
+    s.press(60, 0);
+    s.step_ms = 40;
+    s.wait(1500);
+    // ...Ne6 and Qb5, each pressed.
+    s.put(Square::C7, None);
+    s.put(Square::E6, piece(Color::Black, Role::Knight));
+    s.press(70, 0);
+    s.wait(500);
+    s.put(Square::C5, None);
+    s.put(Square::B5, piece(Color::White, Role::Queen));
+    s.press(80, 0);
+    s.wait(3000);
+    let played = ["a8c8", "e4c5", "e7c5", "e3c5", "d8d3", "f3e1", "c7e6", "c5b5"];
+    assert_eq!(s.confirmed_events(), played, "{:?}", s.move_log());
+    let clks = [2990, 2980, 2960, 2940, 2910, 2880, 2840, 2800].map(Some);
+    assert_eq!(s.confirmed_clks(), clks, "{:?}", s.move_log());
+}

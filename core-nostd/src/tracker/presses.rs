@@ -42,6 +42,8 @@ impl<const PLIES: usize> Tracker<PLIES> {
     /// none (a player does not press for a move made seconds later) and a later press would
     /// take an earlier ply of its player. Not while the last confirmed ply's press may still
     /// come (a late press would shift them all), nor while plies of an unknown order wait.
+    /// A press bound to a ply the line no longer has (read again since, from a dump) is
+    /// bound to nothing: it takes its ply in turn like the others.
     fn presses_in_turn(&self) -> bool {
         let presses = self.pending_press.len();
         if presses < 2
@@ -57,7 +59,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
         let first = self.confirmed + 1;
         self.pending_press.iter().enumerate().all(|(k, p)| {
             p.press.by == self.mover_of(first + k)
-                && (p.bound.is_none() || self.still_bound(p.bound) == Some(first + k))
+                && self.still_bound(p.bound).is_none_or(|upto| upto == first + k)
         })
     }
 
