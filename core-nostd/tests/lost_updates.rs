@@ -1216,8 +1216,8 @@ fn a_king_castling_first_read_before_its_rook_moves_is_a_move_under_way() {
 /// Qe3-d3 ...Rxd3 (Qxc5's reports all but e3's lost), the presses for ...Bxc5, Qd3 and
 /// ...Rxd3 were bound to those plies; the next dump shows the queen on c5 and the line is
 /// read again with Qxc5 and ...Rd3. Bound to plies no longer in the line, the presses still
-/// kept the plies from taking them in turn: Qxc5 and Ne1 got no `%clk`, and Qb5 a
-/// neighbour's.
+/// kept the plies from taking them in turn: here Qxc5, Ne1 and Qb5 got no `%clk` (in the
+/// offline run, Qb5 got a neighbour's).
 #[test]
 fn presses_bound_to_plies_read_again_take_the_new_plies_in_turn() {
     let mut s =
