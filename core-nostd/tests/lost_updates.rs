@@ -1222,15 +1222,14 @@ fn a_king_castling_first_read_before_its_rook_moves_is_a_move_under_way() {
 fn presses_bound_to_plies_read_again_take_the_new_plies_in_turn() {
     let mut s =
         read_at_one_time("r1Brq1k1/ppn1b1pp/2n2p2/2p1p3/2P1N3/1P2QNP1/PB1P1P1P/R4RK1 b - - 0 16", 3000);
-    let (white_knight, black_rook) = (piece(Color::White, Role::Knight), piece(Color::Black, Role::Rook));
     // ...Raxc8 with both lifts lost, Black's press, Nxc5 with both lifts lost.
     s.put_unreported(Square::C8, None);
     s.put_unreported(Square::A8, None);
-    s.put(Square::C8, black_rook);
+    s.put(Square::C8, piece(Color::Black, Role::Rook));
     s.press(10, 0);
     s.put_unreported(Square::C5, None);
     s.put_unreported(Square::E4, None);
-    s.put(Square::C5, white_knight);
+    s.put(Square::C5, piece(Color::White, Role::Knight));
     s.wait_without_dumps(220);
     // The dump asked after that, White's press, ...Bxc5 with its landing lost.
     s.dump();
@@ -1247,25 +1246,21 @@ fn presses_bound_to_plies_read_again_take_the_new_plies_in_turn() {
     s.put(Square::E3, None);
     s.put_unreported(Square::C5, piece(Color::White, Role::Queen));
     s.press(40, 0);
-    s.put(Square::D8, None);
-    s.put(Square::D3, black_rook);
+    s.slide(Square::D8, Square::D3);
     s.press(50, 0);
     s.wait_without_dumps(170);
     // The dump asked after ...Rd3 shows the queen on c5; then Ne1, White's press.
     s.dump();
-    s.put(Square::F3, None);
-    s.put(Square::E1, white_knight);
+    s.slide(Square::F3, Square::E1);
     s.wait_without_dumps(200);
     s.press(60, 0);
     s.step_ms = 40;
     s.wait(1500);
     // ...Ne6 and Qb5, each pressed.
-    s.put(Square::C7, None);
-    s.put(Square::E6, piece(Color::Black, Role::Knight));
+    s.slide(Square::C7, Square::E6);
     s.press(70, 0);
     s.wait(500);
-    s.put(Square::C5, None);
-    s.put(Square::B5, piece(Color::White, Role::Queen));
+    s.slide(Square::C5, Square::B5);
     s.press(80, 0);
     s.wait(3000);
     let played = ["a8c8", "e4c5", "e7c5", "e3c5", "d8d3", "f3e1", "c7e6", "c5b5"];
