@@ -69,8 +69,9 @@ fn two_round_jobs() -> Vec<Job> {
 
 /// Each board's second game set up and its clock set and started between two readings of
 /// it: every game exact under seeds 1 and 2 (the first reading of a next game's clock,
-/// running before any press, was taken for White's first press in both). Not exact yet: at
-/// seed 1 one ply's `%clk` is 2 s off (see README); no wrong move.
+/// running before any press, was taken for White's first press in both). Not exact yet (see
+/// README): at seed 1 an untraceable repetition (worldcup#199/6), at seed 2 one ply's
+/// `%clk` 3 s off; no wrong move.
 #[test]
 #[ignore = "not exact yet (see README); about a minute in a debug build"]
 fn twelve_chained_boards_offline_play_two_rounds_exactly() {
@@ -167,9 +168,10 @@ fn twelve_chained_boards_offline_survive_a_relay_frozen_as_games_begin() {
 
 /// The freeze moved through the first twelve seconds in half-second steps, seeds 1 to 1 or
 /// `DGT_BUS_SEEDS=FROM-TO`, freezes of 2,000 ms or `DGT_BUS_FREEZE_MS`, at every step or
-/// `DGT_BUS_FROZEN_AT`.
+/// `DGT_BUS_FROZEN_AT`. Not exact yet (see README): at seed 1, three of the 21 freezes
+/// leave a game with `%clk` missing or another ply's; no wrong move.
 #[test]
-#[ignore = "about a minute and a half in a debug build; run with --ignored"]
+#[ignore = "not exact yet (see README); about a minute and a half in a debug build"]
 fn twelve_chained_boards_offline_survive_a_relay_frozen_at_any_moment() {
     let (from, to) = seeds_from_env((1, 1));
     let len = std::env::var("DGT_BUS_FREEZE_MS").ok().and_then(|s| s.parse().ok()).unwrap_or(2_000);
