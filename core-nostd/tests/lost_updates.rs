@@ -1268,31 +1268,3 @@ fn presses_bound_to_plies_read_again_take_the_new_plies_in_turn() {
     let clks = [2990, 2980, 2960, 2940, 2910, 2880, 2840, 2800].map(Some);
     assert_eq!(s.confirmed_clks(), clks, "{:?}", s.move_log());
 }
-
-/// White and Black pressed in one reading, well before the reports of their plies (O-O-O,
-/// then ...Bc6) were read; then White's queen lifted from f3, its landing on
-/// c3 lost (a chain's log that missed it). The board is the tip less the queen: a hand at
-/// work. The presses waiting came before the lift, so they say nothing of the hands being
-/// done. Taken as done, the queen missing was explained by ...Bd7 Qc6 ...Bxc6 (a capture on
-/// a square the queen was never reported on), published until a dump showed c3; in a chain
-/// of boards, whose dumps come from the log, White's press then confirmed Qf3-c6.
-#[test]
-fn a_piece_lifted_after_the_presses_waiting_is_still_in_the_hand() {
-    let fen = "r3k1r1/ppp1qp1p/3p2p1/1b2B3/8/5Q2/PPP2PPP/R3K1NR w KQq - 1 17";
-    let mut s = from_fen_clocked(fen, 600);
-    s.start_clock();
-    s.wait(1000);
-    s.step_ms = 30;
-    s.press_pair_in_one_reading(2, 0);
-    s.wait(700);
-    s.slide(Square::E1, Square::C1);
-    s.slide(Square::A1, Square::D1);
-    s.wait(300);
-    s.slide(Square::B5, Square::C6);
-    s.wait(400);
-    s.slide_landing_unreported(Square::F3, Square::C3);
-    s.wait(3000);
-    let log = s.move_log();
-    assert!(!log.iter().any(|e| e.contains("f3c6") || e.contains("b5d7")), "{log:?}");
-    assert_eq!(s.confirmed_ucis(), ["e1c1", "b5c6"], "{log:?}");
-}

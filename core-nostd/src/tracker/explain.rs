@@ -150,7 +150,7 @@ impl<const PLIES: usize> Tracker<PLIES> {
             Some(UnderWay::Lifted) => {
                 let still = now.saturating_sub(self.last_change_ms);
                 let hands_done = (still >= self.config.timing.slide_settled_ms()
-                    && self.press_ends_hands_work())
+                    && !self.pending_press.is_empty())
                     || still >= u64::from(self.config.timing.quiet_ms);
                 if !hands_done {
                     return Choice::Wait;

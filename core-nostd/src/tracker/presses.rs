@@ -112,18 +112,6 @@ impl<const PLIES: usize> Tracker<PLIES> {
         before
     }
 
-    /// True when a waiting press says the hands at work are done: it came after the
-    /// board's last change, or the board has shown no ply since it (it ends a move still to
-    /// be shown). A press the board showed plies after was for those: a piece lifted since
-    /// may be on its way still, its landing's report lost (a chain's log that missed it),
-    /// and a line explaining the piece gone (taken where it was never reported) is read
-    /// too soon.
-    pub(super) fn press_ends_hands_work(&self) -> bool {
-        self.pending_press
-            .iter()
-            .any(|p| p.seq > self.last_change_seq || self.meta.iter().all(|m| m.shown.seq <= p.seq))
-    }
-
     /// The ply (index one past it) a waiting press was bound to, while that same ply is
     /// still in the line unconfirmed.
     pub(super) fn still_bound(&self, bound: Option<(usize, u32)>) -> Option<usize> {

@@ -189,7 +189,7 @@ impl BusPoller {
         }
         b.last_changes.clone_from(&raw);
         let forward = !b.fresh && b.line.is_some();
-        crate::log::trace!(address, now, bytes = raw.len(), ?raw, forward, mode = ?b.line.as_ref().map(|l| l.mode), "changes");
+        crate::log::trace!(address, bytes = raw.len(), ?raw, forward, mode = ?b.line.as_ref().map(|l| l.mode), "changes");
         if !repeat || b.fresh_asked {
             // The first packet since the board was found is what it logged before (also
             // when it came as the repeat of a first reply lost or garbled: the next one is
@@ -377,7 +377,7 @@ impl BusPoller {
         b.want_clock = false;
         b.next_clock = now + timing.clock_period_ms;
         let Bwtime::Times(mut t) = t else { return };
-        crate::log::trace!(address, now, status = t.status.0, left = ?t.left.time, right = ?t.right.time, "clock reading");
+        crate::log::trace!(address, status = t.status.0, left = ?t.left.time, right = ?t.right.time, "clock reading");
         // A running clock whose lever is not where the last reading sent left it was pressed
         // since the changes were read: that press is in the board's log, and comes with the
         // next changes in its place among the moves. This reading, from ahead of them, is
@@ -477,7 +477,7 @@ impl BusPoller {
 
     pub(super) fn dump(&mut self, now: u64, address: u16, d: BoardDump) {
         let gaps = self.gaps();
-        crate::log::trace!(address, now, raw = ?d.raw, "dump");
+        crate::log::trace!(address, raw = ?d.raw, "dump");
         let Some(b) = self.boards.get_mut(&address) else { return };
         b.want_dump = false;
         let asked = core::mem::take(&mut b.dump_asked);
