@@ -70,8 +70,8 @@ fn two_round_jobs() -> Vec<Job> {
 /// Each board's second game set up and its clock set and started between two readings of
 /// it: every game exact under seeds 1 and 2 (the first reading of a next game's clock,
 /// running before any press, was taken for White's first press in both). Not exact yet (see
-/// README): at seed 1 an untraceable repetition (worldcup#199/6), at seed 2 one ply's
-/// `%clk` 3 s off; no wrong move.
+/// README): at seeds 1 and 2 an untraceable repetition (worldcup#199/6); at seed 2 a ply
+/// missing (worldcup#57/7) and a wrong move (worldcup#271/9, Qf3-c6 for O-O-O).
 #[test]
 #[ignore = "not exact yet (see README); about a minute in a debug build"]
 fn twelve_chained_boards_offline_play_two_rounds_exactly() {
